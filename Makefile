@@ -1,0 +1,39 @@
+# The two commands of README.md: `make demo` and `make test`. Both install what they need.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: all deps build demo test unit e2e bench format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+build: deps
+	@test -f $(BUILD_DIR)/build.ninja || cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	./$(BUILD_DIR)/infertel demo $(DEMO_ARGS)
+
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+e2e: build
+	INFERTEL_BIN=$(abspath $(BUILD_DIR)/infertel) node --test --test-concurrency=1 tests/e2e/
+
+test: build
+	bash scripts/run-tests.sh $(BUILD_DIR)
+
+bench: build
+	bash bench/run.sh $(BUILD_DIR)
+
+format:
+	find src tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR)

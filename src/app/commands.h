@@ -1,0 +1,19 @@
+#pragma once
+// Each subcommand of the `infertel` binary registers itself on the CLI11 app. The areas own
+// their commands; main.cc only lists them.
+
+namespace CLI {
+class App;
+}
+
+namespace infertel {
+
+void AddAgentCommand(CLI::App& app);   // src/app/agent_command.cc
+void AddSimCommand(CLI::App& app);     // src/sim/sim_command.cc
+void AddDemoCommand(CLI::App& app);    // src/app/demo_command.cc
+void AddTracesCommand(CLI::App& app);  // src/app/traces_command.cc
+
+// Commands run inside CLI11 callbacks; a failing command throws CLI::RuntimeError(exit_code)
+// after printing its message, and main returns that code.
+
+}  // namespace infertel

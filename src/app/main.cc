@@ -1,0 +1,27 @@
+// infertel: an observability agent for LLM inference servers (vLLM, SGLang).
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+
+#include "app/commands.h"
+
+int main(int argc, char** argv) {
+  // A peer closing a socket must surface as an error code on that socket, not kill us.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"infertel: traces and metrics for vLLM and SGLang, from beside the engine"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", INFERTEL_VERSION);
+  infertel::AddAgentCommand(app);
+  infertel::AddSimCommand(app);
+  infertel::AddDemoCommand(app);
+  infertel::AddTracesCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+#pragma once
+// The pipeline contract. A producer hands a request to a Sink by move and never waits; an
+// Exporter sends one request and says whether a failure is worth retrying. Both are
+// templates over the OTLP request type, so traces, logs and metrics share one machinery.
+
+#include <string>
+#include <string_view>
+
+#include "core/telemetry.h"
+
+namespace infertel::pipeline {
+
+enum class ExportCode { kOk, kRetryable, kPermanent };
+
+struct ExportResult {
+  ExportCode code = ExportCode::kOk;
+  std::string message;  // empty on success
+  // How many items the backend rejected in a partial success (OTLP partial_success).
+  std::int64_t rejected = 0;
+
+  static ExportResult Ok() { return {}; }
+  static ExportResult Retryable(std::string m) { return {ExportCode::kRetryable, std::move(m), 0}; }
+  static ExportResult Permanent(std::string m) { return {ExportCode::kPermanent, std::move(m), 0}; }
+  bool ok() const { return code == ExportCode::kOk; }
+};
+
+// Sends requests to one backend. Called from one exporter thread at a time; may block for
+// at most its own timeout; never throws.
+template <typename Request>
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  virtual std::string_view Name() const noexcept = 0;
+  virtual ExportResult Export(const Request& request) noexcept = 0;
+  // Flushes and releases resources; no Export() follows.
+  virtual void Shutdown() noexcept {}
+};
+
+// Accepts requests from any thread without blocking. Overflow drops the oldest queued
+// telemetry, never the caller's work, and counts the drop.
+template <typename Request>
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void Submit(Request&& request) noexcept = 0;
+};
+
+using TraceExporter = Exporter<TracesRequest>;
+using LogExporter = Exporter<LogsRequest>;
+using MetricExporter = Exporter<MetricsRequest>;
+using TraceSink = Sink<TracesRequest>;
+using LogSink = Sink<LogsRequest>;
+using MetricSink = Sink<MetricsRequest>;
+
+// Classifies transport outcomes once, for every exporter (style rule 6):
+// gRPC UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED and HTTP 429/502/503/504
+// (and connection failures) are retryable; everything else is permanent.
+bool IsRetryableHttpStatus(int status);
+bool IsRetryableGrpcCode(int code);
+
+}  // namespace infertel::pipeline
