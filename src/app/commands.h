@@ -12,6 +12,7 @@ void AddAgentCommand(CLI::App& app);   // src/app/agent_command.cc
 void AddSimCommand(CLI::App& app);     // src/sim/sim_command.cc
 void AddDemoCommand(CLI::App& app);    // src/app/demo_command.cc
 void AddTracesCommand(CLI::App& app);  // src/app/traces_command.cc
+void AddConfigCommand(CLI::App& app);  // src/app/config_command.cc
 
 // Commands run inside CLI11 callbacks; a failing command throws CLI::RuntimeError(exit_code)
 // after printing its message, and main returns that code.

@@ -1,7 +1,282 @@
-#include <CLI/CLI.hpp>
+// `infertel demo`: the simulator as vLLM, the agent in front of it, a mixed workload from
+// several client threads, then a summary and one trace tree from the embedded store.
 
+#include <CLI/CLI.hpp>
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "app/agent.h"
 #include "app/commands.h"
+#include "export/sqlite/sqlite_store.h"
+#include "sim/sim_server.h"
 
 namespace infertel {
-void AddDemoCommand(CLI::App& app) { app.add_subcommand("demo", "demo (not yet built)"); }
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+struct DemoFlags {
+  double duration_s = 20;
+  int clients = 4;
+  std::string store = "infertel-demo.db";
+  std::string model = "demo-llama-8b";
+  std::uint64_t seed = 7;
+};
+
+// Collects what the gateway measured, for the summary.
+class TtftCollector : public gateway::ExchangeListener {
+ public:
+  void OnExchangeFinished(const gateway::Exchange& ex) noexcept override {
+    std::lock_guard lock(mu_);
+    ++exchanges_;
+    if (ex.outcome != gateway::Outcome::kOk) ++errors_;
+    if (ex.first_token_mono_ns != 0)
+      ttft_ms_.push_back((ex.first_token_mono_ns - ex.start.mono_start_ns) / 1e6);
+  }
+  struct Summary {
+    std::size_t exchanges = 0, errors = 0, streams = 0;
+    double p50 = 0, p99 = 0;
+  };
+  Summary Get() {
+    std::lock_guard lock(mu_);
+    Summary s;
+    s.exchanges = exchanges_;
+    s.errors = errors_;
+    s.streams = ttft_ms_.size();
+    if (!ttft_ms_.empty()) {
+      std::vector<double> v = ttft_ms_;
+      std::sort(v.begin(), v.end());
+      auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]; };
+      s.p50 = at(0.50);
+      s.p99 = at(0.99);
+    }
+    return s;
+  }
+
+ private:
+  std::mutex mu_;  // guards everything below
+  std::size_t exchanges_ = 0, errors_ = 0;
+  std::vector<double> ttft_ms_;
+};
+
+struct Counters {
+  std::atomic<std::uint64_t> requests{0}, failures{0}, aborted{0};
+};
+
+// One request from a demo client; `abort_after_events` > 0 closes the connection mid-stream.
+bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target, const std::string& body,
+             bool stream, int abort_after_events) {
+  beast::tcp_stream s(io);
+  beast::error_code ec;
+  s.expires_after(std::chrono::seconds(30));
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return false;
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, target, 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  req.set(bhttp::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  bhttp::write(s, req, ec);
+  if (ec) return false;
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::buffer_body> p;
+  p.body_limit((std::numeric_limits<std::uint64_t>::max)());
+  bhttp::read_header(s, buf, p, ec);
+  if (ec) return false;
+  char chunk[8192];
+  int events = 0;
+  while (!p.is_done()) {
+    p.get().body().data = chunk;
+    p.get().body().size = sizeof chunk;
+    bhttp::read_some(s, buf, p, ec);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) return false;
+    std::string_view got(chunk, sizeof chunk - p.get().body().size);
+    if (stream) events += static_cast<int>(std::count(got.begin(), got.end(), '\n')) / 2;
+    if (abort_after_events > 0 && events >= abort_after_events) {
+      s.socket().close(ec);  // the client walks away; the gateway must abort the engine request
+      return true;
+    }
+  }
+  return p.get().result_int() < 400;
+}
+
+void ClientLoop(int id, const DemoFlags& f, std::uint16_t port, std::chrono::steady_clock::time_point end,
+                Counters& c) {
+  asio::io_context io;
+  std::mt19937_64 rng(f.seed * 7919 + static_cast<std::uint64_t>(id));
+  std::uniform_int_distribution<int> pct(0, 99);
+  const char* topics[] = {"the KV cache", "continuous batching", "prefix caching", "speculative decoding",
+                          "tensor parallelism", "chunked prefill"};
+  while (std::chrono::steady_clock::now() < end) {
+    int r = pct(rng);
+    std::string topic = topics[rng() % std::size(topics)];
+    std::string target, body;
+    bool stream = false;
+    int abort_after = 0;
+    int max_tokens = 16 + static_cast<int>(rng() % 48);
+    // A shared system prompt makes prefix-cache hits happen.
+    std::string sys = R"({"role":"system","content":"You are a concise assistant for inference engineers."})";
+    if (r < 35) {
+      stream = true;
+      target = "/v1/chat/completions";
+      bool usage = r % 2 == 0;
+      body = fmt::format(
+          R"({{"model":"{}","messages":[{},{{"role":"user","content":"Explain {} briefly."}}],"stream":true,{}"max_tokens":{},"temperature":0.7,"user":"demo-{}"}})",
+          f.model, sys, topic, usage ? R"("stream_options":{"include_usage":true},)" : "", max_tokens, id);
+    } else if (r < 55) {
+      target = "/v1/chat/completions";
+      body = fmt::format(
+          R"({{"model":"{}","messages":[{},{{"role":"user","content":"What is {}?"}}],"max_tokens":{},"top_p":0.9}})",
+          f.model, sys, topic, max_tokens);
+    } else if (r < 70) {
+      stream = r % 2 == 0;
+      target = "/v1/completions";
+      body = fmt::format(R"({{"model":"{}","prompt":"A short note on {}:","max_tokens":{},"stream":{}}})",
+                         f.model, topic, max_tokens, stream ? "true" : "false");
+    } else if (r < 80) {
+      target = "/v1/embeddings";
+      body = fmt::format(R"({{"model":"{}","input":["{}","inference observability"]}})", f.model, topic);
+    } else if (r < 88) {
+      target = r % 2 == 0 ? "/v1/rerank" : "/v1/score";
+      body = r % 2 == 0
+                 ? fmt::format(R"({{"model":"{}","query":"{}","documents":["GPU memory","batching","tokens"]}})",
+                               f.model, topic)
+                 : fmt::format(R"({{"model":"{}","text_1":"{}","text_2":["GPU memory","batching"]}})", f.model,
+                               topic);
+    } else if (r < 95) {
+      stream = r % 2 == 0;
+      target = "/v1/chat/completions";
+      body = fmt::format(
+          R"({{"model":"{}","messages":[{{"role":"user","content":"Weather in Paris?"}}],"stream":{},"tools":[{{"type":"function","function":{{"name":"get_weather","parameters":{{"type":"object","properties":{{"city":{{"type":"string"}}}}}}}}}}],"max_tokens":{}}})",
+          f.model, stream ? "true" : "false", max_tokens);
+    } else {
+      stream = true;
+      abort_after = 3;
+      target = "/v1/chat/completions";
+      body = fmt::format(
+          R"({{"model":"{}","messages":[{{"role":"user","content":"Write a long essay on {}."}}],"stream":true,"max_tokens":400}})",
+          f.model, topic);
+    }
+    bool ok = SendOne(io, port, target, body, stream, abort_after);
+    c.requests.fetch_add(1);
+    if (abort_after > 0) c.aborted.fetch_add(1);
+    if (!ok) c.failures.fetch_add(1);
+  }
+}
+
+void Run(const DemoFlags& f) {
+  sim::SimOptions so;
+  so.engine = "vllm";
+  so.model = f.model;
+  so.engine_config.seed = f.seed;
+  so.host = "127.0.0.1";
+  so.port = 0;
+  std::string error;
+  auto sim = sim::SimServer::Start(so, &error);
+  if (!sim) {
+    std::fprintf(stderr, "infertel demo: simulator: %s\n", error.c_str());
+    throw CLI::RuntimeError(1);
+  }
+
+  AgentOptions ao;
+  gateway::UpstreamConfig uc;
+  uc.engine = gateway::EngineKind::kVllm;
+  uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim->port()));
+  uc.listen = {"127.0.0.1", 0};
+  ao.upstreams.push_back(uc);
+  ao.admin = {"127.0.0.1", 0};
+  ao.exports = exporting::ExportOptionsFromEnv(config::ProcessEnv());
+  ao.exports.store_path = f.store;
+  ao.exports.store_enabled = true;
+  std::error_code fec;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f.store + suffix, fec);
+  auto resolved = config::Resolve(config::ProcessEnv());
+  Agent agent(std::move(ao), std::move(resolved.settings));
+  TtftCollector ttft;
+  agent.AddExchangeListener(&ttft);
+  if (!agent.Start(&error)) {
+    std::fprintf(stderr, "infertel demo: agent: %s\n", error.c_str());
+    throw CLI::RuntimeError(1);
+  }
+  std::uint16_t port = agent.GatewayPorts().at(0);
+  std::printf("infertel demo: simulated vLLM on 127.0.0.1:%u, agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
+              sim->port(), port, agent.AdminPort());
+  std::printf("infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, tools, aborts)\n",
+              f.clients, f.duration_s);
+  std::fflush(stdout);
+
+  Counters counters;
+  auto start = std::chrono::steady_clock::now();
+  auto end = start + std::chrono::milliseconds(static_cast<long>(f.duration_s * 1000));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < f.clients; ++i)
+    clients.emplace_back([&, i] { ClientLoop(i, f, port, end, counters); });
+  const bool tty = isatty(fileno(stderr));
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 5000));
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%s[demo] %5.1fs  requests %llu  failed %llu  aborted by client %llu%s", tty ? "\r" : "",
+                 std::min(t, f.duration_s), static_cast<unsigned long long>(counters.requests.load()),
+                 static_cast<unsigned long long>(counters.failures.load()),
+                 static_cast<unsigned long long>(counters.aborted.load()), tty ? "" : "\n");
+  }
+  for (auto& t : clients) t.join();
+  if (tty) std::fprintf(stderr, "\n");
+  agent.Flush(std::chrono::seconds(5));
+  auto s = ttft.Get();
+  agent.Stop();
+  sim->Stop();
+
+  exporting::SqliteStore store;
+  std::string serr;
+  std::int64_t spans = -1;
+  std::string tree;
+  if (store.Open(f.store, &serr)) {
+    spans = store.CountSpans();
+    tree = exporting::RenderTraceTrees(store, 1, "");
+  }
+  std::printf("\n== infertel demo summary\n");
+  std::printf("requests sent        %llu (%llu failed, %llu aborted by the client on purpose)\n",
+              static_cast<unsigned long long>(counters.requests.load()),
+              static_cast<unsigned long long>(counters.failures.load()),
+              static_cast<unsigned long long>(counters.aborted.load()));
+  std::printf("exchanges observed   %zu (%zu with status ERROR)\n", s.exchanges, s.errors);
+  std::printf("spans stored         %lld\n", static_cast<long long>(spans));
+  std::printf("TTFT at the gateway  p50 %.2f ms, p99 %.2f ms over %zu streams\n", s.p50, s.p99, s.streams);
+  std::printf("store                %s (browse: infertel traces --store %s)\n",
+              std::filesystem::absolute(f.store).c_str(), f.store.c_str());
+  std::printf("\n== most recent trace\n%s", tree.c_str());
+  if (counters.requests.load() == 0 || spans <= 0) {
+    std::fprintf(stderr, "infertel demo: no traffic or no spans stored\n");
+    throw CLI::RuntimeError(1);
+  }
+}
+
+}  // namespace
+
+void AddDemoCommand(CLI::App& app) {
+  auto flags = std::make_shared<DemoFlags>();
+  CLI::App* sub = app.add_subcommand("demo", "Simulated vLLM + agent + traffic, then a summary and a trace");
+  sub->add_option("--duration", flags->duration_s, "Seconds of traffic")->capture_default_str();
+  sub->add_option("--clients", flags->clients, "Concurrent clients")->capture_default_str();
+  sub->add_option("--store", flags->store, "Embedded store path")->capture_default_str();
+  sub->add_option("--model", flags->model, "Model name the simulator serves")->capture_default_str();
+  sub->add_option("--seed", flags->seed, "Seed for the simulator and the workload")->capture_default_str();
+  sub->callback([flags] { Run(*flags); });
+}
+
 }  // namespace infertel

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   infertel::AddSimCommand(app);
   infertel::AddDemoCommand(app);
   infertel::AddTracesCommand(app);
+  infertel::AddConfigCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,66 @@
+// `infertel traces`: recent traces from the embedded store, as indented trees.
+
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
 #include "app/commands.h"
+#include "core/ids.h"
+#include "export/sqlite/sqlite_store.h"
 
 namespace infertel {
-void AddTracesCommand(CLI::App& app) { app.add_subcommand("traces", "traces (not yet built)"); }
+namespace {
+
+struct TracesFlags {
+  std::string store = "infertel.db";
+  std::size_t limit = 10;
+  std::string trace;
+  std::string service;
+};
+
+[[noreturn]] void Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "infertel traces: %s\n", message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+void Run(const TracesFlags& f) {
+  if (!std::filesystem::exists(f.store)) Fail(1, "no store at " + f.store);
+  exporting::TraceQuery q;
+  q.limit = f.limit;
+  q.service = f.service;
+  if (!f.trace.empty()) {
+    auto id = TraceIdFromHex(f.trace);
+    if (!id) Fail(2, "--trace: expected 32 hex characters, got '" + f.trace + "'");
+    q.trace_id = ToHex(*id);  // lowercase, as stored
+  }
+  exporting::SqliteStore store;
+  std::string error;
+  if (!store.Open(f.store, &error)) Fail(1, error);
+  const std::string out = exporting::RenderTraceTrees(store, q);
+  if (out.empty()) {
+    std::printf("no traces in %s%s\n", f.store.c_str(),
+                f.trace.empty() && f.service.empty() ? "" : " matching the filter");
+    return;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+}  // namespace
+
+void AddTracesCommand(CLI::App& app) {
+  auto flags = std::make_shared<TracesFlags>();
+  CLI::App* sub =
+      app.add_subcommand("traces", "Print recent traces from the embedded store as trees");
+  sub->add_option("--store", flags->store, "Embedded store (SQLite) path")->capture_default_str();
+  sub->add_option("--limit", flags->limit, "How many traces, newest first")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--trace", flags->trace, "Only this trace (32 hex characters)");
+  sub->add_option("--service", flags->service, "Only traces with a span of this service.name");
+  sub->callback([flags] { Run(*flags); });
+}
+
 }  // namespace infertel

@@ -116,6 +116,9 @@ inline constexpr std::string_view kEventInferenceOperationDetails =
 inline constexpr std::string_view kServiceName = "service.name";
 inline constexpr std::string_view kTelemetrySdkName = "telemetry.sdk.name";
 
+// infertel's own attribute (not in the spec): why an entry span has less detail than usual.
+inline constexpr std::string_view kInfertelParseError = "infertel.request.parse_error";
+
 // The instrumentation scope of spans the agent makes itself.
 inline constexpr std::string_view kAgentScopeName = "infertel";
 

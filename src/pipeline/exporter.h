@@ -3,6 +3,7 @@
 // Exporter sends one request and says whether a failure is worth retrying. Both are
 // templates over the OTLP request type, so traces, logs and metrics share one machinery.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,9 @@ struct ExportResult {
   std::string message;  // empty on success
   // How many items the backend rejected in a partial success (OTLP partial_success).
   std::int64_t rejected = 0;
+  // For kRetryable: the delay the backend asked for (HTTP Retry-After, gRPC RetryInfo), in
+  // milliseconds; 0 when it gave none and the processor's own backoff applies.
+  std::int64_t retry_after_ms = 0;
 
   static ExportResult Ok() { return {}; }
   static ExportResult Retryable(std::string m) { return {ExportCode::kRetryable, std::move(m), 0}; }

@@ -1,7 +1,146 @@
+// `infertel sim`: runs the engine simulator until SIGINT/SIGTERM.
+
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
 #include "app/commands.h"
+#include "sim/sim_server.h"
 
 namespace infertel {
-void AddSimCommand(CLI::App& app) { app.add_subcommand("sim", "Run the engine simulator"); }
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int) {
+  char b = 1;
+  // Async-signal-safe; a full pipe only means a stop is already pending.
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
+}
+
+struct SimFlags {
+  sim::SimOptions options;
+  std::string listen;
+  std::string host;
+  int port = -1;
+};
+
+bool SplitHostPort(const std::string& s, std::string* host, int* port) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = s.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
+    *host = host->substr(1, host->size() - 2);
+  try {
+    std::size_t used = 0;
+    *port = std::stoi(s.substr(colon + 1), &used);
+    return used == s.size() - colon - 1 && *port >= 0 && *port <= 65535;
+  } catch (...) {
+    return false;
+  }
+}
+
+void RunSim(SimFlags& f) {
+  sim::SimOptions& o = f.options;
+  if (!f.listen.empty()) {
+    int port = 0;
+    if (!SplitHostPort(f.listen, &o.host, &port)) {
+      std::cerr << "infertel sim: --listen must be HOST:PORT, got '" << f.listen << "'\n";
+      throw CLI::RuntimeError(2);
+    }
+    o.port = static_cast<std::uint16_t>(port);
+  } else {
+    if (!f.host.empty()) o.host = f.host;
+    if (f.port > 65535) {
+      std::cerr << "infertel sim: bad --port\n";
+      throw CLI::RuntimeError(2);
+    }
+    o.port = static_cast<std::uint16_t>(f.port < 0 ? 8000 : f.port);
+  }
+  if (o.engine == "sglang") {
+    std::cerr << "infertel sim: --engine sglang is not available yet; use --engine vllm\n";
+    throw CLI::RuntimeError(2);
+  }
+
+  // Threads started by libraries before this point may receive the signal, so a handler
+  // (not sigwait with a blocked mask) turns it into a byte on a pipe.
+  if (pipe(g_signal_pipe) != 0) {
+    std::cerr << "infertel sim: pipe failed\n";
+    throw CLI::RuntimeError(1);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::string error;
+  auto server = sim::SimServer::Start(o, &error);
+  if (!server) {
+    std::cerr << "infertel sim: " << error << "\n";
+    throw CLI::RuntimeError(1);
+  }
+  std::string shown_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+  std::printf("infertel sim: listening on http://%s:%u\n", shown_host.c_str(),
+              static_cast<unsigned>(server->port()));
+  std::fflush(stdout);
+  char byte;
+  while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  server->Stop();
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app) {
+  auto flags = std::make_shared<SimFlags>();
+  sim::SimOptions& o = flags->options;
+  sim::EngineConfig& e = o.engine_config;
+  CLI::App* cmd = app.add_subcommand("sim", "Run the engine simulator (a stand-in for vLLM)");
+  cmd->add_option("--engine", o.engine, "Engine to simulate")
+      ->check(CLI::IsMember({"vllm", "sglang"}))
+      ->capture_default_str();
+  cmd->add_option("--listen", flags->listen, "Listen address HOST:PORT (port 0: any)");
+  cmd->add_option("--host", flags->host, "Listen host (vLLM's flag; alternative to --listen)");
+  cmd->add_option("--port", flags->port, "Listen port (vLLM's flag; alternative to --listen)");
+  cmd->add_option("--model", o.model, "Served model name")->capture_default_str();
+  cmd->add_option("--seed", e.seed, "Seed for generated text")->capture_default_str();
+  cmd->add_option("--speed", e.speed, "Speed factor dividing every step time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", e.max_num_seqs, "Cap on running sequences")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--num-kv-blocks", e.num_kv_blocks, "KV cache blocks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--block-size", e.block_size, "Tokens per KV block")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Token budget per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--step-fixed-ms", e.step_fixed_ms, "Fixed cost per step (ms)")
+      ->capture_default_str();
+  cmd->add_option("--prefill-ms-per-token", e.prefill_ms_per_token, "Prefill cost per token (ms)")
+      ->capture_default_str();
+  cmd->add_option("--decode-ms-per-token", e.decode_ms_per_token,
+                  "Decode cost per running sequence per step (ms)")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", e.max_model_len, "Context length")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--enable-prompt-tokens-details", o.enable_prompt_tokens_details,
+                "Report usage.prompt_tokens_details.cached_tokens");
+  cmd->add_option("--engine-version", o.engine_version, "Surface generation: v1 or v0")
+      ->check(CLI::IsMember({"v1", "v0"}))
+      ->capture_default_str();
+  cmd->callback([flags] { RunSim(*flags); });
+}
+
 }  // namespace infertel

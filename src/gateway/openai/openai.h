@@ -49,9 +49,9 @@ struct RequestInfo {
   bool include_usage = false;           // stream_options.include_usage as the client sent it
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats as sent
   bool has_stream_options = false;
-  bool logprobs = false;                // chat: logprobs true; completions: logprobs >= 0
-  bool has_tools = false;               // non-empty `tools`
-  std::optional<std::string> request_id;  // body `request_id` (vLLM) or `rid` (SGLang)
+  bool logprobs = false;                        // chat: logprobs true; completions: logprobs >= 0
+  bool has_tools = false;                       // non-empty `tools`
+  std::optional<std::string> request_id;        // body `request_id` (vLLM) or `rid` (SGLang)
   std::optional<std::int64_t> stream_interval;  // SGLang per-request stream_interval
 
   // GenAI-convention JSON (an array of {role, parts:[...]}) of the input, content items
@@ -76,6 +76,8 @@ struct Usage {
 };
 
 struct ResponseInfo {
+  bool parsed = false;      // false: the body was not a JSON object (see parse_error)
+  std::string parse_error;  // why there is less detail
   std::optional<std::string> id;
   std::optional<std::string> model;
   std::vector<std::string> finish_reasons;  // one per choice, in index order
@@ -88,8 +90,14 @@ struct ResponseInfo {
   std::optional<std::string> error_message;
 };
 
-// Parses a non-streaming response body (any operation, or an error body).
+// Parses a non-streaming response body (any operation, or an error body). Tool-call
+// arguments and output messages are kept only when capture.capture_content.
 ResponseInfo ParseResponse(Operation op, std::string_view body, const CaptureOptions& capture);
+
+// Undoes RewriteRequest's force_logprobs on a non-streaming chat/completions response: every
+// choice's `logprobs` becomes null (what the engine returns when none were asked for), all
+// other bytes unchanged. nullopt when nothing changes or the body is not a JSON object.
+std::optional<std::string> StripInjectedLogprobs(std::string_view body);
 
 // One SSE stream, fed event by event. It accumulates a ResponseInfo and decides what the
 // client receives for each event: the bytes unchanged, nothing (a usage chunk only the
@@ -99,7 +107,7 @@ class StreamObserver {
  public:
   struct Options {
     CaptureOptions capture;
-    bool drop_injected_usage = false;    // the gateway added include_usage; client did not ask
+    bool drop_injected_usage = false;      // the gateway added include_usage; client did not ask
     bool strip_injected_logprobs = false;  // the gateway added logprobs; client did not ask
   };
   enum class Verdict { kForward, kDrop, kRewrite };
@@ -130,10 +138,13 @@ class StreamObserver {
 
  private:
   struct Choice {
+    std::string role;
     std::string text;
     std::string reasoning;
     std::string finish_reason;
     std::vector<ToolCall> tool_calls;
+    std::vector<std::size_t> argument_chars;  // code points in each tool call's arguments
+    std::size_t text_chars = 0, reasoning_chars = 0;
     bool seen = false;
   };
   Operation op_;

@@ -1,0 +1,346 @@
+#include "export/factory.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <charconv>
+
+#include "export/debug/debug_exporter.h"
+#include "export/otlp_grpc/otlp_grpc_exporter.h"
+#include "export/otlp_http/otlp_http_exporter.h"
+
+namespace infertel::exporting {
+namespace {
+
+// The OpenTelemetry SDK environment variables honoured here (names per the OTel
+// specification's "OTLP Exporter" and "Batch Span Processor" sections).
+constexpr std::string_view kEnvPrefix = "OTEL_EXPORTER_OTLP_";
+constexpr std::string_view kEnvEndpoint = "ENDPOINT";
+constexpr std::string_view kEnvProtocol = "PROTOCOL";
+constexpr std::string_view kEnvHeaders = "HEADERS";
+constexpr std::string_view kEnvTimeout = "TIMEOUT";
+constexpr std::string_view kEnvCompression = "COMPRESSION";
+constexpr std::string_view kEnvBspScheduleDelay = "OTEL_BSP_SCHEDULE_DELAY";
+constexpr std::string_view kEnvBspMaxQueueSize = "OTEL_BSP_MAX_QUEUE_SIZE";
+constexpr std::string_view kEnvBspMaxExportBatchSize = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE";
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (ec == std::errc() && p == s.data() + i + 3) {
+        out.push_back(static_cast<char>(v));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+bool ParseUint(std::string_view s, std::uint64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ValidProtocol(std::string_view p) {
+  return p == "grpc" || p == "http/protobuf" || p == "http/json";
+}
+
+const SignalOtlpOptions& SignalOf(const ExportOptions& o, std::string_view signal) {
+  return signal == "traces" ? o.traces : signal == "logs" ? o.logs : o.metrics;
+}
+
+// Fills the common OTLP variables for one infix ("" or "TRACES_"...).
+void OtlpFromEnv(const config::EnvLookup& env, std::string_view infix, std::string* endpoint,
+                 std::string* protocol, std::map<std::string, std::string>* headers,
+                 std::optional<std::chrono::milliseconds>* timeout, std::optional<bool>* gzip,
+                 std::vector<std::string>* errors) {
+  auto name = [&](std::string_view suffix) {
+    return fmt::format("{}{}{}", kEnvPrefix, infix, suffix);
+  };
+  auto err = [&](std::string msg) {
+    if (errors) errors->push_back(std::move(msg));
+  };
+  if (auto v = env(name(kEnvEndpoint)); v && !v->empty()) *endpoint = Trim(*v);
+  if (auto v = env(name(kEnvProtocol)); v && !v->empty()) {
+    std::string p = Trim(*v);
+    if (ValidProtocol(p))
+      *protocol = p;
+    else
+      err(fmt::format("{}: unknown protocol '{}' (grpc, http/protobuf, http/json)",
+                      name(kEnvProtocol), p));
+  }
+  if (auto v = env(name(kEnvHeaders)); v && !v->empty()) {
+    std::map<std::string, std::string> h;
+    if (ParseOtlpHeaders(*v, &h))
+      for (auto& [k, val] : h) (*headers)[k] = val;
+    else
+      err(fmt::format("{}: expected k=v,k2=v2", name(kEnvHeaders)));
+  }
+  if (auto v = env(name(kEnvTimeout)); v && !v->empty()) {
+    std::uint64_t ms;
+    if (ParseUint(Trim(*v), &ms))
+      *timeout = std::chrono::milliseconds(ms);
+    else
+      err(fmt::format("{}: expected milliseconds, got '{}'", name(kEnvTimeout), *v));
+  }
+  if (auto v = env(name(kEnvCompression)); v && !v->empty()) {
+    std::string c = Trim(*v);
+    if (c == "gzip")
+      *gzip = true;
+    else if (c == "none")
+      *gzip = false;
+    else
+      err(fmt::format("{}: expected gzip or none, got '{}'", name(kEnvCompression), c));
+  }
+}
+
+struct Resolved {
+  std::string url;  // the signal's endpoint: exact for http, host:port-ish for grpc
+  std::string protocol;
+  std::map<std::string, std::string> headers;
+  std::chrono::milliseconds timeout;
+  bool gzip;
+};
+
+Resolved Resolve(const ExportOptions& o, std::string_view signal) {
+  const SignalOtlpOptions& s = SignalOf(o, signal);
+  Resolved r;
+  r.protocol = s.protocol.empty() ? o.otlp_protocol : s.protocol;
+  r.headers = o.headers;
+  for (const auto& [k, v] : s.headers) r.headers[k] = v;
+  r.timeout = s.timeout.value_or(o.timeout);
+  r.gzip = s.gzip.value_or(o.gzip);
+  if (r.protocol == "grpc")
+    r.url = s.endpoint.empty() ? o.otlp_endpoint : s.endpoint;
+  else
+    r.url = SignalUrl(o.otlp_endpoint, s.endpoint, signal);
+  return r;
+}
+
+template <typename Request, typename GrpcMake, typename HttpMake, typename StoreMake,
+          typename DebugMake>
+std::optional<std::vector<std::unique_ptr<pipeline::Exporter<Request>>>> Build(
+    const ExportOptions& o, std::string_view signal, std::string* error, GrpcMake grpc_make,
+    HttpMake http_make, StoreMake store_make, DebugMake debug_make) {
+  std::vector<std::unique_ptr<pipeline::Exporter<Request>>> out;
+  if (OtlpEnabled(o, signal)) {
+    Resolved r = Resolve(o, signal);
+    std::unique_ptr<pipeline::Exporter<Request>> e;
+    if (r.protocol == "grpc") {
+      OtlpGrpcOptions g{r.url, r.headers, r.timeout, r.gzip, {}};
+      e = grpc_make(g, error);
+    } else if (r.protocol == "http/protobuf" || r.protocol == "http/json") {
+      OtlpHttpOptions h;
+      h.url = r.url;
+      h.encoding = r.protocol == "http/json" ? HttpEncoding::kJson : HttpEncoding::kProtobuf;
+      h.headers = r.headers;
+      h.timeout = r.timeout;
+      h.gzip = r.gzip;
+      e = http_make(h, error);
+    } else {
+      *error =
+          fmt::format("unknown OTLP protocol '{}' (grpc, http/protobuf, http/json)", r.protocol);
+    }
+    if (!e) return std::nullopt;
+    out.push_back(std::move(e));
+  }
+  if (o.store_enabled) {
+    auto e = store_make(StoreOptionsOf(o), error);
+    if (!e) return std::nullopt;
+    out.push_back(std::move(e));
+  }
+  if (o.debug) out.push_back(debug_make(DebugOptions{stdout, o.debug_json}));
+  return out;
+}
+
+}  // namespace
+
+bool ParseOtlpHeaders(std::string_view text, std::map<std::string, std::string>* out) {
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (Trim(item).empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) return false;
+    std::string key = Trim(PercentDecode(item.substr(0, eq)));
+    if (key.empty()) return false;
+    (*out)[key] = Trim(PercentDecode(item.substr(eq + 1)));
+  }
+  return true;
+}
+
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  std::string t = Trim(text);
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (ec != std::errc() || p == t.data()) return std::nullopt;
+  std::string_view unit(p, static_cast<std::size_t>(t.data() + t.size() - p));
+  std::uint64_t ms_per;
+  if (unit.empty() || unit == "s")
+    ms_per = 1000;
+  else if (unit == "ms")
+    ms_per = 1;
+  else if (unit == "m")
+    ms_per = 60'000;
+  else if (unit == "h")
+    ms_per = 3'600'000;
+  else if (unit == "d")
+    ms_per = 86'400'000;
+  else
+    return std::nullopt;
+  return std::chrono::milliseconds(n * ms_per);
+}
+
+ExportOptions FromEnv(const config::EnvLookup& env, std::vector<std::string>* errors,
+                      ExportOptions o) {
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<bool> gzip;
+  OtlpFromEnv(env, "", &o.otlp_endpoint, &o.otlp_protocol, &o.headers, &timeout, &gzip, errors);
+  if (timeout) o.timeout = *timeout;
+  if (gzip) o.gzip = *gzip;
+  OtlpFromEnv(env, "TRACES_", &o.traces.endpoint, &o.traces.protocol, &o.traces.headers,
+              &o.traces.timeout, &o.traces.gzip, errors);
+  OtlpFromEnv(env, "LOGS_", &o.logs.endpoint, &o.logs.protocol, &o.logs.headers, &o.logs.timeout,
+              &o.logs.gzip, errors);
+  OtlpFromEnv(env, "METRICS_", &o.metrics.endpoint, &o.metrics.protocol, &o.metrics.headers,
+              &o.metrics.timeout, &o.metrics.gzip, errors);
+  auto num = [&](std::string_view name, auto apply) {
+    auto v = env(name);
+    if (!v || v->empty()) return;
+    std::uint64_t n;
+    if (ParseUint(Trim(*v), &n) && n > 0)
+      apply(n);
+    else if (errors)
+      errors->push_back(fmt::format("{}: expected a positive integer, got '{}'", name, *v));
+  };
+  num(kEnvBspScheduleDelay,
+      [&](std::uint64_t n) { o.batch.max_delay = std::chrono::milliseconds(n); });
+  num(kEnvBspMaxQueueSize, [&](std::uint64_t n) { o.batch.max_queue_items = n; });
+  num(kEnvBspMaxExportBatchSize, [&](std::uint64_t n) { o.batch.max_batch_items = n; });
+  return o;
+}
+
+void AddExportFlags(CLI::App& cmd, ExportOptions* o) {
+  cmd.add_option("--otlp-endpoint", o->otlp_endpoint,
+                 "OTLP endpoint (base URL; http exporters append /v1/<signal>)");
+  cmd.add_option("--otlp-protocol", o->otlp_protocol, "grpc | http/protobuf | http/json")
+      ->check(CLI::IsMember({"grpc", "http/protobuf", "http/json"}));
+  cmd.add_option_function<std::vector<std::string>>(
+      "--otlp-header",
+      [o](const std::vector<std::string>& v) {
+        for (const auto& h : v)
+          if (!ParseOtlpHeaders(h, &o->headers)) throw CLI::ValidationError("--otlp-header", h);
+      },
+      "OTLP header k=v (repeatable)");
+  cmd.add_option_function<std::uint64_t>(
+      "--otlp-timeout-ms", [o](std::uint64_t ms) { o->timeout = std::chrono::milliseconds(ms); },
+      "OTLP export timeout per request, milliseconds");
+  cmd.add_flag("--otlp-gzip", o->gzip, "gzip-compress OTLP requests");
+  cmd.add_option("--store", o->store_path, "embedded store file (SQLite)");
+  cmd.add_flag_callback(
+      "--no-store", [o] { o->store_enabled = false; }, "do not write the embedded store");
+  cmd.add_option_function<std::uint64_t>(
+      "--store-max-mb", [o](std::uint64_t mb) { o->store_max_bytes = mb * 1024 * 1024; },
+      "store size limit in MiB (oldest rows deleted first)");
+  cmd.add_option_function<std::string>(
+      "--store-max-age",
+      [o](const std::string& s) {
+        auto d = ParseDuration(s);
+        if (!d) throw CLI::ValidationError("--store-max-age", "expected e.g. 24h, 30m, 7d");
+        o->store_max_age = std::chrono::duration_cast<std::chrono::seconds>(*d);
+      },
+      "store age limit, e.g. 24h");
+  cmd.add_flag("--debug-export", o->debug, "also print telemetry to stdout");
+  cmd.add_flag("--debug-export-json", o->debug_json, "debug output as OTLP/JSON");
+}
+
+bool OtlpEnabled(const ExportOptions& o, std::string_view signal) {
+  return !o.otlp_endpoint.empty() || !SignalOf(o, signal).endpoint.empty();
+}
+
+std::optional<std::vector<std::unique_ptr<pipeline::TraceExporter>>> BuildTraceExporters(
+    const ExportOptions& o, std::string* error) {
+  return Build<TracesRequest>(o, "traces", error, MakeOtlpGrpcTraceExporter,
+                              MakeOtlpHttpTraceExporter, MakeStoreTraceExporter,
+                              MakeDebugTraceExporter);
+}
+std::optional<std::vector<std::unique_ptr<pipeline::LogExporter>>> BuildLogExporters(
+    const ExportOptions& o, std::string* error) {
+  return Build<LogsRequest>(o, "logs", error, MakeOtlpGrpcLogExporter, MakeOtlpHttpLogExporter,
+                            MakeStoreLogExporter, MakeDebugLogExporter);
+}
+std::optional<std::vector<std::unique_ptr<pipeline::MetricExporter>>> BuildMetricExporters(
+    const ExportOptions& o, std::string* error) {
+  return Build<MetricsRequest>(o, "metrics", error, MakeOtlpGrpcMetricExporter,
+                               MakeOtlpHttpMetricExporter, MakeStoreMetricExporter,
+                               MakeDebugMetricExporter);
+}
+
+bool Pipelines::Flush(std::chrono::milliseconds timeout) {
+  bool ok = true;
+  if (traces) ok &= traces->Flush(timeout);
+  if (logs) ok &= logs->Flush(timeout);
+  if (metrics) ok &= metrics->Flush(timeout);
+  return ok;
+}
+
+void Pipelines::Shutdown(std::chrono::milliseconds timeout) {
+  if (traces) traces->Shutdown(timeout);
+  if (logs) logs->Shutdown(timeout);
+  if (metrics) metrics->Shutdown(timeout);
+}
+
+std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& o, StatsRegistry* stats,
+                                          std::string* error) {
+  auto t = BuildTraceExporters(o, error);
+  if (!t) return nullptr;
+  auto l = BuildLogExporters(o, error);
+  if (!l) return nullptr;
+  auto m = BuildMetricExporters(o, error);
+  if (!m) return nullptr;
+  auto p = std::make_unique<Pipelines>();
+  p->traces = std::make_unique<pipeline::TraceBatchProcessor>(std::move(*t), o.batch, stats);
+  p->logs = std::make_unique<pipeline::LogBatchProcessor>(std::move(*l), o.batch, stats);
+  p->metrics = std::make_unique<pipeline::MetricBatchProcessor>(std::move(*m), o.batch, stats);
+  return p;
+}
+
+StoreOptions StoreOptionsOf(const ExportOptions& o) {
+  StoreOptions s;
+  s.path = o.store_path;
+  s.max_bytes = o.store_max_bytes;
+  s.max_age = o.store_max_age;
+  s.cleanup_interval = o.store_cleanup_interval;
+  return s;
+}
+
+std::string Describe(const ExportOptions& o) {
+  std::string out;
+  for (std::string_view signal : {"traces", "logs", "metrics"}) {
+    std::string line;
+    if (OtlpEnabled(o, signal)) {
+      Resolved r = Resolve(o, signal);
+      line += fmt::format("otlp {} {}", r.protocol, r.url);
+    }
+    if (o.store_enabled) line += fmt::format("{}store {}", line.empty() ? "" : " + ", o.store_path);
+    if (o.debug) line += fmt::format("{}debug", line.empty() ? "" : " + ");
+    if (line.empty()) line = "nowhere";
+    out += fmt::format("{}{} -> {}", out.empty() ? "" : "; ", signal, line);
+  }
+  return out;
+}
+
+}  // namespace infertel::exporting

@@ -1,0 +1,51 @@
+#include "export/gzip.h"
+
+#include <zlib.h>
+
+namespace infertel::exporting {
+
+bool GzipCompress(std::string_view in, std::string* out) {
+  z_stream zs{};
+  // windowBits 15 + 16 selects the gzip wrapper.
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return false;
+  out->resize(deflateBound(&zs, static_cast<uLong>(in.size())) + 32);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out->data());
+  zs.avail_out = static_cast<uInt>(out->size());
+  int rc = deflate(&zs, Z_FINISH);
+  out->resize(zs.total_out);
+  deflateEnd(&zs);
+  return rc == Z_STREAM_END;
+}
+
+bool GzipDecompress(std::string_view in, std::string* out, std::size_t max_out) {
+  z_stream zs{};
+  // windowBits 15 + 32 detects gzip or zlib headers.
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return false;
+  out->clear();
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  char buf[16384];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof(buf);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    out->append(buf, sizeof(buf) - zs.avail_out);
+    if (out->size() > max_out) {
+      rc = Z_MEM_ERROR;
+      break;
+    }
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      rc = Z_DATA_ERROR;  // truncated input
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  return rc == Z_STREAM_END;
+}
+
+}  // namespace infertel::exporting

@@ -1,0 +1,582 @@
+#include "export/sqlite/sqlite_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "core/hex.h"
+#include "core/semconv.h"
+#include "export/otlp_json/json_util.h"
+
+namespace infertel::exporting {
+namespace {
+
+// The log attribute carrying an event's name (OTel semantic conventions). TODO(lead): move to
+// core/semconv.h as kEventName.
+constexpr std::string_view kEventNameAttr = "event.name";
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS spans (
+  trace_id TEXT NOT NULL,
+  span_id TEXT NOT NULL,
+  parent_span_id TEXT,
+  name TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  start_time_unix_nano INTEGER NOT NULL,
+  end_time_unix_nano INTEGER NOT NULL,
+  status_code INTEGER NOT NULL,
+  status_message TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  events TEXT NOT NULL,
+  links TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  service_name TEXT NOT NULL,
+  dropped_events_count INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spans_trace_id ON spans(trace_id);
+CREATE INDEX IF NOT EXISTS spans_start ON spans(start_time_unix_nano);
+CREATE TABLE IF NOT EXISTS logs (
+  time_unix_nano INTEGER NOT NULL,
+  observed_time_unix_nano INTEGER NOT NULL,
+  trace_id TEXT,
+  span_id TEXT,
+  severity_number INTEGER NOT NULL,
+  severity_text TEXT NOT NULL,
+  event_name TEXT,
+  body TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  service_name TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_time ON logs(time_unix_nano);
+CREATE INDEX IF NOT EXISTS logs_trace_id ON logs(trace_id);
+CREATE TABLE IF NOT EXISTS metrics (
+  name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  unit TEXT NOT NULL,
+  labels TEXT NOT NULL,
+  value REAL,
+  count INTEGER,
+  data TEXT,
+  time_unix_nano INTEGER NOT NULL,
+  resource TEXT NOT NULL,
+  service_name TEXT NOT NULL,
+  PRIMARY KEY (name, labels)
+);
+)sql";
+
+constexpr const char* kInsertSpan =
+    "INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
+    "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, scope, "
+    "service_name, dropped_events_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kInsertLog =
+    "INSERT INTO logs (time_unix_nano, observed_time_unix_nano, trace_id, span_id, "
+    "severity_number, severity_text, event_name, body, attributes, resource, scope, service_name) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kUpsertMetric =
+    "INSERT INTO metrics (name, type, unit, labels, value, count, data, time_unix_nano, resource, "
+    "service_name) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (name, labels) DO UPDATE SET "
+    "type = excluded.type, unit = excluded.unit, value = excluded.value, count = excluded.count, "
+    "data = excluded.data, time_unix_nano = excluded.time_unix_nano, resource = excluded.resource, "
+    "service_name = excluded.service_name WHERE excluded.time_unix_nano >= metrics.time_unix_nano";
+
+// Binds by index; SQLite copies the text (SQLITE_TRANSIENT) since the strings are temporaries.
+void BindText(sqlite3_stmt* s, int i, std::string_view v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+void BindHexOrNull(sqlite3_stmt* s, int i, const std::string& bytes) {
+  if (bytes.empty() || std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; }))
+    sqlite3_bind_null(s, i);
+  else
+    BindText(s, i, BytesToHex(bytes));
+}
+void BindU64(sqlite3_stmt* s, int i, std::uint64_t v) {
+  sqlite3_bind_int64(s, i, static_cast<sqlite3_int64>(v));
+}
+
+std::string ServiceName(const Resource& r) {
+  const AnyValue* v = FindAttr(r.attributes(), semconv::kServiceName);
+  return v != nullptr && v->has_string_value() ? v->string_value() : std::string();
+}
+
+std::string EventsJson(const Span& span) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& e : span.events()) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += "{\"name\":";
+    otlp_json::AppendString(&out, e.name());
+    fmt::format_to(std::back_inserter(out),
+                   ",\"time_unix_nano\":{},\"attributes\":", e.time_unix_nano());
+    otlp_json::AppendPlainAttributes(&out, e.attributes());
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
+std::string LinksJson(const Span& span) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& l : span.links()) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += "{\"trace_id\":";
+    otlp_json::AppendString(&out, BytesToHex(l.trace_id()));
+    out += ",\"span_id\":";
+    otlp_json::AppendString(&out, BytesToHex(l.span_id()));
+    out += ",\"attributes\":";
+    otlp_json::AppendPlainAttributes(&out, l.attributes());
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
+// Labels with sorted keys, so that one series always has one primary key.
+std::string SortedLabels(const google::protobuf::RepeatedPtrField<KeyValue>& attrs) {
+  std::vector<const KeyValue*> v;
+  for (const auto& kv : attrs) v.push_back(&kv);
+  std::stable_sort(v.begin(), v.end(),
+                   [](const KeyValue* a, const KeyValue* b) { return a->key() < b->key(); });
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    otlp_json::AppendString(&out, v[i]->key());
+    out.push_back(':');
+    otlp_json::AppendPlainValue(&out, v[i]->value());
+  }
+  out.push_back('}');
+  return out;
+}
+
+bool IsBusy(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+// Runs `body` inside BEGIN IMMEDIATE .. COMMIT, rolling back on failure.
+template <typename Body>
+bool InTransaction(sqlite3* db, std::string* error, bool* busy, Body&& body) {
+  if (busy) *busy = false;
+  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    if (busy) *busy = IsBusy(rc);
+    *error = fmt::format("begin: {}", sqlite3_errmsg(db));
+    return false;
+  }
+  rc = body();
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    if (busy) *busy = IsBusy(rc);
+    *error = fmt::format("insert: {}", sqlite3_errmsg(db));
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return false;
+  }
+  return true;
+}
+
+int Step(sqlite3_stmt* s) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const auto* p = sqlite3_column_text(s, i);
+  return p == nullptr ? std::string()
+                      : std::string(reinterpret_cast<const char*>(p),
+                                    static_cast<std::size_t>(sqlite3_column_bytes(s, i)));
+}
+
+}  // namespace
+
+bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
+  options_ = options;
+  const int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(options.path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    *error = fmt::format("open store {}: {}", options.path,
+                         db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    return false;
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  if (options.read_only) return true;
+  if (!Exec("PRAGMA journal_mode=WAL", error) || !Exec("PRAGMA synchronous=NORMAL", error) ||
+      !Exec(kSchema, error))
+    return false;
+  insert_span_ = Prepare(kInsertSpan, error);
+  insert_log_ = Prepare(kInsertLog, error);
+  upsert_metric_ = Prepare(kUpsertMetric, error);
+  return insert_span_ && insert_log_ && upsert_metric_;
+}
+
+bool SqliteStore::Open(const std::string& path, std::string* error) {
+  StoreOptions o;
+  o.path = path;
+  o.read_only = true;
+  return Open(o, error);
+}
+
+std::int64_t SqliteStore::Count(const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  std::int64_t v = 0;
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+    v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return v;
+}
+std::int64_t SqliteStore::CountSpans() { return Count("SELECT COUNT(*) FROM spans"); }
+std::int64_t SqliteStore::CountLogs() { return Count("SELECT COUNT(*) FROM logs"); }
+std::int64_t SqliteStore::CountMetrics() { return Count("SELECT COUNT(*) FROM metrics"); }
+
+SqliteStore::~SqliteStore() {
+  sqlite3_finalize(insert_span_);
+  sqlite3_finalize(insert_log_);
+  sqlite3_finalize(upsert_metric_);
+  sqlite3_close_v2(db_);
+}
+
+bool SqliteStore::Exec(const char* sql, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    *error = fmt::format("store {}: {}", options_.path, msg ? msg : sqlite3_errmsg(db_));
+    sqlite3_free(msg);
+    return false;
+  }
+  return true;
+}
+
+sqlite3_stmt* SqliteStore::Prepare(const char* sql, std::string* error) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+    *error = fmt::format("store {}: prepare: {}", options_.path, sqlite3_errmsg(db_));
+    return nullptr;
+  }
+  return s;
+}
+
+bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error, bool* busy) {
+  return InTransaction(db_, error, busy, [&]() -> int {
+    sqlite3_stmt* s = insert_span_;
+    for (const auto& rs : request.resource_spans()) {
+      const std::string resource = otlp_json::PlainAttributes(rs.resource().attributes());
+      const std::string service = ServiceName(rs.resource());
+      for (const auto& ss : rs.scope_spans()) {
+        for (const auto& span : ss.spans()) {
+          BindText(s, 1, BytesToHex(span.trace_id()));
+          BindText(s, 2, BytesToHex(span.span_id()));
+          BindHexOrNull(s, 3, span.parent_span_id());
+          BindText(s, 4, span.name());
+          sqlite3_bind_int(s, 5, static_cast<int>(span.kind()));
+          BindU64(s, 6, span.start_time_unix_nano());
+          BindU64(s, 7, span.end_time_unix_nano());
+          sqlite3_bind_int(s, 8, static_cast<int>(span.status().code()));
+          BindText(s, 9, span.status().message());
+          BindText(s, 10, otlp_json::PlainAttributes(span.attributes()));
+          BindText(s, 11, EventsJson(span));
+          BindText(s, 12, LinksJson(span));
+          BindText(s, 13, resource);
+          BindText(s, 14, ss.scope().name());
+          BindText(s, 15, service);
+          sqlite3_bind_int64(s, 16, span.dropped_events_count());
+          if (int rc = Step(s); rc != SQLITE_OK) return rc;
+        }
+      }
+    }
+    return SQLITE_OK;
+  });
+}
+
+bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, bool* busy) {
+  return InTransaction(db_, error, busy, [&]() -> int {
+    sqlite3_stmt* s = insert_log_;
+    for (const auto& rl : request.resource_logs()) {
+      const std::string resource = otlp_json::PlainAttributes(rl.resource().attributes());
+      const std::string service = ServiceName(rl.resource());
+      for (const auto& sl : rl.scope_logs()) {
+        for (const auto& lr : sl.log_records()) {
+          BindU64(s, 1,
+                  lr.time_unix_nano() != 0 ? lr.time_unix_nano() : lr.observed_time_unix_nano());
+          BindU64(s, 2, lr.observed_time_unix_nano());
+          BindHexOrNull(s, 3, lr.trace_id());
+          BindHexOrNull(s, 4, lr.span_id());
+          sqlite3_bind_int(s, 5, static_cast<int>(lr.severity_number()));
+          BindText(s, 6, lr.severity_text());
+          const AnyValue* ev = FindAttr(lr.attributes(), kEventNameAttr);
+          if (ev != nullptr && ev->has_string_value())
+            BindText(s, 7, ev->string_value());
+          else
+            sqlite3_bind_null(s, 7);
+          std::string body;
+          otlp_json::AppendPlainValue(&body, lr.body());
+          BindText(s, 8, body);
+          BindText(s, 9, otlp_json::PlainAttributes(lr.attributes()));
+          BindText(s, 10, resource);
+          BindText(s, 11, sl.scope().name());
+          BindText(s, 12, service);
+          if (int rc = Step(s); rc != SQLITE_OK) return rc;
+        }
+      }
+    }
+    return SQLITE_OK;
+  });
+}
+
+bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* error, bool* busy) {
+  return InTransaction(db_, error, busy, [&]() -> int {
+    sqlite3_stmt* s = upsert_metric_;
+    for (const auto& rm : request.resource_metrics()) {
+      const std::string resource = otlp_json::PlainAttributes(rm.resource().attributes());
+      const std::string service = ServiceName(rm.resource());
+      for (const auto& sm : rm.scope_metrics()) {
+        for (const auto& m : sm.metrics()) {
+          auto bind_common = [&](std::string_view type, const auto& point) {
+            BindText(s, 1, m.name());
+            BindText(s, 2, type);
+            BindText(s, 3, m.unit());
+            BindText(s, 4, SortedLabels(point.attributes()));
+            BindU64(s, 8, point.time_unix_nano());
+            BindText(s, 9, resource);
+            BindText(s, 10, service);
+          };
+          auto number = [&](std::string_view type, const otlp_metrics::NumberDataPoint& p) {
+            bind_common(type, p);
+            if (p.value_case() == otlp_metrics::NumberDataPoint::kAsInt)
+              sqlite3_bind_double(s, 5, static_cast<double>(p.as_int()));
+            else
+              sqlite3_bind_double(s, 5, p.as_double());
+            return Step(s);
+          };
+          int rc = SQLITE_OK;
+          switch (m.data_case()) {
+            case otlp_metrics::Metric::kGauge:
+              for (const auto& p : m.gauge().data_points())
+                if ((rc = number("gauge", p)) != SQLITE_OK) return rc;
+              break;
+            case otlp_metrics::Metric::kSum:
+              for (const auto& p : m.sum().data_points())
+                if ((rc = number("sum", p)) != SQLITE_OK) return rc;
+              break;
+            case otlp_metrics::Metric::kHistogram:
+              for (const auto& p : m.histogram().data_points()) {
+                bind_common("histogram", p);
+                if (p.has_sum()) sqlite3_bind_double(s, 5, p.sum());
+                BindU64(s, 6, p.count());
+                std::string data = "{\"bounds\":[";
+                for (int i = 0; i < p.explicit_bounds_size(); ++i) {
+                  if (i > 0) data.push_back(',');
+                  otlp_json::AppendDouble(&data, p.explicit_bounds(i));
+                }
+                data += "],\"counts\":[";
+                for (int i = 0; i < p.bucket_counts_size(); ++i)
+                  fmt::format_to(std::back_inserter(data), "{}{}", i > 0 ? "," : "",
+                                 p.bucket_counts(i));
+                data += "]}";
+                BindText(s, 7, data);
+                if ((rc = Step(s)) != SQLITE_OK) return rc;
+              }
+              break;
+            case otlp_metrics::Metric::kExponentialHistogram:
+              for (const auto& p : m.exponential_histogram().data_points()) {
+                bind_common("exponential_histogram", p);
+                if (p.has_sum()) sqlite3_bind_double(s, 5, p.sum());
+                BindU64(s, 6, p.count());
+                if ((rc = Step(s)) != SQLITE_OK) return rc;
+              }
+              break;
+            case otlp_metrics::Metric::kSummary:
+              for (const auto& p : m.summary().data_points()) {
+                bind_common("summary", p);
+                sqlite3_bind_double(s, 5, p.sum());
+                BindU64(s, 6, p.count());
+                std::string data = "{\"quantiles\":[";
+                for (int i = 0; i < p.quantile_values_size(); ++i) {
+                  if (i > 0) data.push_back(',');
+                  data += "{\"q\":";
+                  otlp_json::AppendDouble(&data, p.quantile_values(i).quantile());
+                  data += ",\"value\":";
+                  otlp_json::AppendDouble(&data, p.quantile_values(i).value());
+                  data.push_back('}');
+                }
+                data += "]}";
+                BindText(s, 7, data);
+                if ((rc = Step(s)) != SQLITE_OK) return rc;
+              }
+              break;
+            default:
+              break;
+          }
+        }
+      }
+    }
+    return SQLITE_OK;
+  });
+}
+
+std::uint64_t SqliteStore::UsedBytes() {
+  auto pragma = [&](const char* sql) { return Count(sql); };
+  const std::int64_t pages = pragma("PRAGMA page_count") - pragma("PRAGMA freelist_count");
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(pages, 0) * pragma("PRAGMA page_size"));
+}
+
+RetentionResult SqliteStore::EnforceRetention(std::uint64_t now_unix_nano) {
+  RetentionResult r;
+  auto run = [&](const char* sql, std::int64_t arg) -> std::int64_t {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return 0;
+    sqlite3_bind_int64(s, 1, arg);
+    std::int64_t n = sqlite3_step(s) == SQLITE_DONE ? sqlite3_changes64(db_) : 0;
+    sqlite3_finalize(s);
+    return n;
+  };
+  const auto max_age_ns = static_cast<std::uint64_t>(options_.max_age.count()) * 1'000'000'000ull;
+  if (max_age_ns > 0 && now_unix_nano > max_age_ns) {
+    const auto cutoff = static_cast<std::int64_t>(now_unix_nano - max_age_ns);
+    r.spans_deleted += run("DELETE FROM spans WHERE start_time_unix_nano < ?", cutoff);
+    r.logs_deleted += run("DELETE FROM logs WHERE time_unix_nano < ?", cutoff);
+    r.metrics_deleted += run("DELETE FROM metrics WHERE time_unix_nano < ?", cutoff);
+  }
+  // Bounded: each round removes a tenth of what is left.
+  for (int round = 0; round < 30 && options_.max_bytes > 0 && UsedBytes() > options_.max_bytes;
+       ++round) {
+    const std::int64_t spans = CountSpans();
+    const std::int64_t logs = CountLogs();
+    if (spans == 0 && logs == 0) break;
+    r.spans_deleted += run(
+        "DELETE FROM spans WHERE rowid IN (SELECT rowid FROM spans ORDER BY start_time_unix_nano "
+        "LIMIT ?)",
+        std::max<std::int64_t>(spans / 10, std::min<std::int64_t>(spans, 100)));
+    r.logs_deleted += run(
+        "DELETE FROM logs WHERE rowid IN (SELECT rowid FROM logs ORDER BY time_unix_nano LIMIT ?)",
+        std::max<std::int64_t>(logs / 10, std::min<std::int64_t>(logs, 100)));
+  }
+  return r;
+}
+
+std::vector<std::string> SqliteStore::RecentTraceIds(std::size_t limit, std::string_view service) {
+  std::vector<std::string> ids;
+  sqlite3_stmt* s = nullptr;
+  const char* sql =
+      service.empty()
+          ? "SELECT trace_id FROM spans GROUP BY trace_id ORDER BY MAX(start_time_unix_nano) DESC "
+            "LIMIT ?1"
+          : "SELECT trace_id FROM spans WHERE trace_id IN (SELECT trace_id FROM spans WHERE "
+            "service_name = ?2) GROUP BY trace_id ORDER BY MAX(start_time_unix_nano) DESC LIMIT ?1";
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return ids;
+  sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(limit));
+  if (!service.empty()) BindText(s, 2, service);
+  while (sqlite3_step(s) == SQLITE_ROW) ids.push_back(ColumnText(s, 0));
+  sqlite3_finalize(s);
+  return ids;
+}
+
+std::vector<StoredSpan> SqliteStore::TraceSpans(std::string_view trace_id) {
+  std::vector<StoredSpan> out;
+  sqlite3_stmt* s = nullptr;
+  const char* sql =
+      "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
+      "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, "
+      "scope, service_name FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, rowid";
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return out;
+  BindText(s, 1, trace_id);
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    StoredSpan sp;
+    sp.trace_id = ColumnText(s, 0);
+    sp.span_id = ColumnText(s, 1);
+    sp.parent_span_id = ColumnText(s, 2);
+    sp.name = ColumnText(s, 3);
+    sp.kind = sqlite3_column_int(s, 4);
+    sp.start_time_unix_nano = sqlite3_column_int64(s, 5);
+    sp.end_time_unix_nano = sqlite3_column_int64(s, 6);
+    sp.status_code = sqlite3_column_int(s, 7);
+    sp.status_message = ColumnText(s, 8);
+    sp.attributes = ColumnText(s, 9);
+    sp.events = ColumnText(s, 10);
+    sp.links = ColumnText(s, 11);
+    sp.resource = ColumnText(s, 12);
+    sp.scope = ColumnText(s, 13);
+    sp.service_name = ColumnText(s, 14);
+    out.push_back(std::move(sp));
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+// ---- exporters ----
+
+namespace {
+
+template <typename Request>
+class StoreExporter final : public pipeline::Exporter<Request> {
+ public:
+  explicit StoreExporter(std::unique_ptr<SqliteStore> store) : store_(std::move(store)) {}
+  std::string_view Name() const noexcept override { return "store"; }
+
+  pipeline::ExportResult Export(const Request& request) noexcept override {
+    try {
+      std::string error;
+      bool busy = false;
+      bool ok;
+      if constexpr (std::is_same_v<Request, TracesRequest>)
+        ok = store_->InsertTraces(request, &error, &busy);
+      else if constexpr (std::is_same_v<Request, LogsRequest>)
+        ok = store_->InsertLogs(request, &error, &busy);
+      else
+        ok = store_->UpsertMetrics(request, &error, &busy);
+      MaybeCleanup();
+      if (ok) return pipeline::ExportResult::Ok();
+      return busy ? pipeline::ExportResult::Retryable(std::move(error))
+                  : pipeline::ExportResult::Permanent(std::move(error));
+    } catch (const std::exception& e) {
+      return pipeline::ExportResult::Retryable(e.what());
+    }
+  }
+
+  void Shutdown() noexcept override { store_.reset(); }
+
+ private:
+  void MaybeCleanup() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_cleanup_ < store_->options().cleanup_interval) return;
+    last_cleanup_ = now;
+    store_->EnforceRetention(WallNanos());
+  }
+
+  std::unique_ptr<SqliteStore> store_;
+  std::chrono::steady_clock::time_point last_cleanup_{};
+};
+
+template <typename Request>
+std::unique_ptr<pipeline::Exporter<Request>> MakeStoreExporter(const StoreOptions& options,
+                                                               std::string* error) {
+  StoreOptions o = options;
+  o.read_only = false;
+  auto store = std::make_unique<SqliteStore>();
+  if (!store->Open(o, error)) return nullptr;
+  return std::make_unique<StoreExporter<Request>>(std::move(store));
+}
+
+}  // namespace
+
+std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(const StoreOptions& options,
+                                                                std::string* error) {
+  return MakeStoreExporter<TracesRequest>(options, error);
+}
+std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(const StoreOptions& options,
+                                                            std::string* error) {
+  return MakeStoreExporter<LogsRequest>(options, error);
+}
+std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(const StoreOptions& options,
+                                                                  std::string* error) {
+  return MakeStoreExporter<MetricsRequest>(options, error);
+}
+
+}  // namespace infertel::exporting

@@ -1,0 +1,74 @@
+#pragma once
+// One observed OpenAI-API exchange: what the gateway saw of a request, its response and its
+// timing. The gateway fills it on the data path and hands it, finished, to its listeners
+// (the entry-span builder now; request metrics and the engine-span join later).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "gateway/openai/openai.h"
+
+namespace infertel::gateway {
+
+enum class EngineKind { kVllm, kSglang };
+std::string_view EngineKindName(EngineKind k);
+
+// How an exchange ended, from the client's point of view.
+enum class Outcome {
+  kOk,                  // the engine answered with a 2xx and the client got all of it
+  kEngineError,         // the engine answered with a non-2xx status or a stream error event
+  kClientAborted,       // the client went away before the response was complete
+  kUpstreamUnavailable, // connecting to or talking with the engine failed
+  kUpstreamTimeout,     // the engine did not answer in time
+  kRejected,            // the gateway refused the request (e.g. body too large)
+};
+
+struct Exchange {
+  // Which upstream, and its engine.
+  std::string upstream_name;
+  EngineKind engine = EngineKind::kVllm;
+
+  gateway::openai::Operation op = gateway::openai::Operation::kNone;
+  gateway::openai::RequestInfo request;
+  gateway::openai::ResponseInfo response;
+
+  // Trace context: the entry span's ids and the client's parent, if it sent one.
+  TraceId trace_id{};
+  SpanId span_id{};
+  std::optional<SpanId> parent_span_id;
+  std::string trace_state;
+  std::string request_id;  // the X-Request-Id the engine saw (the client's, or ours)
+
+  // Timing: a start on both clocks, and monotonic readings of later moments.
+  Stopwatch start;
+  std::uint64_t end_mono_ns = 0;
+  std::uint64_t upstream_sent_mono_ns = 0;   // request fully written to the engine
+  std::uint64_t first_token_mono_ns = 0;     // first content delta (streams) or 0
+  std::uint64_t response_header_mono_ns = 0; // engine's response header arrived
+
+  // Stream detail.
+  bool streamed = false;          // the response was an SSE stream
+  std::int64_t stream_deltas = 0; // data events that carried a delta
+  // Monotonic time of each delta event, bounded (for inter-token latency and level-2 events).
+  std::vector<std::uint64_t> delta_mono_ns;
+
+  unsigned http_status = 0;  // status sent to the client
+  Outcome outcome = Outcome::kOk;
+  std::string error_type;     // for error.type when outcome != kOk
+  std::string error_message;  // span status message
+
+  bool capture_content = true;  // content capture was on for this exchange
+};
+
+// Receives finished exchanges. Called on a gateway worker thread: must not block.
+class ExchangeListener {
+ public:
+  virtual ~ExchangeListener() = default;
+  virtual void OnExchangeFinished(const Exchange& exchange) noexcept = 0;
+};
+
+}  // namespace infertel::gateway

@@ -1,0 +1,667 @@
+#include "gateway/gateway.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <thread>
+
+#include "core/hex.h"
+#include "gateway/sse_relay.h"
+#include "http/simple_server.h"
+
+namespace infertel::gateway {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+std::string_view EngineKindName(EngineKind k) {
+  return k == EngineKind::kSglang ? "sglang" : "vllm";
+}
+
+void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
+  using T = StatsRegistry::Type;
+  r->Add("infertel_gateway_requests", "Requests received by the gateway", T::kCounter, labels, &requests);
+  r->Add("infertel_gateway_observed_exchanges", "OpenAI-API exchanges observed", T::kCounter, labels,
+         &observed);
+  r->Add("infertel_gateway_unparsed_bodies", "Request bodies forwarded without detail (not JSON)",
+         T::kCounter, labels, &unparsed_bodies);
+  r->Add("infertel_gateway_upstream_errors", "Connect or I/O failures toward the engine",
+         T::kCounter, labels, &upstream_errors);
+  r->Add("infertel_gateway_client_aborts", "Clients gone before the response was complete",
+         T::kCounter, labels, &client_aborts);
+  r->Add("infertel_gateway_rejected", "Requests refused by the gateway (too large, malformed)",
+         T::kCounter, labels, &rejected);
+  r->Add("infertel_gateway_upstream_connects", "New connections opened to the engine",
+         T::kCounter, labels, &upstream_connects);
+  r->Add("infertel_gateway_active_connections", "Client connections open now", T::kGauge, labels,
+         &active_connections);
+  r->Add("infertel_gateway_active_streams", "SSE responses in flight now", T::kGauge, labels,
+         &active_streams);
+}
+
+namespace {
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business on each side.
+bool IsHopByHop(bhttp::field f, std::string_view name) {
+  switch (f) {
+    case bhttp::field::connection:
+    case bhttp::field::keep_alive:
+    case bhttp::field::proxy_authenticate:
+    case bhttp::field::proxy_authorization:
+    case bhttp::field::proxy_connection:
+    case bhttp::field::te:
+    case bhttp::field::trailer:
+    case bhttp::field::transfer_encoding:
+    case bhttp::field::upgrade:
+      return true;
+    default:
+      return beast::iequals(name, "keep-alive");
+  }
+}
+
+std::string RandomHex16() {
+  SpanId a = NewSpanId();
+  return ToHex(a);
+}
+
+struct Pooled {
+  std::unique_ptr<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  bool reused = false;
+};
+
+}  // namespace
+
+struct Gateway::Impl {
+  struct UpstreamState {
+    UpstreamConfig config;
+    tcp::resolver::results_type endpoints;
+    std::unique_ptr<tcp::acceptor> acceptor;
+    std::uint16_t port = 0;
+  };
+  struct Worker {
+    asio::io_context io{1};
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+    std::thread thread;
+    // Idle upstream connections, one list per upstream (index = upstream index).
+    std::vector<std::vector<Pooled>> idle;
+  };
+
+  Gateway* gw;
+  asio::io_context accept_io{1};
+  std::thread accept_thread;
+  std::vector<UpstreamState> upstreams;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<ExchangeListener*> listeners;
+  std::atomic<std::size_t> next_worker{0};
+  std::atomic<bool> stopping{false};
+
+  explicit Impl(Gateway* g) : gw(g) {}
+
+  const GatewayOptions& opts() const { return gw->options_; }
+  GatewayStats& stats() { return gw->stats_; }
+
+  asio::awaitable<void> AcceptLoop(std::size_t upstream_index);
+  asio::awaitable<void> Session(std::size_t ui, Worker* w, tcp::socket socket);
+  // Returns true when the client connection may carry another request.
+  asio::awaitable<bool> HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
+                                  beast::flat_buffer& client_buffer,
+                                  bhttp::request<bhttp::string_body>& req);
+  asio::awaitable<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh,
+                                                 error_code& ec);
+  void Release(std::size_t ui, Worker* w, Pooled&& c);
+  void Finish(Exchange& ex);
+  asio::awaitable<void> WriteSimple(beast::tcp_stream& client, unsigned version, unsigned status,
+                                    std::string body, bool keep_alive);
+};
+
+Gateway::Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config)
+    : options_(std::move(options)), config_(std::move(config)), impl_(std::make_unique<Impl>(this)) {}
+
+Gateway::~Gateway() { Stop(); }
+
+void Gateway::AddListener(ExchangeListener* listener) { impl_->listeners.push_back(listener); }
+
+std::vector<std::uint16_t> Gateway::Ports() const {
+  std::vector<std::uint16_t> out;
+  for (const auto& u : impl_->upstreams) out.push_back(u.port);
+  return out;
+}
+
+bool Gateway::Start(std::string* error) {
+  Impl& im = *impl_;
+  for (const UpstreamConfig& uc : options_.upstreams) {
+    Impl::UpstreamState st;
+    st.config = uc;
+    if (uc.url.scheme != "http") {
+      *error = fmt::format("upstream {}: only http:// engines are supported", uc.url.ToString());
+      return false;
+    }
+    error_code ec;
+    tcp::resolver resolver(im.accept_io);
+    st.endpoints = resolver.resolve(uc.url.host, std::to_string(uc.url.port), ec);
+    if (ec) {
+      *error = fmt::format("upstream {}: cannot resolve {}: {}", uc.name, uc.url.host, ec.message());
+      return false;
+    }
+    auto addr = asio::ip::make_address(uc.listen.host == "localhost" ? "127.0.0.1" : uc.listen.host, ec);
+    if (ec) {
+      *error = fmt::format("bad listen host '{}'", uc.listen.host);
+      return false;
+    }
+    tcp::endpoint ep(addr, uc.listen.port);
+    st.acceptor = std::make_unique<tcp::acceptor>(im.accept_io);
+    st.acceptor->open(ep.protocol(), ec);
+    if (!ec) st.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) st.acceptor->bind(ep, ec);
+    if (!ec) st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      *error = fmt::format("cannot listen on {}:{}: {}", uc.listen.host, uc.listen.port, ec.message());
+      return false;
+    }
+    st.port = st.acceptor->local_endpoint().port();
+    im.upstreams.push_back(std::move(st));
+  }
+  int n = std::max(1, options_.threads);
+  for (int i = 0; i < n; ++i) {
+    auto w = std::make_unique<Impl::Worker>();
+    w->guard.emplace(w->io.get_executor());
+    w->idle.resize(im.upstreams.size());
+    im.workers.push_back(std::move(w));
+  }
+  for (auto& w : im.workers) w->thread = std::thread([io = &w->io] { io->run(); });
+  for (std::size_t i = 0; i < im.upstreams.size(); ++i)
+    asio::co_spawn(im.accept_io, im.AcceptLoop(i), asio::detached);
+  im.accept_thread = std::thread([&im] { im.accept_io.run(); });
+  return true;
+}
+
+void Gateway::Stop() {
+  Impl& im = *impl_;
+  if (im.stopping.exchange(true)) return;
+  asio::post(im.accept_io, [&im] {
+    for (auto& u : im.upstreams) {
+      error_code ec;
+      if (u.acceptor) u.acceptor->close(ec);
+    }
+  });
+  im.accept_io.stop();
+  if (im.accept_thread.joinable()) im.accept_thread.join();
+  for (auto& w : im.workers) {
+    w->guard.reset();
+    w->io.stop();
+  }
+  for (auto& w : im.workers)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+asio::awaitable<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
+  auto& acceptor = *upstreams[ui].acceptor;
+  for (;;) {
+    Worker* w = workers[next_worker.fetch_add(1, std::memory_order_relaxed) % workers.size()].get();
+    error_code ec;
+    tcp::socket socket(w->io);
+    co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) {
+      // Out of file descriptors and the like: back off briefly instead of spinning.
+      asio::steady_timer t(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(w->io, Session(ui, w, std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::socket socket) {
+  stats().active_connections.fetch_add(1, std::memory_order_relaxed);
+  beast::tcp_stream client(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.body_limit(opts().max_request_body);
+    parser.header_limit(64 * 1024);
+    client.expires_after(opts().client_idle_timeout);
+    error_code ec;
+    co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == bhttp::error::body_limit) {
+      stats().requests.fetch_add(1, std::memory_order_relaxed);
+      stats().rejected.fetch_add(1, std::memory_order_relaxed);
+      co_await WriteSimple(client, parser.get().version(), 413,
+                           http::JsonErrorBody(413, "RequestEntityTooLarge",
+                                               fmt::format("request body exceeds {} bytes",
+                                                           opts().max_request_body)),
+                           false);
+      break;
+    }
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+        ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
+      break;
+    }
+    if (ec) {
+      stats().rejected.fetch_add(1, std::memory_order_relaxed);
+      co_await WriteSimple(client, 11, 400,
+                           http::JsonErrorBody(400, "BadRequest",
+                                               fmt::format("malformed HTTP request: {}", ec.message())),
+                           false);
+      break;
+    }
+    client.expires_never();
+    stats().requests.fetch_add(1, std::memory_order_relaxed);
+    bool again = co_await HandleOne(ui, w, client, buffer, parser.get());
+    if (!again || stopping.load(std::memory_order_relaxed)) break;
+  }
+  error_code ec;
+  client.socket().shutdown(tcp::socket::shutdown_both, ec);
+  client.close();
+  stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+asio::awaitable<void> Gateway::Impl::WriteSimple(beast::tcp_stream& client, unsigned version,
+                                                 unsigned status, std::string body, bool keep_alive) {
+  auto res = http::MakeResponse(status, std::move(body), "application/json", version ? version : 11);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  client.expires_after(std::chrono::seconds(30));
+  error_code ec;
+  co_await bhttp::async_write(client, res, asio::redirect_error(asio::use_awaitable, ec));
+  client.expires_never();
+}
+
+asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bool fresh,
+                                                              error_code& ec) {
+  auto& idle = w->idle[ui];
+  if (!fresh) {
+    while (!idle.empty()) {
+      Pooled c = std::move(idle.back());
+      idle.pop_back();
+      if (c.stream->socket().is_open()) {
+        c.reused = true;
+        co_return std::optional<Pooled>(std::move(c));
+      }
+    }
+  }
+  Pooled c;
+  c.stream = std::make_unique<beast::tcp_stream>(w->io);
+  c.stream->expires_after(opts().connect_timeout);
+  co_await c.stream->async_connect(upstreams[ui].endpoints, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  c.stream->socket().set_option(tcp::no_delay(true), ec);
+  ec = {};
+  stats().upstream_connects.fetch_add(1, std::memory_order_relaxed);
+  co_return std::optional<Pooled>(std::move(c));
+}
+
+void Gateway::Impl::Release(std::size_t ui, Worker* w, Pooled&& c) {
+  auto& idle = w->idle[ui];
+  if (idle.size() >= opts().max_idle_upstream_connections || stopping.load()) return;
+  c.stream->expires_never();
+  c.buffer.clear();
+  idle.push_back(std::move(c));
+}
+
+void Gateway::Impl::Finish(Exchange& ex) {
+  for (ExchangeListener* l : listeners) l->OnExchangeFinished(ex);
+}
+
+namespace {
+
+// Watches the client socket while the gateway waits on the engine, so that a client going
+// away is noticed at once and the engine's request is closed (which makes it abort).
+struct ClientWatch {
+  explicit ClientWatch(asio::any_io_executor ex) : done_timer(ex) {
+    done_timer.expires_at(asio::steady_timer::time_point::max());
+  }
+  bool running = false;
+  bool done = false;
+  bool client_gone = false;
+  asio::steady_timer done_timer;
+};
+
+asio::awaitable<void> WatchClient(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+                                  ClientWatch& watch, beast::tcp_stream* upstream) {
+  error_code ec;
+  auto space = client_buffer.prepare(4096);
+  std::size_t n = co_await client.socket().async_read_some(
+      space, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) {
+    // A pipelined next request: keep its bytes for the session's next read.
+    client_buffer.commit(n);
+  } else if (ec != asio::error::operation_aborted) {
+    watch.client_gone = true;
+    if (upstream != nullptr) upstream->cancel();
+  }
+  watch.done = true;
+  watch.done_timer.cancel();
+}
+
+asio::awaitable<void> StopWatch(beast::tcp_stream& client, ClientWatch& watch) {
+  if (!watch.running || watch.done) co_return;
+  error_code ec;
+  client.socket().cancel(ec);
+  co_await watch.done_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+}  // namespace
+
+asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
+                                               beast::flat_buffer& client_buffer,
+                                               bhttp::request<bhttp::string_body>& req) {
+  const UpstreamConfig& uc = upstreams[ui].config;
+  auto settings = gw->config_->Current();
+  namespace oa = openai;
+
+  bool instrumented = settings->GetBool(uc.engine == EngineKind::kSglang
+                                            ? config::Key::kSglangEnabled
+                                            : config::Key::kVllmEnabled);
+  oa::Operation op = instrumented ? oa::OperationForPath(req.method_string(), req.target())
+                                  : oa::Operation::kNone;
+  const bool observe = op != oa::Operation::kNone;
+
+  Exchange ex;
+  ex.start = Stopwatch::Start();
+  ex.upstream_name = uc.name;
+  ex.engine = uc.engine;
+  ex.op = op;
+
+  bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
+  for (const auto& f : req) {
+    if (IsHopByHop(f.name(), f.name_string())) continue;
+    if (f.name() == bhttp::field::content_length) continue;
+    if (observe && (beast::iequals(f.name_string(), "traceparent"))) continue;
+    ureq.insert(f.name(), f.name_string(), f.value());
+  }
+  // Clients may ask for Connection: close; the upstream connection stays ours to keep.
+  ureq.keep_alive(true);
+
+  oa::StreamObserver::Options stream_opts;
+  if (observe) {
+    stats().observed.fetch_add(1, std::memory_order_relaxed);
+    oa::CaptureOptions capture;
+    capture.capture_content = settings->GetBool(config::Key::kCaptureMessageContent);
+    capture.max_length = static_cast<std::size_t>(settings->GetInt(config::Key::kMessageContentMaxLength));
+    capture.capture_multimodal = settings->GetBool(config::Key::kCaptureMultimodal);
+    ex.capture_content = capture.capture_content;
+    stream_opts.capture = capture;
+    ex.request = oa::ParseRequest(op, req.body(), capture);
+    if (!ex.request.parsed) stats().unparsed_bodies.fetch_add(1, std::memory_order_relaxed);
+
+    // Trace context: continue the client's trace, else start one.
+    ex.span_id = NewSpanId();
+    auto tp_it = req.find("traceparent");
+    std::optional<TraceParent> parent;
+    if (tp_it != req.end()) parent = TraceParent::Parse(tp_it->value());
+    if (parent) {
+      ex.trace_id = parent->trace_id;
+      ex.parent_span_id = parent->span_id;
+      if (auto ts = req.find("tracestate"); ts != req.end()) ex.trace_state = std::string(ts->value());
+    } else {
+      ex.trace_id = NewTraceId();
+    }
+    TraceParent ours{ex.trace_id, ex.span_id, parent ? parent->flags : std::uint8_t{1}};
+    ureq.set("traceparent", ours.Format());
+    if (!parent) ureq.erase("tracestate");
+
+    // The engine names its request after X-Request-Id; one that carries the trace id lets the
+    // engine's own logs and spans be joined to this trace.
+    if (auto rid = req.find("x-request-id"); rid != req.end()) {
+      ex.request_id = std::string(rid->value());
+    } else {
+      ex.request_id = ToHex(ex.trace_id) + "-" + RandomHex16();
+      ureq.set("X-Request-Id", ex.request_id);
+    }
+
+    oa::RewriteOptions rw;
+    if (ex.request.parsed && ex.request.stream && !ex.request.include_usage &&
+        (op == oa::Operation::kChat || op == oa::Operation::kTextCompletion)) {
+      rw.force_include_usage = true;
+      stream_opts.drop_injected_usage = true;
+    }
+    if (auto body = oa::RewriteRequest(ex.request, req.body(), rw)) {
+      ureq.body() = std::move(*body);
+    } else {
+      ureq.body() = std::move(req.body());
+      stream_opts.drop_injected_usage = false;
+    }
+  } else {
+    ureq.body() = std::move(req.body());
+  }
+  if (req.has_content_length() || !ureq.body().empty() || req.chunked()) ureq.prepare_payload();
+
+  const bool client_keep_alive = req.keep_alive();
+  const unsigned client_version = req.version();
+  auto fail = [&](unsigned status, std::string_view type, std::string message, Outcome outcome)
+      -> asio::awaitable<bool> {
+    ex.http_status = status;
+    ex.outcome = outcome;
+    ex.error_type = std::string(type);
+    ex.error_message = message;
+    co_await WriteSimple(client, client_version, status, http::JsonErrorBody(status, type, message),
+                         client_keep_alive);
+    ex.end_mono_ns = MonoNanos();
+    if (observe) Finish(ex);
+    co_return client_keep_alive;
+  };
+
+  // Send the request; a pooled connection the engine closed while idle is retried once fresh.
+  std::optional<Pooled> conn;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
+  ClientWatch watch(client.get_executor());
+  error_code ec;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ec = {};
+    parser.emplace();
+    parser->body_limit((std::numeric_limits<std::uint64_t>::max)());
+    if (req.method() == bhttp::verb::head) parser->skip(true);
+    conn = co_await Acquire(ui, w, attempt > 0, ec);
+    if (!conn) break;
+    conn->stream->expires_after(opts().response_timeout);
+    co_await bhttp::async_write(*conn->stream, ureq, asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) {
+      ex.upstream_sent_mono_ns = MonoNanos();
+      if (!watch.running) {
+        watch.running = true;
+        asio::co_spawn(client.get_executor(),
+                       WatchClient(client, client_buffer, watch, conn->stream.get()), asio::detached);
+      }
+      co_await bhttp::async_read_header(*conn->stream, conn->buffer, *parser,
+                                        asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (!ec || watch.client_gone) break;
+    bool stale = conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                                  ec == asio::error::connection_reset ||
+                                  ec == asio::error::broken_pipe);
+    if (!stale) break;
+    // The watcher holds a pointer to the old stream; repoint it by restarting later.
+    co_await StopWatch(client, watch);
+    watch.running = false;
+    watch.done = false;
+    watch.done_timer.expires_at(asio::steady_timer::time_point::max());
+  }
+  if (watch.client_gone) {
+    stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+    co_await StopWatch(client, watch);
+    ex.http_status = 499;
+    ex.outcome = Outcome::kClientAborted;
+    ex.error_type = "client_disconnected";
+    ex.error_message = "client closed the connection before the engine answered";
+    ex.end_mono_ns = MonoNanos();
+    if (observe) Finish(ex);
+    co_return false;
+  }
+  if (!conn || ec) {
+    co_await StopWatch(client, watch);
+    stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
+    if (ec == beast::error::timeout) {
+      co_return co_await fail(504, "GatewayTimeout", "engine did not answer in time",
+                              Outcome::kUpstreamTimeout);
+    }
+    co_return co_await fail(502, "BadGateway",
+                            fmt::format("engine at {} unavailable: {}", uc.url.HostPort(), ec.message()),
+                            Outcome::kUpstreamUnavailable);
+  }
+  ex.response_header_mono_ns = MonoNanos();
+  auto& rp = *parser;
+
+  // Response header toward the client.
+  auto& ures = rp.get();
+  ex.http_status = ures.result_int();
+  std::string_view content_type = ures[bhttp::field::content_type];
+  const bool sse = content_type.rfind("text/event-stream", 0) == 0;
+  ex.streamed = sse;
+  bhttp::response<bhttp::empty_body> cres{ures.result(), client_version};
+  for (const auto& f : ures) {
+    if (IsHopByHop(f.name(), f.name_string()) || f.name() == bhttp::field::content_length) continue;
+    cres.insert(f.name(), f.name_string(), f.value());
+  }
+  const bool head_only = req.method() == bhttp::verb::head || ures.result_int() == 204 ||
+                         ures.result_int() == 304 || (ures.result_int() >= 100 && ures.result_int() < 200);
+  const bool modify = observe && sse;
+  bool chunked_out = false;
+  bool close_delimited_out = false;
+  if (!head_only) {
+    if (!modify && rp.content_length()) {
+      cres.content_length(*rp.content_length());
+    } else if (client_version >= 11) {
+      cres.chunked(true);
+      chunked_out = true;
+    } else {
+      close_delimited_out = true;
+    }
+  } else if (rp.content_length()) {
+    cres.content_length(*rp.content_length());
+  }
+  bool keep_client = client_keep_alive && !close_delimited_out;
+  cres.keep_alive(keep_client);
+
+  bhttp::response_serializer<bhttp::empty_body> sr{cres};
+  client.expires_after(std::chrono::seconds(60));
+  co_await bhttp::async_write_header(client, sr, asio::redirect_error(asio::use_awaitable, ec));
+  bool client_write_failed = static_cast<bool>(ec);
+
+  oa::StreamObserver observer(op, stream_opts);
+  SseRelay relay(&observer);
+  std::string observed_body;
+  bool observed_overflow = false;
+  std::string out;
+  std::array<char, kReadChunk> buf;
+  error_code uec;
+  if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
+
+  auto write_out = [&](std::string_view bytes) -> asio::awaitable<void> {
+    if (bytes.empty() || client_write_failed) co_return;
+    error_code wec;
+    client.expires_after(std::chrono::seconds(60));
+    if (chunked_out) {
+      co_await asio::async_write(client, bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
+                                 asio::redirect_error(asio::use_awaitable, wec));
+    } else {
+      co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
+                                 asio::redirect_error(asio::use_awaitable, wec));
+    }
+    if (wec) client_write_failed = true;
+  };
+
+  while (!client_write_failed && !rp.is_done()) {
+    ures.body().data = buf.data();
+    ures.body().size = buf.size();
+    conn->stream->expires_after(opts().stream_idle_timeout);
+    co_await bhttp::async_read_some(*conn->stream, conn->buffer, rp,
+                                    asio::redirect_error(asio::use_awaitable, uec));
+    if (uec == bhttp::error::need_buffer) uec = {};
+    std::size_t n = buf.size() - ures.body().size;
+    if (n > 0) {
+      std::string_view bytes(buf.data(), n);
+      if (modify) {
+        out.clear();
+        std::int64_t before = observer.delta_count();
+        relay.Feed(bytes, &out);
+        if (observer.delta_count() > before) {
+          std::uint64_t now = MonoNanos();
+          if (ex.first_token_mono_ns == 0) ex.first_token_mono_ns = now;
+          for (auto i = before; i < observer.delta_count(); ++i)
+            if (ex.delta_mono_ns.size() < opts().max_delta_timestamps) ex.delta_mono_ns.push_back(now);
+        }
+        co_await write_out(out);
+      } else {
+        if (observe && !observed_overflow) {
+          if (observed_body.size() + n <= opts().max_observed_body)
+            observed_body.append(bytes);
+          else
+            observed_overflow = true;
+        }
+        co_await write_out(bytes);
+      }
+    }
+    if (uec) break;
+  }
+  if (modify && !uec && !client_write_failed) {
+    out.clear();
+    relay.Finish(&out);
+    co_await write_out(out);
+  }
+  if (!uec && !client_write_failed && chunked_out) {
+    error_code wec;
+    co_await asio::async_write(client, bhttp::make_chunk_last(),
+                               asio::redirect_error(asio::use_awaitable, wec));
+    if (wec) client_write_failed = true;
+  }
+  if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
+  client.expires_never();
+  co_await StopWatch(client, watch);
+  ex.end_mono_ns = MonoNanos();
+
+  const bool complete = !uec && !client_write_failed && !watch.client_gone;
+  if (complete && rp.keep_alive()) {
+    Release(ui, w, std::move(*conn));
+  } else {
+    error_code cec;
+    conn->stream->socket().shutdown(tcp::socket::shutdown_both, cec);
+    conn->stream->close();
+  }
+
+  if (observe) {
+    if (modify) {
+      ex.response = observer.Finish();
+      ex.stream_deltas = observer.delta_count();
+    } else if (!observed_overflow) {
+      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+    }
+    if (client_write_failed || watch.client_gone) {
+      stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+      ex.outcome = Outcome::kClientAborted;
+      ex.error_type = "client_disconnected";
+      ex.error_message = "client closed the connection before the response was complete";
+    } else if (uec) {
+      stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
+      ex.outcome = uec == beast::error::timeout ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
+      ex.error_type = uec == beast::error::timeout ? "timeout" : "upstream_connection_error";
+      ex.error_message = fmt::format("engine response interrupted: {}", uec.message());
+    } else if (ex.http_status >= 400) {
+      ex.outcome = Outcome::kEngineError;
+      ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
+      ex.error_message = ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
+    } else if (ex.response.error_type) {
+      // A stream that carried an error event after a 200 header.
+      ex.outcome = Outcome::kEngineError;
+      ex.error_type = *ex.response.error_type;
+      ex.error_message = ex.response.error_message.value_or("engine reported an error in the stream");
+    }
+    Finish(ex);
+  } else if (client_write_failed || watch.client_gone) {
+    stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+  }
+  co_return complete && keep_client;
+}
+
+}  // namespace infertel::gateway

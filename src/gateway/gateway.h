@@ -1,0 +1,87 @@
+#pragma once
+// The gateway: a reverse proxy in front of each engine that observes the OpenAI API.
+//
+// Threads: `threads` workers, each with its own io_context; a connection is pinned to one
+// worker for its life, so per-connection and per-worker state (upstream connection pools)
+// needs no locks. Telemetry leaves through ExchangeListeners, which must not block.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "core/stats.h"
+#include "gateway/exchange.h"
+#include "http/url.h"
+
+namespace infertel::gateway {
+
+struct UpstreamConfig {
+  std::string name = "default";
+  EngineKind engine = EngineKind::kVllm;
+  http::Url url;             // where the engine listens
+  http::HostPort listen;     // where the gateway listens for this engine's clients
+  std::string pd_role = "none";  // producer | consumer | none (vLLM PD disaggregation)
+};
+
+struct GatewayOptions {
+  std::vector<UpstreamConfig> upstreams;
+  int threads = 2;
+  std::size_t max_request_body = 32u << 20;     // above it: 413 with a JSON error
+  std::size_t max_observed_body = 16u << 20;    // response bytes kept for parsing
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds response_timeout{600'000};  // request sent → response header
+  std::chrono::milliseconds stream_idle_timeout{600'000};  // between two body reads
+  std::chrono::milliseconds client_idle_timeout{75'000};   // keep-alive wait for a request
+  std::size_t max_idle_upstream_connections = 64;           // per worker and upstream
+  std::size_t max_delta_timestamps = 4096;                  // per exchange
+};
+
+// Per-gateway counters, exposed on the admin /metrics.
+struct GatewayStats {
+  std::atomic<std::uint64_t> requests{0};             // every request forwarded or refused
+  std::atomic<std::uint64_t> observed{0};             // OpenAI-API exchanges observed
+  std::atomic<std::uint64_t> unparsed_bodies{0};      // request bodies that were not JSON
+  std::atomic<std::uint64_t> upstream_errors{0};      // connect/IO failures toward engines
+  std::atomic<std::uint64_t> client_aborts{0};        // clients gone before the response end
+  std::atomic<std::uint64_t> rejected{0};             // refused by the gateway (413, 400)
+  std::atomic<std::uint64_t> upstream_connects{0};    // new upstream connections opened
+  std::atomic<std::uint64_t> active_connections{0};   // client connections open now
+  std::atomic<std::uint64_t> active_streams{0};       // SSE responses in flight now
+  void Register(StatsRegistry* registry, const std::string& labels) const;
+};
+
+class Gateway {
+ public:
+  Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config);
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Listeners are called for every finished exchange, in order of registration. Add them
+  // before Start(); the gateway does not own them.
+  void AddListener(ExchangeListener* listener);
+  // Binds every upstream's listen address and starts the workers; false and *error when an
+  // address cannot be bound or an upstream cannot be resolved.
+  bool Start(std::string* error);
+  // The bound port of each upstream's listener, in the order of options.upstreams.
+  std::vector<std::uint16_t> Ports() const;
+  // Stops accepting, closes connections and joins the workers.
+  void Stop();
+
+  const GatewayStats& stats() const { return stats_; }
+  const GatewayOptions& options() const { return options_; }
+
+  struct Impl;
+
+ private:
+  GatewayOptions options_;
+  std::shared_ptr<config::ConfigStore> config_;
+  GatewayStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infertel::gateway

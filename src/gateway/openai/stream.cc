@@ -1,0 +1,260 @@
+// SSE streams: accumulation of chunks and the per-event verdict.
+
+#include <cmath>
+#include <limits>
+
+#include "gateway/openai/json_util.h"
+#include "gateway/openai/openai.h"
+
+namespace infertel::gateway::openai {
+namespace {
+
+using internal::AsDouble;
+using internal::AsInt;
+using internal::AsString;
+using internal::Member;
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// Engines bound n and the number of tool calls far below these; a chunk naming a larger
+// index is ignored rather than growing our state.
+constexpr std::int64_t kMaxChoices = 1024;
+constexpr std::int64_t kMaxToolCalls = 256;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+void ReadTokenDetail(object choice, StreamObserver::TokenDetail* out) {
+  element e;
+  object lp;
+  if (Member(choice, "logprobs", &e) && !e.get_object().get(lp)) {
+    array arr;
+    if (Member(lp, "content", &e) && !e.get_array().get(arr)) {  // chat
+      for (element item : arr) {
+        object t;
+        if (item.get_object().get(t)) continue;
+        std::string_view token;
+        double logprob = std::numeric_limits<double>::quiet_NaN();
+        if (Member(t, "token", &e)) token = AsString(e).value_or("");
+        if (Member(t, "logprob", &e)) logprob = AsDouble(e).value_or(logprob);
+        out->texts.emplace_back(token);
+        out->logprobs.push_back(logprob);
+      }
+    } else {  // completions: parallel arrays
+      if (Member(lp, "tokens", &e) && !e.get_array().get(arr)) {
+        for (element item : arr) out->texts.emplace_back(AsString(item).value_or(""));
+      }
+      if (Member(lp, "token_logprobs", &e) && !e.get_array().get(arr)) {
+        for (element item : arr) {
+          out->logprobs.push_back(
+              AsDouble(item).value_or(std::numeric_limits<double>::quiet_NaN()));
+        }
+      }
+    }
+  }
+  array ids;
+  if (Member(choice, "token_ids", &e) && !e.get_array().get(ids)) {
+    for (element item : ids) {
+      if (auto id = AsInt(item)) out->ids.push_back(*id);
+    }
+  }
+}
+
+}  // namespace
+
+StreamObserver::StreamObserver(Operation op, Options options)
+    : op_(op), options_(std::move(options)) {
+  info_.parsed = true;
+}
+
+// delta_count_ rule: an event counts once when at least one of its choices carries a
+// non-empty content, reasoning (reasoning_content or reasoning) or completion text, or a
+// tool-call item with a non-empty id, name or arguments piece. A role-only first chunk
+// (content "") and a finish-only chunk do not count.
+StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::string* rewritten) {
+  last_tokens_.texts.clear();
+  last_tokens_.logprobs.clear();
+  last_tokens_.ids.clear();
+  data = Trim(data);
+  if (data == "[DONE]") {
+    saw_done_ = true;
+    return Verdict::kForward;
+  }
+  try {
+    internal::ParserLease lease;
+    object root;
+    std::string error;
+    if (!internal::ParseObject(lease.parser(), data, &root, &error)) {
+      if (info_.parse_error.empty()) info_.parse_error = "stream event: " + error;
+      return Verdict::kForward;
+    }
+    const CaptureOptions& capture = options_.capture;
+    const std::size_t max_len = capture.max_length;
+    if (internal::ReadError(root, max_len, &info_)) return Verdict::kForward;
+
+    element e;
+    if (!info_.id && Member(root, "id", &e)) {
+      if (auto s = AsString(e)) info_.id = std::string(TruncateUtf8(*s, max_len));
+    }
+    if (!info_.model && Member(root, "model", &e)) {
+      if (auto s = AsString(e)) info_.model = std::string(TruncateUtf8(*s, max_len));
+    }
+
+    bool has_delta = false;
+    bool choices_empty = false;
+    array choices;
+    if (Member(root, "choices", &e) && !e.get_array().get(choices)) {
+      choices_empty = choices.size() == 0;
+      std::int64_t position = 0;
+      for (element item : choices) {
+        object c;
+        const std::int64_t pos = position++;
+        if (item.get_object().get(c)) continue;
+        std::int64_t index = pos;
+        if (Member(c, "index", &e)) index = AsInt(e).value_or(pos);
+        if (index < 0 || index >= kMaxChoices) continue;
+        if (choices_.size() <= static_cast<std::size_t>(index)) choices_.resize(index + 1);
+        Choice& ch = choices_[index];
+        ch.seen = true;
+
+        object delta;
+        if (Member(c, "delta", &e) && !e.get_object().get(delta)) {
+          if (ch.role.empty() && Member(delta, "role", &e)) {
+            ch.role = std::string(TruncateUtf8(AsString(e).value_or(""), max_len));
+          }
+          if (Member(delta, "content", &e)) {
+            if (auto s = AsString(e); s && !s->empty()) {
+              has_delta = true;
+              if (capture.capture_content) {
+                internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
+              }
+            }
+          }
+          for (std::string_view key : {"reasoning_content", "reasoning"}) {
+            if (!Member(delta, key, &e)) continue;
+            if (auto s = AsString(e); s && !s->empty()) {
+              has_delta = true;
+              if (capture.capture_content) {
+                internal::AppendBounded(&ch.reasoning, &ch.reasoning_chars, *s, max_len);
+              }
+            }
+          }
+          array calls;
+          if (Member(delta, "tool_calls", &e) && !e.get_array().get(calls)) {
+            for (element call_el : calls) {
+              object call;
+              if (call_el.get_object().get(call)) continue;
+              std::optional<std::string_view> id, name, args;
+              if (Member(call, "id", &e)) id = AsString(e);
+              object fn;
+              if (Member(call, "function", &e) && !e.get_object().get(fn)) {
+                if (Member(fn, "name", &e)) name = AsString(e);
+                if (Member(fn, "arguments", &e)) args = AsString(e);
+              }
+              std::int64_t ti;
+              if (Member(call, "index", &e) && AsInt(e)) {
+                ti = *AsInt(e);
+              } else if (id && !id->empty()) {  // no index: a new id starts a new call
+                ti = static_cast<std::int64_t>(ch.tool_calls.size());
+              } else {
+                ti = ch.tool_calls.empty() ? 0 : ch.tool_calls.size() - 1;
+              }
+              if (ti < 0 || ti >= kMaxToolCalls) continue;
+              if (ch.tool_calls.size() <= static_cast<std::size_t>(ti)) {
+                ch.tool_calls.resize(ti + 1);
+                ch.argument_chars.resize(ti + 1);
+              }
+              ToolCall& tc = ch.tool_calls[ti];
+              if ((id && !id->empty()) || (name && !name->empty()) || (args && !args->empty())) {
+                has_delta = true;
+              }
+              if (id && !id->empty() && tc.id.empty()) tc.id = TruncateUtf8(*id, max_len);
+              if (name && !name->empty() && tc.name.empty()) {
+                tc.name = TruncateUtf8(*name, max_len);
+              }
+              if (args && capture.capture_content) {
+                internal::AppendBounded(&tc.arguments, &ch.argument_chars[ti], *args, max_len);
+              }
+            }
+          }
+        } else if (Member(c, "text", &e)) {  // completions
+          if (auto s = AsString(e); s && !s->empty()) {
+            has_delta = true;
+            if (capture.capture_content) {
+              internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
+            }
+          }
+        }
+        if (Member(c, "finish_reason", &e)) {
+          if (auto s = AsString(e); s && !s->empty()) {
+            ch.finish_reason = TruncateUtf8(*s, max_len);
+          }
+        }
+        ReadTokenDetail(c, &last_tokens_);
+      }
+    }
+    if (has_delta) ++delta_count_;
+
+    // Continuous usage puts usage on every chunk: the last one is the total.
+    bool has_usage = false;
+    if (Member(root, "usage", &e) && !e.is_null()) {
+      object u;
+      if (!e.get_object().get(u)) {
+        has_usage = true;
+        info_.usage = Usage{};
+        internal::ReadUsage(e, &info_.usage);
+      }
+    }
+
+    if (options_.drop_injected_usage && has_usage && choices_empty) return Verdict::kDrop;
+    std::vector<internal::Edit> edits;
+    internal::MemberSpan usage_span;
+    // "usage": null is what engines send when usage was not asked for: left as it is.
+    if (options_.drop_injected_usage && has_usage &&
+        internal::FindTopLevelMember(data, "usage", &usage_span)) {
+      edits.push_back({usage_span.remove_begin, usage_span.remove_end, ""});
+    }
+    if (options_.strip_injected_logprobs) internal::NullChoiceLogprobs(data, &edits);
+    if (edits.empty()) return Verdict::kForward;
+    *rewritten = internal::ApplyEdits(data, std::move(edits));
+    return Verdict::kRewrite;
+  } catch (...) {  // allocation failure: the client's bytes still go through
+    return Verdict::kForward;
+  }
+}
+
+ResponseInfo StreamObserver::Finish() {
+  ResponseInfo out = info_;
+  try {
+    const bool generative = op_ == Operation::kChat || op_ == Operation::kTextCompletion;
+    internal::MessagesWriter w(options_.capture);
+    out.tool_calls.resize(choices_.size());
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      const Choice& ch = choices_[i];
+      if (!ch.seen) continue;
+      out.finish_reasons.push_back(ch.finish_reason);
+      // A tool call whose first frame was lost has no name; keep it, it still happened.
+      out.tool_calls[i] = ch.tool_calls;
+      if (options_.capture.capture_content && generative) {
+        internal::WriteOutputMessage(&w, ch.role, ch.reasoning, ch.text, ch.tool_calls,
+                                     ch.finish_reason);
+      }
+    }
+    out.output_messages_json = w.Take();
+  } catch (...) {
+    out.output_messages_json.clear();
+  }
+  return out;
+}
+
+}  // namespace infertel::gateway::openai

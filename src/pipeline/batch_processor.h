@@ -1,0 +1,352 @@
+#pragma once
+// The batch processor: the Sink every producer submits to. It fans each request out to one
+// lane per exporter; a lane owns a bounded queue and one worker thread that batches, merges,
+// exports and retries. A dead or slow backend therefore only fills (and drops from) its own
+// lane's queue: it never slows the caller or the other exporters.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/stats.h"
+#include "pipeline/exporter.h"
+#include "pipeline/signal.h"
+
+namespace infertel::pipeline {
+
+// Retries of kRetryable results: exponential backoff with jitter, bounded both in attempts
+// and in elapsed time. A Retry-After given by the backend replaces the computed delay
+// (capped by max_backoff).
+struct RetryPolicy {
+  int max_attempts = 5;  // total tries, the first included
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{5000};
+  double multiplier = 2.0;
+  std::chrono::milliseconds max_elapsed{30000};
+};
+
+struct BatchOptions {
+  std::size_t max_queue_items = 2048;                 // per exporter lane (OTEL_BSP_MAX_QUEUE_SIZE)
+  std::size_t max_queue_bytes = 64u * 1024u * 1024u;  // per exporter lane, Request::ByteSizeLong()
+  std::size_t max_batch_items = 512;                  // per export (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
+  std::chrono::milliseconds max_delay{200};           // OTEL_BSP_SCHEDULE_DELAY
+  RetryPolicy retry;
+};
+
+// Per-lane self-metrics. Registered in the StatsRegistry as
+//   infertel_exporter_sent_items_total{exporter,signal}
+//   infertel_exporter_dropped_items_total{exporter,signal,reason="queue_full"|"export_failed"|"rejected"}
+//   infertel_exporter_failures_total{exporter,signal}   (failed export attempts)
+//   infertel_exporter_retries_total{exporter,signal}
+//   infertel_exporter_queue_items{exporter,signal}      (gauge)
+//   infertel_exporter_queue_bytes{exporter,signal}      (gauge)
+// "rejected" counts items a backend refused in an OTLP partial success.
+struct ExporterStats {
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> dropped_queue_full{0};
+  std::atomic<std::uint64_t> dropped_export_failed{0};
+  std::atomic<std::uint64_t> rejected{0};
+  std::atomic<std::uint64_t> failures{0};
+  std::atomic<std::uint64_t> retries{0};
+  std::atomic<std::uint64_t> queue_items{0};
+  std::atomic<std::uint64_t> queue_bytes{0};
+};
+
+// Registers `stats` (kept alive by the registry's closures) under the names above.
+void RegisterExporterStats(StatsRegistry& registry, std::string_view exporter,
+                           std::string_view signal, std::shared_ptr<const ExporterStats> stats);
+
+// Thread-safety: Submit() may be called from any thread at any time, including after
+// Shutdown() (the request is then discarded). Flush() and Shutdown() may be called from any
+// thread but not concurrently with the destructor. Submit() never blocks on I/O: it takes
+// each lane's mutex for a push only.
+template <typename Request>
+class BatchProcessor final : public Sink<Request> {
+ public:
+  using ExporterPtr = std::unique_ptr<Exporter<Request>>;
+
+  // Takes ownership of the exporters and starts one worker thread per exporter. `stats` may
+  // be null; otherwise each lane registers its metrics there (the registry may outlive this).
+  BatchProcessor(std::vector<ExporterPtr> exporters, BatchOptions options,
+                 StatsRegistry* stats = nullptr)
+      : options_(options) {
+    if (options_.max_batch_items == 0) options_.max_batch_items = 1;
+    for (auto& e : exporters) {
+      auto lane = std::make_unique<Lane>();
+      lane->exporter = std::move(e);
+      lane->stats = std::make_shared<ExporterStats>();
+      if (stats != nullptr)
+        RegisterExporterStats(*stats, lane->exporter->Name(), SignalTraits<Request>::kName,
+                              lane->stats);
+      lanes_.push_back(std::move(lane));
+    }
+    for (auto& lane : lanes_) {
+      Lane* l = lane.get();
+      l->thread = std::thread([this, l] { Run(*l); });
+    }
+  }
+
+  ~BatchProcessor() override { Shutdown(std::chrono::milliseconds(2000)); }
+  BatchProcessor(const BatchProcessor&) = delete;
+  BatchProcessor& operator=(const BatchProcessor&) = delete;
+
+  // Enqueues on every lane (a copy per extra lane). On overflow (items or bytes) the lane
+  // drops its oldest queued requests, counted as dropped{reason="queue_full"}.
+  void Submit(Request&& request) noexcept override {
+    if (lanes_.empty()) return;
+    const std::size_t items = CountItems(request);
+    if (items == 0) return;
+    const std::size_t bytes = request.ByteSizeLong();
+    for (std::size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& lane = *lanes_[i];
+      Entry entry;
+      if (i + 1 == lanes_.size())
+        entry.request.Swap(&request);
+      else
+        entry.request = request;
+      entry.items = items;
+      entry.bytes = bytes;
+      entry.enqueued = Clock::now();
+      bool wake = false;
+      {
+        std::lock_guard lock(lane.mu);
+        if (lane.stopping) {
+          lane.stats->dropped_queue_full.fetch_add(items, std::memory_order_relaxed);
+          continue;
+        }
+        lane.queue.push_back(std::move(entry));
+        lane.q_items += items;
+        lane.q_bytes += bytes;
+        while (
+            (lane.q_items > options_.max_queue_items || lane.q_bytes > options_.max_queue_bytes) &&
+            !lane.queue.empty()) {
+          const Entry& old = lane.queue.front();
+          lane.q_items -= old.items;
+          lane.q_bytes -= old.bytes;
+          lane.stats->dropped_queue_full.fetch_add(old.items, std::memory_order_relaxed);
+          lane.queue.pop_front();
+        }
+        PublishDepth(lane);
+        wake = lane.q_items >= options_.max_batch_items || lane.queue.size() == 1;
+      }
+      if (wake) lane.cv.notify_all();
+    }
+  }
+
+  // Exports everything queued now, ignoring the schedule delay, and waits until every lane's
+  // queue is empty and no export is in flight, or until `timeout`. Returns true when drained.
+  bool Flush(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (auto& lane : lanes_) {
+      std::lock_guard lock(lane->mu);
+      ++lane->flush_requests;
+    }
+    for (auto& lane : lanes_) lane->cv.notify_all();
+    bool all = true;
+    for (auto& lane : lanes_) {
+      std::unique_lock lock(lane->mu);
+      if (!lane->idle_cv.wait_until(lock, deadline, [&] {
+            return (lane->queue.empty() && !lane->in_flight) || lane->exited;
+          }))
+        all = false;
+      if (lane->flush_requests > 0) --lane->flush_requests;
+    }
+    return all;
+  }
+
+  // Stops accepting, drains what is queued until `timeout` (retries stop at the deadline),
+  // drops the rest (counted as export_failed), joins the workers and shuts the exporters
+  // down. Idempotent.
+  void Shutdown(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+    const auto deadline = Clock::now() + timeout;
+    for (auto& lane : lanes_) {
+      std::lock_guard lock(lane->mu);
+      if (lane->stopping) continue;
+      lane->stopping = true;
+      lane->deadline = deadline;
+    }
+    for (auto& lane : lanes_) {
+      lane->cv.notify_all();
+      if (lane->thread.joinable()) {
+        lane->thread.join();
+        lane->exporter->Shutdown();
+      }
+    }
+  }
+
+  // The stats of lane `i` (in exporter order), for tests and the admin endpoint.
+  const ExporterStats& Stats(std::size_t i) const { return *lanes_.at(i)->stats; }
+  std::size_t LaneCount() const { return lanes_.size(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Entry {
+    Request request;
+    std::size_t items = 0;
+    std::size_t bytes = 0;
+    Clock::time_point enqueued;
+  };
+
+  struct Lane {
+    ExporterPtr exporter;
+    std::shared_ptr<ExporterStats> stats;
+    std::thread thread;
+    std::mutex mu;                    // guards everything below
+    std::condition_variable cv;       // work arrived, flush or stop
+    std::condition_variable idle_cv;  // queue drained
+    std::deque<Entry> queue;
+    std::size_t q_items = 0, q_bytes = 0;
+    bool in_flight = false;
+    bool stopping = false;
+    bool exited = false;
+    int flush_requests = 0;
+    Clock::time_point deadline{};
+  };
+
+  static void PublishDepth(Lane& lane) {
+    lane.stats->queue_items.store(lane.q_items, std::memory_order_relaxed);
+    lane.stats->queue_bytes.store(lane.q_bytes, std::memory_order_relaxed);
+  }
+
+  // Takes up to max_batch_items items from the front of the queue into one request,
+  // splitting the last request when it holds more. Called with lane.mu held.
+  std::size_t TakeBatch(Lane& lane, Request* batch) {
+    std::size_t taken = 0;
+    while (!lane.queue.empty() && taken < options_.max_batch_items) {
+      Entry& front = lane.queue.front();
+      const std::size_t room = options_.max_batch_items - taken;
+      if (front.items <= room) {
+        taken += front.items;
+        lane.q_items -= front.items;
+        lane.q_bytes -= front.bytes;
+        MergeInto(batch, std::move(front.request));
+        lane.queue.pop_front();
+      } else {
+        Request part;
+        std::size_t moved = TakeItems(&front.request, room, &part);
+        std::size_t new_bytes = front.request.ByteSizeLong();
+        lane.q_bytes -= front.bytes - new_bytes;
+        front.bytes = new_bytes;
+        front.items -= moved;
+        lane.q_items -= moved;
+        taken += moved;
+        MergeInto(batch, std::move(part));
+      }
+    }
+    PublishDepth(lane);
+    return taken;
+  }
+
+  void Run(Lane& lane) {
+    std::minstd_rand rng(std::random_device{}());
+    std::unique_lock lock(lane.mu);
+    for (;;) {
+      // Wait until a full batch, the oldest item's delay, a flush, or stop.
+      for (;;) {
+        if (lane.stopping || lane.flush_requests > 0) break;
+        if (lane.q_items >= options_.max_batch_items) break;
+        if (lane.queue.empty()) {
+          lane.cv.wait(lock);
+          continue;
+        }
+        auto due = lane.queue.front().enqueued + options_.max_delay;
+        if (Clock::now() >= due) break;
+        lane.cv.wait_until(lock, due);
+      }
+      if (lane.queue.empty()) {
+        lane.idle_cv.notify_all();
+        if (lane.stopping) break;
+        if (lane.flush_requests > 0) lane.cv.wait(lock);  // until Flush() collects it
+        continue;
+      }
+      if (lane.stopping && Clock::now() >= lane.deadline) break;
+      Request batch;
+      const std::size_t items = TakeBatch(lane, &batch);
+      lane.in_flight = true;
+      lock.unlock();
+      ExportWithRetry(lane, batch, items, rng);
+      lock.lock();
+      lane.in_flight = false;
+      if (lane.queue.empty()) lane.idle_cv.notify_all();
+    }
+    // Whatever is left after the shutdown deadline is lost.
+    for (const auto& e : lane.queue)
+      lane.stats->dropped_export_failed.fetch_add(e.items, std::memory_order_relaxed);
+    lane.queue.clear();
+    lane.q_items = lane.q_bytes = 0;
+    PublishDepth(lane);
+    lane.exited = true;
+    lane.idle_cv.notify_all();
+  }
+
+  void ExportWithRetry(Lane& lane, const Request& batch, std::size_t items, std::minstd_rand& rng) {
+    const auto start = Clock::now();
+    const RetryPolicy& rp = options_.retry;
+    double backoff_ms = static_cast<double>(rp.initial_backoff.count());
+    for (int attempt = 1;; ++attempt) {
+      ExportResult r = lane.exporter->Export(batch);
+      if (r.ok()) {
+        const auto rejected = static_cast<std::uint64_t>(std::max<std::int64_t>(r.rejected, 0));
+        const auto accepted = items > rejected ? items - rejected : 0;
+        lane.stats->sent.fetch_add(accepted, std::memory_order_relaxed);
+        lane.stats->rejected.fetch_add(items - accepted, std::memory_order_relaxed);
+        if (rejected > 0)
+          spdlog::warn("exporter {} ({}): backend rejected {} items: {}", lane.exporter->Name(),
+                       SignalTraits<Request>::kName, rejected, r.message);
+        return;
+      }
+      lane.stats->failures.fetch_add(1, std::memory_order_relaxed);
+      bool give_up = r.code == ExportCode::kPermanent || attempt >= rp.max_attempts;
+      // Jitter in [50%, 100%] of the backoff, so lanes retrying together spread out.
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      double wait_ms =
+          std::min(backoff_ms, static_cast<double>(rp.max_backoff.count())) * jitter(rng);
+      if (r.retry_after_ms > 0)
+        wait_ms = std::min<double>(static_cast<double>(r.retry_after_ms),
+                                   static_cast<double>(rp.max_backoff.count()));
+      const auto wake =
+          Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(wait_ms * 1000));
+      if (!give_up && wake - start > rp.max_elapsed) give_up = true;
+      if (!give_up) {
+        std::unique_lock lock(lane.mu);
+        if (lane.stopping && wake > lane.deadline) give_up = true;
+      }
+      if (give_up) {
+        lane.stats->dropped_export_failed.fetch_add(items, std::memory_order_relaxed);
+        spdlog::warn("exporter {} ({}): dropping {} items after {} attempt(s): {}",
+                     lane.exporter->Name(), SignalTraits<Request>::kName, items, attempt,
+                     r.message);
+        return;
+      }
+      lane.stats->retries.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::unique_lock lock(lane.mu);
+        // A shutdown wakes the wait; the deadline check above then decides.
+        lane.cv.wait_until(lock, wake,
+                           [&] { return lane.stopping && Clock::now() >= lane.deadline; });
+      }
+      backoff_ms *= rp.multiplier;
+    }
+  }
+
+  BatchOptions options_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+using TraceBatchProcessor = BatchProcessor<TracesRequest>;
+using LogBatchProcessor = BatchProcessor<LogsRequest>;
+using MetricBatchProcessor = BatchProcessor<MetricsRequest>;
+
+}  // namespace infertel::pipeline

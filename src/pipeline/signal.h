@@ -1,0 +1,139 @@
+#pragma once
+// Signal traits: one place that knows how the three OTLP request types nest
+// (request → resource → scope → item), so batching, merging and splitting are written once.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/telemetry.h"
+
+namespace infertel::pipeline {
+
+template <typename Request>
+struct SignalTraits;
+
+template <>
+struct SignalTraits<TracesRequest> {
+  static constexpr std::string_view kName = "traces";
+  static auto* Resources(TracesRequest* r) { return r->mutable_resource_spans(); }
+  static const auto& Resources(const TracesRequest& r) { return r.resource_spans(); }
+  template <typename R>
+  static auto* Scopes(R* r) {
+    return r->mutable_scope_spans();
+  }
+  template <typename S>
+  static auto* Items(S* s) {
+    return s->mutable_spans();
+  }
+};
+
+template <>
+struct SignalTraits<LogsRequest> {
+  static constexpr std::string_view kName = "logs";
+  static auto* Resources(LogsRequest* r) { return r->mutable_resource_logs(); }
+  static const auto& Resources(const LogsRequest& r) { return r.resource_logs(); }
+  template <typename R>
+  static auto* Scopes(R* r) {
+    return r->mutable_scope_logs();
+  }
+  template <typename S>
+  static auto* Items(S* s) {
+    return s->mutable_log_records();
+  }
+};
+
+template <>
+struct SignalTraits<MetricsRequest> {
+  static constexpr std::string_view kName = "metrics";
+  static auto* Resources(MetricsRequest* r) { return r->mutable_resource_metrics(); }
+  static const auto& Resources(const MetricsRequest& r) { return r.resource_metrics(); }
+  template <typename R>
+  static auto* Scopes(R* r) {
+    return r->mutable_scope_metrics();
+  }
+  template <typename S>
+  static auto* Items(S* s) {
+    return s->mutable_metrics();
+  }
+};
+
+// Appends everything of `src` to `dst` (by swap, no deep copies). A resource block whose
+// Resource and schema_url equal one already in `dst` is folded into it, and likewise a scope
+// block into an equal scope, so a batch of many small requests from one producer exports as
+// one ResourceSpans with one ScopeSpans.
+template <typename Request>
+void MergeInto(Request* dst, Request&& src) {
+  using T = SignalTraits<Request>;
+  auto* dst_res = T::Resources(dst);
+  for (auto& rs : *T::Resources(&src)) {
+    std::string key = rs.resource().SerializeAsString();
+    decltype(dst_res->Mutable(0)) target = nullptr;
+    for (int i = 0; i < dst_res->size(); ++i) {
+      auto* cand = dst_res->Mutable(i);
+      if (cand->schema_url() == rs.schema_url() && cand->resource().SerializeAsString() == key) {
+        target = cand;
+        break;
+      }
+    }
+    if (target == nullptr) {
+      dst_res->Add()->Swap(&rs);
+      continue;
+    }
+    auto* dst_scopes = T::Scopes(target);
+    for (auto& ss : *T::Scopes(&rs)) {
+      std::string skey = ss.scope().SerializeAsString();
+      decltype(dst_scopes->Mutable(0)) starget = nullptr;
+      for (int j = 0; j < dst_scopes->size(); ++j) {
+        auto* c = dst_scopes->Mutable(j);
+        if (c->schema_url() == ss.schema_url() && c->scope().SerializeAsString() == skey) {
+          starget = c;
+          break;
+        }
+      }
+      if (starget == nullptr) {
+        dst_scopes->Add()->Swap(&ss);
+        continue;
+      }
+      auto* items = T::Items(starget);
+      for (auto& item : *T::Items(&ss)) items->Add()->Swap(&item);
+    }
+  }
+}
+
+// Moves the first `n` items of `src` (in order) into `dst`, copying only the resource and
+// scope headers they hang under; emptied blocks are removed from `src`. Returns how many
+// items were moved (fewer than `n` when `src` holds fewer).
+template <typename Request>
+std::size_t TakeItems(Request* src, std::size_t n, Request* dst) {
+  using T = SignalTraits<Request>;
+  std::size_t moved = 0;
+  auto* src_res = T::Resources(src);
+  int drop_res = 0;
+  for (int i = 0; i < src_res->size() && moved < n; ++i) {
+    auto* rs = src_res->Mutable(i);
+    auto* out_rs = T::Resources(dst)->Add();
+    *out_rs->mutable_resource() = rs->resource();
+    out_rs->set_schema_url(rs->schema_url());
+    auto* scopes = T::Scopes(rs);
+    int drop_scopes = 0;
+    for (int j = 0; j < scopes->size() && moved < n; ++j) {
+      auto* ss = scopes->Mutable(j);
+      auto* out_ss = T::Scopes(out_rs)->Add();
+      *out_ss->mutable_scope() = ss->scope();
+      out_ss->set_schema_url(ss->schema_url());
+      auto* items = T::Items(ss);
+      int k = 0;
+      for (; k < items->size() && moved < n; ++k, ++moved)
+        T::Items(out_ss)->Add()->Swap(items->Mutable(k));
+      items->DeleteSubrange(0, k);
+      if (items->empty()) ++drop_scopes;
+    }
+    scopes->DeleteSubrange(0, drop_scopes);
+    if (scopes->empty()) ++drop_res;
+  }
+  src_res->DeleteSubrange(0, drop_res);
+  return moved;
+}
+
+}  // namespace infertel::pipeline

@@ -1,0 +1,421 @@
+#include "sim/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/clock.h"
+
+namespace infertel::sim {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kNone:
+      break;
+  }
+  return "";
+}
+
+namespace {
+
+std::uint64_t Mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+}  // namespace
+
+struct Engine::Req {
+  std::string id;
+  std::vector<TokenId> tokens;  // prompt followed by generated tokens
+  int prompt_len = 0;
+  int computed = 0;  // tokens whose KV is in the cache
+  std::vector<int> block_table;
+  std::vector<std::uint64_t> block_hashes;  // chained hashes of the full blocks in block_table
+  SamplingSpec sampling;
+  std::shared_ptr<OutputCallback> cb;
+  RequestRecord rec;
+  std::mt19937_64 rng;
+  int max_tokens = 0;
+  int eos_after = 0;  // natural length; 0 with ignore_eos
+  std::string text;   // generated text after stop handling
+  bool ever_scheduled = false;
+};
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+  if (!config_.mono_now) config_.mono_now = [] { return MonoNanos(); };
+  if (!config_.wall_now) config_.wall_now = [] { return WallNanos(); };
+  if (config_.speed <= 0) config_.speed = 1.0;
+  config_.block_size = std::max(1, config_.block_size);
+  config_.num_kv_blocks = std::max(1, config_.num_kv_blocks);
+  config_.max_num_seqs = std::max(1, config_.max_num_seqs);
+  config_.max_num_batched_tokens = std::max(1, config_.max_num_batched_tokens);
+  blocks_.resize(config_.num_kv_blocks);
+  free_list_.reserve(config_.num_kv_blocks);
+  for (int i = config_.num_kv_blocks - 1; i >= 0; --i) free_list_.push_back(i);
+  stats_.kv_blocks_total = config_.num_kv_blocks;
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::SetObserver(EngineObserver* observer) {
+  std::lock_guard lk(mu_);
+  observer_ = observer;
+}
+
+bool Engine::Submit(const std::string& id, std::vector<TokenId> prompt, SamplingSpec sampling,
+                    OutputCallback on_output) {
+  auto r = std::make_unique<Req>();
+  r->id = id;
+  r->prompt_len = static_cast<int>(prompt.size());
+  if (r->prompt_len == 0 || r->prompt_len >= config_.max_model_len) return false;
+  std::uint64_t h = Mix(config_.seed, sampling.seed);
+  h = Mix(h, static_cast<std::uint64_t>(sampling.choice_index));
+  for (TokenId t : prompt) h = Mix(h, t);
+  r->rng.seed(h);
+  r->tokens = std::move(prompt);
+  int room = config_.max_model_len - r->prompt_len;
+  r->max_tokens = sampling.max_tokens < 0 ? room : std::min(sampling.max_tokens, room);
+  r->eos_after = sampling.ignore_eos ? 0 : 8 + static_cast<int>(r->rng() % 56);
+  r->sampling = std::move(sampling);
+  r->cb = std::make_shared<OutputCallback>(std::move(on_output));
+  r->rec.request_id = id;
+  r->rec.arrival_wall_ns = config_.wall_now();
+  r->rec.arrival_mono_ns = Now();
+  r->rec.prompt_tokens = r->prompt_len;
+  r->rec.max_tokens = r->max_tokens;
+  {
+    std::lock_guard lk(mu_);
+    if (reqs_.count(id) != 0) return false;
+    waiting_.push_back(id);
+    reqs_.emplace(id, std::move(r));
+    ++stats_.requests_received;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool Engine::Abort(const std::string& id) {
+  RequestRecord rec;
+  EngineObserver* observer = nullptr;
+  {
+    std::lock_guard lk(mu_);
+    auto it = reqs_.find(id);
+    if (it == reqs_.end()) return false;
+    Req& r = *it->second;
+    waiting_.remove(id);
+    running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+    ReleaseBlocks(r);
+    r.rec.finish_reason = FinishReason::kAbort;
+    r.rec.finished_mono_ns = Now();
+    rec = r.rec;
+    reqs_.erase(it);
+    ++stats_.aborted;
+    observer = observer_;
+  }
+  if (observer) observer->OnRequestAborted(rec);
+  return true;
+}
+
+std::optional<int> Engine::AllocateBlock() {
+  int b;
+  if (!free_list_.empty()) {
+    b = free_list_.back();
+    free_list_.pop_back();
+  } else if (!lru_.empty()) {
+    // Evict the least recently freed cached block.
+    b = lru_.front();
+    lru_.pop_front();
+    blocks_[b].in_lru = false;
+    auto it = cached_.find(blocks_[b].hash);
+    if (it != cached_.end() && it->second == b) cached_.erase(it);
+    blocks_[b].hash = 0;
+  } else {
+    return std::nullopt;
+  }
+  blocks_[b].ref = 1;
+  return b;
+}
+
+void Engine::ReleaseBlocks(Req& r) {
+  // Tail blocks first, so that when evicting, a prompt's later blocks go before its
+  // earlier (more shareable) ones.
+  for (auto it = r.block_table.rbegin(); it != r.block_table.rend(); ++it) {
+    Block& b = blocks_[*it];
+    if (--b.ref > 0) continue;
+    if (b.hash != 0) {
+      b.lru_it = lru_.insert(lru_.end(), *it);
+      b.in_lru = true;
+    } else {
+      free_list_.push_back(*it);
+    }
+  }
+  r.block_table.clear();
+  r.block_hashes.clear();
+  r.computed = 0;
+}
+
+bool Engine::EnsureBlocks(Req& r, int num_tokens) {
+  int needed = (num_tokens + config_.block_size - 1) / config_.block_size -
+               static_cast<int>(r.block_table.size());
+  if (needed <= 0) return true;
+  if (needed > FreeBlockCount()) return false;
+  for (int i = 0; i < needed; ++i) r.block_table.push_back(*AllocateBlock());
+  return true;
+}
+
+void Engine::PreemptLocked(Req& r) {
+  ReleaseBlocks(r);
+  ++r.rec.preemptions;
+  ++stats_.preemptions;
+}
+
+void Engine::LookupPrefixLocked(Req& r) {
+  const int bs = config_.block_size;
+  const int len = static_cast<int>(r.tokens.size());
+  // At least one token is always computed, so a full hit stops one block short.
+  const int max_blocks = (len - 1) / bs;
+  std::uint64_t h = 0;
+  int hits = 0;
+  for (int i = 0; i < max_blocks; ++i) {
+    h = Mix(h, 0x51u);
+    for (int k = 0; k < bs; ++k) h = Mix(h, r.tokens[i * bs + k]);
+    auto it = cached_.find(h);
+    if (it == cached_.end()) break;
+    Block& b = blocks_[it->second];
+    if (b.in_lru) {
+      lru_.erase(b.lru_it);
+      b.in_lru = false;
+    }
+    ++b.ref;
+    r.block_table.push_back(it->second);
+    r.block_hashes.push_back(h);
+    ++hits;
+  }
+  r.computed = hits * bs;
+}
+
+void Engine::RegisterFullBlocksLocked(Req& r) {
+  const int bs = config_.block_size;
+  const std::size_t full = static_cast<std::size_t>(r.computed / bs);
+  while (r.block_hashes.size() < full && r.block_hashes.size() < r.block_table.size()) {
+    std::size_t i = r.block_hashes.size();
+    std::uint64_t h = i == 0 ? 0 : r.block_hashes.back();
+    h = Mix(h, 0x51u);
+    for (int k = 0; k < bs; ++k) h = Mix(h, r.tokens[i * bs + k]);
+    r.block_hashes.push_back(h);
+    int b = r.block_table[i];
+    if (blocks_[b].hash == 0 && cached_.count(h) == 0) {
+      blocks_[b].hash = h;
+      cached_[h] = b;
+    }
+  }
+}
+
+GeneratedToken Engine::SampleLocked(Req& r) {
+  const auto& vocab = Vocabulary();
+  GeneratedToken t;
+  const std::string& word = vocab[r.rng() % vocab.size()];
+  t.text = r.rec.generated_tokens == 0 ? word : " " + word;
+  t.id = TokenIdOf(t.text);
+  t.logprob = -static_cast<double>(r.rng() % 4000) / 1000.0;
+  return t;
+}
+
+std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
+  std::vector<Scheduled> scheduled;
+  std::uint64_t duration_ns = 0;
+  {
+    std::lock_guard lk(mu_);
+    int budget = config_.max_num_batched_tokens;
+    int prefill_tokens = 0, decodes = 0;
+    bool preempted = false;
+    const std::uint64_t now = Now();
+
+    auto account = [&](Req& r, int num_new) {
+      scheduled.push_back({r.id, num_new});
+      budget -= num_new;
+      if (num_new == 1 && static_cast<int>(r.tokens.size()) > r.prompt_len)
+        ++decodes;
+      else
+        prefill_tokens += num_new;
+    };
+
+    // Running requests first, oldest first; the newest is preempted when blocks run out.
+    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+      Req& r = *reqs_.at(running_[i]);
+      int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, budget);
+      bool self_preempted = false;
+      while (!EnsureBlocks(r, r.computed + num_new)) {
+        std::string victim = running_.back();
+        running_.pop_back();
+        PreemptLocked(*reqs_.at(victim));
+        waiting_.push_front(victim);
+        preempted = true;
+        if (victim == r.id) {
+          self_preempted = true;
+          break;
+        }
+      }
+      if (self_preempted) break;
+      account(r, num_new);
+      ++i;
+    }
+
+    // Then waiting requests, FIFO, while there is room (none after a preemption this step).
+    while (!preempted && !waiting_.empty() && budget > 0 &&
+           static_cast<int>(running_.size()) < config_.max_num_seqs) {
+      Req& r = *reqs_.at(waiting_.front());
+      LookupPrefixLocked(r);
+      if (!r.ever_scheduled) r.rec.cached_tokens = r.computed;
+      int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, budget);
+      if (!EnsureBlocks(r, r.computed + num_new)) {
+        ReleaseBlocks(r);
+        break;
+      }
+      waiting_.pop_front();
+      running_.push_back(r.id);
+      stats_.prefix_cache_queries += r.tokens.size();
+      stats_.prefix_cache_hits += r.computed;
+      if (!r.ever_scheduled) {
+        r.ever_scheduled = true;
+        r.rec.scheduled_mono_ns = now;
+      }
+      account(r, num_new);
+    }
+
+    if (scheduled.empty()) return 0;
+    double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * prefill_tokens +
+                config_.decode_ms_per_token * decodes;
+    duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
+    ++stats_.steps;
+  }
+
+  if (sleep) sleep(duration_ns);
+
+  std::vector<std::pair<std::shared_ptr<OutputCallback>, RequestOutput>> outputs;
+  std::vector<RequestRecord> finished_records;
+  EngineObserver* observer = nullptr;
+  {
+    std::lock_guard lk(mu_);
+    observer = observer_;
+    const std::uint64_t now = Now();
+    for (const Scheduled& s : scheduled) {
+      auto it = reqs_.find(s.id);
+      if (it == reqs_.end()) continue;  // aborted while the step ran
+      Req& r = *it->second;
+      r.computed += s.num_new;
+      RegisterFullBlocksLocked(r);
+      if (r.computed < static_cast<int>(r.tokens.size())) continue;  // prefill chunk
+
+      GeneratedToken tok = SampleLocked(r);
+      r.tokens.push_back(tok.id);
+      ++r.rec.generated_tokens;
+      if (r.rec.first_token_mono_ns == 0) r.rec.first_token_mono_ns = now;
+      r.rec.last_token_mono_ns = now;
+
+      RequestOutput out;
+      std::size_t emitted = r.text.size();
+      std::string candidate = r.text + tok.text;
+      FinishReason reason = FinishReason::kNone;
+      for (const std::string& stop : r.sampling.stop) {
+        if (stop.empty()) continue;
+        std::size_t from = emitted >= stop.size() ? emitted - stop.size() + 1 : 0;
+        std::size_t pos = candidate.find(stop, from);
+        if (pos != std::string::npos) {
+          candidate.resize(pos + (r.sampling.include_stop_str_in_output ? stop.size() : 0));
+          reason = FinishReason::kStop;
+          out.stop_reason = stop;
+          break;
+        }
+      }
+      if (reason == FinishReason::kNone) {
+        if (r.rec.generated_tokens >= r.max_tokens ||
+            static_cast<int>(r.tokens.size()) >= config_.max_model_len) {
+          reason = FinishReason::kLength;
+        } else if (r.eos_after > 0 && r.rec.generated_tokens >= r.eos_after) {
+          reason = FinishReason::kStop;
+        }
+      }
+      r.text = std::move(candidate);
+      out.text_delta = r.text.size() > emitted ? r.text.substr(emitted) : std::string();
+      out.tokens.push_back(std::move(tok));
+      out.cached_tokens = r.rec.cached_tokens;
+      if (reason != FinishReason::kNone) {
+        out.finished = true;
+        out.finish_reason = reason;
+        r.rec.finish_reason = reason;
+        r.rec.finished_mono_ns = now;
+        running_.erase(std::remove(running_.begin(), running_.end(), r.id), running_.end());
+        ReleaseBlocks(r);
+        ++stats_.finished;
+        finished_records.push_back(r.rec);
+      }
+      out.record = r.rec;
+      outputs.emplace_back(r.cb, std::move(out));
+      if (reason != FinishReason::kNone) reqs_.erase(it);
+    }
+  }
+  for (auto& [cb, out] : outputs) {
+    if (*cb) (*cb)(out);
+  }
+  if (observer) {
+    for (const RequestRecord& rec : finished_records) observer->OnRequestFinished(rec);
+    EngineStats s = Stats();
+    observer->OnStep(static_cast<int>(s.running), static_cast<int>(s.waiting),
+                     static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total);
+  }
+  return duration_ns;
+}
+
+void Engine::Start() {
+  std::lock_guard lk(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    for (;;) {
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return stopping_ || !waiting_.empty() || !running_.empty(); });
+        if (stopping_) return;
+      }
+      std::uint64_t d = Step([this](std::uint64_t ns) {
+        std::unique_lock lk(mu_);
+        cv_.wait_for(lk, std::chrono::nanoseconds(ns), [&] { return stopping_; });
+      });
+      if (d == 0) {
+        // Work is queued but none fits (e.g. KV full with nothing running); poll gently.
+        std::unique_lock lk(mu_);
+        cv_.wait_for(lk, std::chrono::milliseconds(5), [&] { return stopping_; });
+      }
+    }
+  });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard lk(mu_);
+  EngineStats s = stats_;
+  s.running = running_.size();
+  s.waiting = waiting_.size();
+  s.kv_blocks_used = static_cast<std::uint64_t>(config_.num_kv_blocks - FreeBlockCount());
+  return s;
+}
+
+}  // namespace infertel::sim

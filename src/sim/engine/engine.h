@@ -1,0 +1,182 @@
+#pragma once
+// A continuous-batching engine model, independent of any HTTP surface. It reproduces the
+// scheduling behaviour that shapes an inference server's telemetry: a cap on running
+// sequences, a paged KV cache with a prefix cache, chunked prefill bounded by a per-step token
+// budget, preemption by recomputation when KV blocks run out, and a step time made of a fixed
+// cost plus per-token costs. No model runs: generated tokens come from a seeded RNG.
+//
+// Thread-safety: every public method may be called from any thread. Step() is normally driven
+// by the engine's own thread (Start()); tests call Step() directly with an injected clock.
+// Request callbacks are invoked on the stepping thread, never under the engine's lock, and
+// must not block.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/engine/tokenizer.h"
+
+namespace infertel::sim {
+
+struct EngineConfig {
+  int max_num_seqs = 64;
+  int num_kv_blocks = 4096;  // x block_size tokens: ~48 requests of 1k tokens plus slack
+  int block_size = 16;
+  int max_num_batched_tokens = 2048;
+  int max_model_len = 8192;
+  double step_fixed_ms = 2.0;
+  double prefill_ms_per_token = 0.02;
+  double decode_ms_per_token = 0.3;  // per running decode sequence
+  double speed = 1.0;                // all step times are divided by this
+  std::uint64_t seed = 0;
+  // Monotonic clock in nanoseconds; tests inject a fake one.
+  std::function<std::uint64_t()> mono_now;
+  // Wall clock in nanoseconds since the Unix epoch.
+  std::function<std::uint64_t()> wall_now;
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+const char* FinishReasonName(FinishReason r);
+
+// What a request asks of the engine. One engine request is one sequence; an API request
+// with n > 1 submits n of them.
+struct SamplingSpec {
+  int max_tokens = -1;  // -1: up to max_model_len
+  std::vector<std::string> stop;
+  bool include_stop_str_in_output = false;
+  bool ignore_eos = false;
+  std::uint64_t seed = 0;  // mixed with the engine seed and the prompt
+  int choice_index = 0;
+};
+
+// Timing and accounting of one request, for native spans and metrics (monotonic ns unless
+// named wall). Zero means "not reached".
+struct RequestRecord {
+  std::string request_id;
+  std::uint64_t arrival_wall_ns = 0;
+  std::uint64_t arrival_mono_ns = 0;    // queued
+  std::uint64_t scheduled_mono_ns = 0;  // first scheduled
+  std::uint64_t first_token_mono_ns = 0;
+  std::uint64_t last_token_mono_ns = 0;
+  std::uint64_t finished_mono_ns = 0;
+  int prompt_tokens = 0;
+  int cached_tokens = 0;  // prefix-cache hit at first scheduling
+  int generated_tokens = 0;
+  int preemptions = 0;
+  int max_tokens = 0;
+  FinishReason finish_reason = FinishReason::kNone;
+};
+
+struct GeneratedToken {
+  TokenId id = 0;
+  std::string text;
+  double logprob = 0;
+};
+
+// One step's output for one request.
+struct RequestOutput {
+  std::vector<GeneratedToken> tokens;  // new this step
+  std::string text_delta;              // after stop-string handling
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string stop_reason;  // the stop string that matched, empty otherwise
+  int cached_tokens = 0;
+  RequestRecord record;  // snapshot
+};
+
+using OutputCallback = std::function<void(const RequestOutput&)>;
+
+// Engine-wide hooks (metrics, native spans) for later. Called on the stepping thread.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnRequestFinished(const RequestRecord& record) {}
+  // A client abort; vLLM records no stats or span for these (facts §3.6).
+  virtual void OnRequestAborted(const RequestRecord& record) {}
+  virtual void OnStep(int num_running, int num_waiting, double kv_usage) {}
+};
+
+struct EngineStats {
+  std::uint64_t running = 0, waiting = 0, finished = 0, aborted = 0, preemptions = 0;
+  std::uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in tokens, like vLLM
+  std::uint64_t kv_blocks_used = 0, kv_blocks_total = 0, requests_received = 0;
+  std::uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineConfig config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. `id` must be unique among live requests. Returns false (and does not
+  // queue) if the prompt cannot fit max_model_len.
+  bool Submit(const std::string& id, std::vector<TokenId> prompt, SamplingSpec sampling,
+              OutputCallback on_output);
+  // Removes a live request, freeing its KV blocks. No further callback for it. Returns false
+  // if it is unknown (already finished).
+  bool Abort(const std::string& id);
+
+  // Runs one scheduling step: schedules, waits the step's modelled duration through `sleep`
+  // (nothing when null), then applies results and delivers callbacks. Returns the modelled
+  // step duration in ns (0 when idle).
+  std::uint64_t Step(const std::function<void(std::uint64_t)>& sleep = nullptr);
+
+  // Starts/stops the stepping thread. Stop() is idempotent; the destructor calls it.
+  void Start();
+  void Stop();
+
+  EngineStats Stats() const;
+  const EngineConfig& config() const { return config_; }
+  void SetObserver(EngineObserver* observer);  // not owned; must outlive the engine
+
+ private:
+  struct Req;
+  struct Block {
+    int ref = 0;
+    std::uint64_t hash = 0;  // 0: not registered in the prefix cache
+    std::list<int>::iterator lru_it;
+    bool in_lru = false;
+  };
+  struct Scheduled {
+    std::string id;
+    int num_new = 0;
+  };
+
+  int FreeBlockCount() const { return static_cast<int>(free_list_.size() + lru_.size()); }
+  std::optional<int> AllocateBlock();
+  void ReleaseBlocks(Req& r);
+  bool EnsureBlocks(Req& r, int num_tokens);
+  void PreemptLocked(Req& r);
+  void LookupPrefixLocked(Req& r);
+  void RegisterFullBlocksLocked(Req& r);
+  GeneratedToken SampleLocked(Req& r);
+  std::uint64_t Now() const { return config_.mono_now(); }
+
+  EngineConfig config_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+  EngineObserver* observer_ = nullptr;
+
+  std::unordered_map<std::string, std::unique_ptr<Req>> reqs_;
+  std::list<std::string> waiting_;    // FIFO
+  std::vector<std::string> running_;  // oldest first
+  std::vector<Block> blocks_;
+  std::vector<int> free_list_;  // uncached free blocks
+  std::list<int> lru_;          // free blocks that still hold a cached prefix, oldest first
+  std::unordered_map<std::uint64_t, int> cached_;  // block hash -> block
+  EngineStats stats_;
+};
+
+}  // namespace infertel::sim

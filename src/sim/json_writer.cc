@@ -1,0 +1,116 @@
+#include "sim/json_writer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace infertel::sim {
+
+void AppendJsonString(std::string* out, std::string_view value) {
+  out->push_back('"');
+  for (unsigned char c : value) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      default:
+        if (c < 0x20) {
+          out->append(fmt::format("\\u{:04x}", c));
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void JsonWriter::Separate() {
+  if (need_comma_) out_.push_back(',');
+  need_comma_ = true;
+}
+
+JsonWriter& JsonWriter::BeginObject() {
+  Separate();
+  out_.push_back('{');
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::EndObject() {
+  out_.push_back('}');
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::BeginArray() {
+  Separate();
+  out_.push_back('[');
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::EndArray() {
+  out_.push_back(']');
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  Separate();
+  AppendJsonString(&out_, key);
+  out_.push_back(':');
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::String(std::string_view value) {
+  Separate();
+  AppendJsonString(&out_, value);
+  return *this;
+}
+JsonWriter& JsonWriter::Int(std::int64_t value) {
+  Separate();
+  out_.append(std::to_string(value));
+  return *this;
+}
+JsonWriter& JsonWriter::Double(double value) {
+  Separate();
+  if (!std::isfinite(value)) {
+    out_.append(std::isnan(value) ? "NaN" : (value > 0 ? "Infinity" : "-Infinity"));
+  } else if (value == std::floor(value) && std::fabs(value) < 1e16) {
+    out_.append(fmt::format("{:.1f}", value));
+  } else {
+    out_.append(fmt::format("{}", value));
+  }
+  return *this;
+}
+JsonWriter& JsonWriter::Bool(bool value) {
+  Separate();
+  out_.append(value ? "true" : "false");
+  return *this;
+}
+JsonWriter& JsonWriter::Null() {
+  Separate();
+  out_.append("null");
+  return *this;
+}
+JsonWriter& JsonWriter::Raw(std::string_view json) {
+  Separate();
+  out_.append(json);
+  return *this;
+}
+
+}  // namespace infertel::sim

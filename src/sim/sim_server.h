@@ -1,0 +1,46 @@
+#pragma once
+// The engine simulator as an in-process server (used by `infertel sim`, the demo and the
+// benchmarks): an engine model with its step thread behind an engine's HTTP surface, served
+// on its own io_context threads.
+//
+// Thread-safety: Start/Stop/port are called from the owning thread; the server runs on its
+// own threads.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/engine/engine.h"
+
+namespace infertel::sim {
+
+struct SimOptions {
+  std::string engine = "vllm";  // "vllm"; "sglang" comes with its own surface
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: chosen by the OS
+  std::string model = "demo-model";
+  std::string engine_version = "v1";  // vLLM: "v1" (0.11-era) or "v0" (0.7-era)
+  bool enable_prompt_tokens_details = false;
+  int io_threads = 2;
+  EngineConfig engine_config;
+};
+
+class SimServer {
+ public:
+  // Starts the engine and the HTTP server. Returns null and sets *error on bad options or
+  // when the address cannot be bound.
+  static std::unique_ptr<SimServer> Start(const SimOptions& options, std::string* error);
+  ~SimServer();
+  std::uint16_t port() const;
+  // Stops serving and the engine; idempotent.
+  void Stop();
+  // The engine, for introspection in tests.
+  Engine& engine();
+
+ private:
+  SimServer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infertel::sim

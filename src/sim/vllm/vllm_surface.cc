@@ -1,0 +1,1024 @@
+#include "sim/vllm/vllm_surface.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "core/hex.h"
+#include "sim/engine/tokenizer.h"
+#include "sim/json_writer.h"
+
+namespace infertel::sim {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+constexpr const char* kVersionV1 = "0.11.0";
+constexpr const char* kVersionV0 = "0.7.3";
+
+std::string RandomHex(int n) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* kHex = "0123456789abcdef";
+  std::string s(n, '0');
+  for (int i = 0; i < n; ++i) s[i] = kHex[rng() & 15];
+  return s;
+}
+
+std::string_view PathOf(std::string_view target) {
+  auto q = target.find('?');
+  return q == std::string_view::npos ? target : target.substr(0, q);
+}
+
+std::optional<element> Field(const object& o, std::string_view key) {
+  element e;
+  if (o.at_key(key).get(e) != simdjson::SUCCESS || e.is_null()) return std::nullopt;
+  return e;
+}
+bool GetBool(const object& o, std::string_view key, bool def) {
+  auto e = Field(o, key);
+  bool b;
+  if (!e || e->get_bool().get(b) != simdjson::SUCCESS) return def;
+  return b;
+}
+std::optional<std::int64_t> GetInt(const object& o, std::string_view key) {
+  auto e = Field(o, key);
+  if (!e) return std::nullopt;
+  std::int64_t v;
+  if (e->get_int64().get(v) == simdjson::SUCCESS) return v;
+  double d;
+  if (e->get_double().get(d) == simdjson::SUCCESS) return static_cast<std::int64_t>(d);
+  return std::nullopt;
+}
+std::optional<std::string> GetStr(const object& o, std::string_view key) {
+  auto e = Field(o, key);
+  std::string_view s;
+  if (!e || e->get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+  return std::string(s);
+}
+
+// Text of a chat message's content: a string or a list of parts.
+std::string ContentText(const element& content) {
+  std::string_view s;
+  if (content.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  std::string out;
+  array parts;
+  if (content.get_array().get(parts) == simdjson::SUCCESS) {
+    for (element part : parts) {
+      std::string_view t;
+      if (part["text"].get_string().get(t) == simdjson::SUCCESS) out.append(t);
+    }
+  }
+  return out;
+}
+
+// A Python-repr-like pydantic error list, the way FastAPI's RequestValidationError renders.
+std::string ValidationMessage(std::string_view type, std::string_view loc, std::string_view msg) {
+  return "[{'type': '" + std::string(type) + "', 'loc': (" + std::string(loc) + "), 'msg': '" +
+         std::string(msg) + "'}]";
+}
+
+void Usage(JsonWriter& w, int prompt, int completion, std::optional<int> cached,
+           bool details_null) {
+  w.BeginObject();
+  w.Key("prompt_tokens").Int(prompt);
+  w.Key("total_tokens").Int(prompt + completion);
+  w.Key("completion_tokens").Int(completion);
+  if (cached) {
+    w.Key("prompt_tokens_details").BeginObject().Key("cached_tokens").Int(*cached).EndObject();
+  } else if (details_null) {
+    w.Key("prompt_tokens_details").Null();
+  }
+  w.EndObject();
+}
+
+void TokenBytes(JsonWriter& w, std::string_view text) {
+  w.BeginArray();
+  for (unsigned char c : text) w.Int(c);
+  w.EndArray();
+}
+
+// Alternatives for top_logprobs: the sampled token first, then vocabulary words.
+std::vector<std::pair<std::string, double>> TopAlternatives(const GeneratedToken& t, int k) {
+  std::vector<std::pair<std::string, double>> out;
+  if (k <= 0) return out;
+  out.emplace_back(t.text, t.logprob);
+  const auto& vocab = Vocabulary();
+  bool leading_space = !t.text.empty() && t.text[0] == ' ';
+  std::size_t start = t.id % vocab.size();
+  for (std::size_t i = 1; static_cast<int>(out.size()) < k && i < vocab.size(); ++i) {
+    std::string alt = (leading_space ? " " : "") + vocab[(start + i) % vocab.size()];
+    if (alt == t.text) continue;
+    out.emplace_back(alt, t.logprob - 0.75 * static_cast<double>(out.size()));
+  }
+  return out;
+}
+
+void ChatLogprobs(JsonWriter& w, const std::vector<GeneratedToken>& toks, int top) {
+  w.BeginObject().Key("content").BeginArray();
+  for (const auto& t : toks) {
+    w.BeginObject();
+    w.Key("token").String(t.text);
+    w.Key("logprob").Double(t.logprob);
+    w.Key("bytes");
+    TokenBytes(w, t.text);
+    w.Key("top_logprobs").BeginArray();
+    for (const auto& [text, lp] : TopAlternatives(t, top)) {
+      w.BeginObject().Key("token").String(text).Key("logprob").Double(lp).Key("bytes");
+      TokenBytes(w, text);
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+void CompletionLogprobs(JsonWriter& w, const std::vector<GeneratedToken>& toks, int top,
+                        int offset_base) {
+  w.BeginObject();
+  w.Key("text_offset").BeginArray();
+  int off = offset_base;
+  for (const auto& t : toks) {
+    w.Int(off);
+    off += static_cast<int>(t.text.size());
+  }
+  w.EndArray();
+  w.Key("token_logprobs").BeginArray();
+  for (const auto& t : toks) w.Double(t.logprob);
+  w.EndArray();
+  w.Key("tokens").BeginArray();
+  for (const auto& t : toks) w.String(t.text);
+  w.EndArray();
+  w.Key("top_logprobs").BeginArray();
+  for (const auto& t : toks) {
+    w.BeginObject();
+    for (const auto& [text, lp] : TopAlternatives(t, std::max(top, 1))) w.Key(text).Double(lp);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+// JSON string content without the quotes (for tool-call argument fragments).
+std::string EscapeInner(std::string_view s) {
+  std::string out;
+  AppendJsonString(&out, s);
+  return out.substr(1, out.size() - 2);
+}
+
+// Events from the engine thread to the connection coroutine.
+struct Inbox {
+  std::mutex mu;
+  std::deque<std::pair<int, RequestOutput>> events;
+};
+
+struct ChoiceState {
+  std::string engine_id;
+  std::string text;
+  std::vector<GeneratedToken> tokens;
+  int num_tokens = 0;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  std::string stop_reason;
+  bool tool_header_sent = false;
+  int text_offset = 0;
+};
+
+float EmbeddingValue(std::uint64_t seed, int i) {
+  std::uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i + 1));
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  return static_cast<float>(static_cast<double>(h % 20001) / 10000.0 - 1.0);
+}
+
+double Relevance(const std::string& query, const std::string& doc) {
+  auto q = Tokenize(query);
+  auto d = Tokenize(doc);
+  std::sort(d.begin(), d.end());
+  int shared = 0;
+  for (TokenId t : q) shared += std::binary_search(d.begin(), d.end(), t) ? 1 : 0;
+  double overlap = q.empty() ? 0 : static_cast<double>(shared) / q.size();
+  std::uint64_t h = 1469598103934665603ull;
+  for (TokenId t : d) h = (h ^ t) * 1099511628211ull;
+  double jitter = static_cast<double>(h % 1000) / 1000.0;
+  double x = 6.0 * overlap - 3.0 + jitter;
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
+}  // namespace
+
+VllmSurface::VllmSurface(Engine* engine, VllmSurfaceOptions options)
+    : engine_(engine), options_(std::move(options)), started_unix_(std::time(nullptr)) {}
+
+const char* VllmSurface::version() const { return options_.v0 ? kVersionV0 : kVersionV1; }
+
+net::awaitable<bool> VllmSurface::Json(HttpConnection& conn, HttpRequest& req, http::status status,
+                                       std::string body) {
+  co_return co_await conn.Reply(status, "application/json", std::move(body), req.keep_alive());
+}
+
+net::awaitable<bool> VllmSurface::Error(HttpConnection& conn, HttpRequest& req, http::status status,
+                                        std::string_view type, std::string_view message,
+                                        std::string_view param) {
+  JsonWriter w;
+  if (options_.v0) {
+    w.BeginObject().Key("object").String("error").Key("message").String(message);
+    w.Key("type").String(type).Key("param");
+    if (param.empty())
+      w.Null();
+    else
+      w.String(param);
+    w.Key("code").Int(static_cast<int>(status)).EndObject();
+  } else {
+    w.BeginObject().Key("error").BeginObject().Key("message").String(message);
+    w.Key("type").String(type).Key("param");
+    if (param.empty())
+      w.Null();
+    else
+      w.String(param);
+    w.Key("code").Int(static_cast<int>(status)).EndObject().EndObject();
+  }
+  co_return co_await Json(conn, req, status, w.Take());
+}
+
+std::string VllmSurface::BaseRequestId(const HttpRequest& req,
+                                       std::string_view body_request_id) const {
+  auto it = req.find("X-Request-Id");
+  if (it != req.end() && !it->value().empty()) return std::string(it->value());
+  if (!body_request_id.empty()) return std::string(body_request_id);
+  // random_uuid(): 16 hex characters since late 2025, a full uuid4 hex before.
+  return RandomHex(options_.v0 ? 32 : 16);
+}
+
+std::string VllmSurface::StatsJson() const {
+  EngineStats s = engine_->Stats();
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("running").Int(s.running).Key("waiting").Int(s.waiting);
+  w.Key("finished").Int(s.finished).Key("aborted").Int(s.aborted);
+  w.Key("preemptions").Int(s.preemptions);
+  w.Key("prefix_cache_queries").Int(s.prefix_cache_queries);
+  w.Key("prefix_cache_hits").Int(s.prefix_cache_hits);
+  w.Key("kv_blocks_used").Int(s.kv_blocks_used).Key("kv_blocks_total").Int(s.kv_blocks_total);
+  w.Key("requests_received").Int(s.requests_received);
+  w.Key("steps").Int(s.steps);
+  w.EndObject();
+  return w.Take();
+}
+
+std::string VllmSurface::ModelsJson() const {
+  JsonWriter w;
+  w.BeginObject().Key("object").String("list").Key("data").BeginArray();
+  w.BeginObject();
+  w.Key("id").String(options_.model);
+  w.Key("object").String("model");
+  w.Key("created").Int(std::time(nullptr));
+  w.Key("owned_by").String("vllm");
+  w.Key("root").String(options_.model);
+  w.Key("parent").Null();
+  w.Key("max_model_len").Int(engine_->config().max_model_len);
+  w.Key("permission").BeginArray().BeginObject();
+  w.Key("id").String("modelperm-" + RandomHex(options_.v0 ? 32 : 16));
+  w.Key("object").String("model_permission");
+  w.Key("created").Int(std::time(nullptr));
+  w.Key("allow_create_engine").Bool(false);
+  w.Key("allow_sampling").Bool(true);
+  w.Key("allow_logprobs").Bool(true);
+  w.Key("allow_search_indices").Bool(false);
+  w.Key("allow_view").Bool(true);
+  w.Key("allow_fine_tuning").Bool(false);
+  w.Key("organization").String("*");
+  w.Key("group").Null();
+  w.Key("is_blocking").Bool(false);
+  w.EndObject().EndArray();
+  w.EndObject();
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+net::awaitable<bool> VllmSurface::Handle(HttpConnection& conn, HttpRequest& req) {
+  const std::string_view path = PathOf(req.target());
+  const bool get = req.method() == http::verb::get;
+  const bool post = req.method() == http::verb::post;
+  auto method_not_allowed = [&]() -> net::awaitable<bool> {
+    co_return co_await Json(conn, req, http::status::method_not_allowed,
+                            R"({"detail":"Method Not Allowed"})");
+  };
+
+  if (path == "/health") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await conn.Reply(http::status::ok, "", "", req.keep_alive());
+  }
+  if (path == "/version") {
+    if (!get) co_return co_await method_not_allowed();
+    JsonWriter w;
+    w.BeginObject().Key("version").String(version()).EndObject();
+    co_return co_await Json(conn, req, http::status::ok, w.Take());
+  }
+  if (path == "/v1/models") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await Json(conn, req, http::status::ok, ModelsJson());
+  }
+  if (path == "/_sim/stats") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await Json(conn, req, http::status::ok, StatsJson());
+  }
+  if (path == "/v1/chat/completions" || path == "/v1/completions") {
+    if (!post) co_return co_await method_not_allowed();
+    co_return co_await Generate(conn, req, path == "/v1/chat/completions");
+  }
+  if (path == "/v1/embeddings") {
+    if (!post) co_return co_await method_not_allowed();
+    co_return co_await Embeddings(conn, req);
+  }
+  if (path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank") {
+    if (!post) co_return co_await method_not_allowed();
+    co_return co_await Rerank(conn, req);
+  }
+  if (path == "/v1/score" || path == "/score") {
+    if (!post) co_return co_await method_not_allowed();
+    co_return co_await Score(conn, req);
+  }
+  co_return co_await Json(conn, req, http::status::not_found, R"({"detail":"Not Found"})");
+}
+
+net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& req, bool chat) {
+  const bool v0 = options_.v0;
+  simdjson::dom::parser parser;
+  element doc;
+  object body;
+  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(body) != simdjson::SUCCESS) {
+    co_return co_await Error(conn, req, http::status::bad_request,
+                             v0 ? "BadRequestError" : "Bad Request",
+                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+  }
+  const char* bad_request_validation = v0 ? "BadRequestError" : "Bad Request";
+
+  // The prompt text, rendered as a ChatML-style template for chat.
+  std::vector<std::string> prompts;
+  std::vector<std::vector<TokenId>> prompt_ids;
+  std::string tool_name, tool_param = "input";
+  bool tools_on = false;
+  if (chat) {
+    auto msgs = Field(body, "messages");
+    array arr;
+    if (!msgs || msgs->get_array().get(arr) != simdjson::SUCCESS) {
+      co_return co_await Error(
+          conn, req, http::status::bad_request, bad_request_validation,
+          ValidationMessage("missing", "'body', 'messages'", "Field required"));
+    }
+    std::string text;
+    if (auto tools = Field(body, "tools")) {
+      array tarr;
+      if (tools->get_array().get(tarr) == simdjson::SUCCESS && tarr.size() > 0) {
+        std::string choice = GetStr(body, "tool_choice").value_or("auto");
+        tools_on = choice != "none";
+        element first = tarr.at(0);
+        std::string_view name;
+        if (first["function"]["name"].get_string().get(name) == simdjson::SUCCESS)
+          tool_name = std::string(name);
+        std::string_view named;
+        if (body["tool_choice"]["function"]["name"].get_string().get(named) == simdjson::SUCCESS) {
+          tool_name = std::string(named);
+          tools_on = true;
+        }
+        object props;
+        if (first["function"]["parameters"]["properties"].get_object().get(props) ==
+            simdjson::SUCCESS) {
+          for (auto [k, v] : props) {
+            tool_param = std::string(k);
+            break;
+          }
+        }
+        text += "<|im_start|>system\n# Tools\n" + simdjson::minify(*tools) + "<|im_end|>\n";
+      }
+    }
+    for (element m : arr) {
+      std::string_view role = "user";
+      if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
+      element content;
+      std::string c;
+      if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
+      text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
+    }
+    text += "<|im_start|>assistant\n";
+    prompts.push_back(std::move(text));
+  } else {
+    auto p = Field(body, "prompt");
+    if (!p) {
+      co_return co_await Error(conn, req, http::status::bad_request, bad_request_validation,
+                               ValidationMessage("missing", "'body', 'prompt'", "Field required"));
+    }
+    std::string_view s;
+    array arr;
+    if (p->get_string().get(s) == simdjson::SUCCESS) {
+      prompts.emplace_back(s);
+    } else if (p->get_array().get(arr) == simdjson::SUCCESS && arr.size() > 0) {
+      std::int64_t tok;
+      if (arr.at(0).get_int64().get(tok) == simdjson::SUCCESS) {
+        std::vector<TokenId> ids;
+        for (element e : arr) {
+          if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
+        }
+        prompt_ids.push_back(std::move(ids));
+      } else {
+        for (element e : arr) {
+          array inner;
+          if (e.get_string().get(s) == simdjson::SUCCESS) {
+            prompts.emplace_back(s);
+          } else if (e.get_array().get(inner) == simdjson::SUCCESS) {
+            std::vector<TokenId> ids;
+            for (element t : inner) {
+              if (t.get_int64().get(tok) == simdjson::SUCCESS)
+                ids.push_back(static_cast<TokenId>(tok));
+            }
+            prompt_ids.push_back(std::move(ids));
+          }
+        }
+      }
+    }
+    if (prompts.empty() && prompt_ids.empty()) {
+      co_return co_await Error(conn, req, http::status::bad_request, "BadRequestError",
+                               "Prompt cannot be empty");
+    }
+  }
+  for (const std::string& p : prompts) prompt_ids.push_back(Tokenize(p));
+
+  const bool stream = GetBool(body, "stream", false);
+  if (Field(body, "stream_options") && !stream) {
+    co_return co_await Error(
+        conn, req, http::status::bad_request, bad_request_validation,
+        ValidationMessage("value_error", "'body',",
+                          "Value error, Stream options can only be defined when `stream=True`."));
+  }
+  bool include_usage = false, continuous_usage = false;
+  if (auto so = Field(body, "stream_options")) {
+    object soo;
+    if (so->get_object().get(soo) == simdjson::SUCCESS) {
+      include_usage = GetBool(soo, "include_usage", false);
+      continuous_usage = include_usage && GetBool(soo, "continuous_usage_stats", false);
+    }
+  }
+  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
+                             "The model `" + *model + "` does not exist.", v0 ? "" : "model");
+  }
+  const std::string model = options_.model;
+  const int n = static_cast<int>(GetInt(body, "n").value_or(1));
+  if (n < 1) {
+    co_return co_await Error(conn, req, http::status::bad_request, "BadRequestError",
+                             "n must be at least 1, got " + std::to_string(n) + ".", "n");
+  }
+  std::optional<std::int64_t> max_tokens = GetInt(body, "max_completion_tokens");
+  if (!max_tokens) max_tokens = GetInt(body, "max_tokens");
+  if (!chat && !max_tokens) max_tokens = 16;  // the completions API default
+  if (max_tokens && *max_tokens < 1) {
+    co_return co_await Error(
+        conn, req, http::status::bad_request, "BadRequestError",
+        "max_tokens must be at least 1, got " + std::to_string(*max_tokens) + ".", "max_tokens");
+  }
+  int logprobs_top = -1;  // -1: no logprobs
+  if (chat) {
+    if (GetBool(body, "logprobs", false))
+      logprobs_top = static_cast<int>(GetInt(body, "top_logprobs").value_or(0));
+  } else if (auto lp = GetInt(body, "logprobs")) {
+    logprobs_top = static_cast<int>(*lp);
+  }
+  SamplingSpec spec;
+  if (max_tokens) spec.max_tokens = static_cast<int>(*max_tokens);
+  if (auto st = Field(body, "stop")) {
+    std::string_view s;
+    array arr;
+    if (st->get_string().get(s) == simdjson::SUCCESS) {
+      spec.stop.emplace_back(s);
+    } else if (st->get_array().get(arr) == simdjson::SUCCESS) {
+      for (element e : arr) {
+        if (e.get_string().get(s) == simdjson::SUCCESS) spec.stop.emplace_back(s);
+      }
+    }
+  }
+  spec.include_stop_str_in_output = GetBool(body, "include_stop_str_in_output", false);
+  spec.ignore_eos = GetBool(body, "ignore_eos", false);
+  spec.seed = static_cast<std::uint64_t>(GetInt(body, "seed").value_or(0));
+
+  const int max_len = engine_->config().max_model_len;
+  for (const auto& ids : prompt_ids) {
+    int p = static_cast<int>(ids.size());
+    int want = p + (max_tokens ? static_cast<int>(*max_tokens) : 0);
+    if (p >= max_len || want > max_len) {
+      co_return co_await Error(
+          conn, req, http::status::bad_request, "BadRequestError",
+          "This model's maximum context length is " + std::to_string(max_len) +
+              " tokens. However, you requested " + std::to_string(want) + " tokens (" +
+              std::to_string(p) + " in the messages, " + std::to_string(want - p) +
+              " in the completion). Please reduce the length of the messages or completion.");
+    }
+  }
+
+  const std::string id =
+      (chat ? "chatcmpl-" : "cmpl-") + BaseRequestId(req, GetStr(body, "request_id").value_or(""));
+  const std::int64_t created = std::time(nullptr);
+  const char* object_chunk = chat ? "chat.completion.chunk" : "text_completion";
+
+  // Submit one engine sequence per (prompt, choice).
+  auto inbox = std::make_shared<Inbox>();
+  auto waker = conn.Waker();
+  const int num_prompts = static_cast<int>(prompt_ids.size());
+  std::vector<ChoiceState> choices(static_cast<std::size_t>(num_prompts * n));
+  int total_prompt_tokens = 0;
+  for (const auto& ids : prompt_ids) total_prompt_tokens += static_cast<int>(ids.size());
+  const std::string suffix = RandomHex(8);
+  for (int pi = 0; pi < num_prompts; ++pi) {
+    for (int c = 0; c < n; ++c) {
+      int idx = pi * n + c;
+      SamplingSpec s = spec;
+      s.choice_index = c;
+      choices[idx].engine_id = id + (num_prompts > 1 ? "_" + std::to_string(pi) : "") + "-" +
+                               suffix + (n > 1 ? "_" + std::to_string(c) : "");
+      bool ok = engine_->Submit(choices[idx].engine_id, prompt_ids[pi], std::move(s),
+                                [inbox, waker, idx](const RequestOutput& out) {
+                                  {
+                                    std::lock_guard lk(inbox->mu);
+                                    inbox->events.emplace_back(idx, out);
+                                  }
+                                  waker();
+                                });
+      if (!ok) {
+        for (int j = 0; j < idx; ++j) engine_->Abort(choices[j].engine_id);
+        co_return co_await Error(conn, req, http::status::internal_server_error,
+                                 "InternalServerError", "The engine refused the request.");
+      }
+    }
+  }
+  conn.StartDisconnectWatch();
+  auto abort_all = [&] {
+    for (auto& c : choices) {
+      if (!c.finished) engine_->Abort(c.engine_id);
+    }
+  };
+
+  std::optional<int> cached;
+  int remaining = static_cast<int>(choices.size());
+  bool first_event = true;
+  const bool details = options_.enable_prompt_tokens_details;
+
+  auto chunk_head = [&](JsonWriter& w) {
+    w.BeginObject();
+    w.Key("id").String(id).Key("object").String(object_chunk).Key("created").Int(created);
+    w.Key("model").String(model).Key("choices").BeginArray();
+  };
+  auto chunk_tail = [&](JsonWriter& w, int choice_idx, bool first_chunk) {
+    w.EndArray();
+    if (continuous_usage) {
+      w.Key("usage");
+      const auto& c = choices[choice_idx];
+      Usage(w, static_cast<int>(prompt_ids[choice_idx / n].size()), c.num_tokens, std::nullopt,
+            false);
+    } else if (!chat) {
+      w.Key("usage").Null();
+    }
+    if (chat && first_chunk && !v0) w.Key("prompt_token_ids").Null();
+    w.EndObject();
+  };
+  auto send = [&](const std::string& json) -> net::awaitable<bool> {
+    std::string frame = "data: " + json + "\n\n";
+    co_return co_await conn.WriteChunk(frame);
+  };
+
+  if (stream) {
+    if (!co_await conn.BeginStream(http::status::ok, "text/event-stream; charset=utf-8",
+                                   req.keep_alive())) {
+      abort_all();
+      co_return false;
+    }
+  }
+
+  while (remaining > 0) {
+    co_await conn.Wait();
+    if (conn.peer_closed()) {
+      abort_all();
+      co_return false;
+    }
+    std::deque<std::pair<int, RequestOutput>> events;
+    {
+      std::lock_guard lk(inbox->mu);
+      events.swap(inbox->events);
+    }
+    for (auto& [idx, out] : events) {
+      ChoiceState& c = choices[idx];
+      if (!cached && out.cached_tokens > 0 && details) cached = out.cached_tokens;
+      const int choice_index = idx;
+      std::string delta = out.text_delta;
+      c.text += delta;
+      c.num_tokens += static_cast<int>(out.tokens.size());
+      for (auto& t : out.tokens) c.tokens.push_back(t);
+      if (out.finished) {
+        c.finished = true;
+        c.reason = out.finish_reason;
+        c.stop_reason = out.stop_reason;
+        --remaining;
+      }
+      if (!stream) continue;
+
+      std::vector<std::string> frames;
+      if (chat && first_event) {
+        for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
+          JsonWriter w;
+          chunk_head(w);
+          w.BeginObject().Key("index").Int(i);
+          w.Key("delta").BeginObject().Key("role").String("assistant").Key("content").String("");
+          w.EndObject().Key("logprobs").Null().Key("finish_reason").Null().EndObject();
+          if (continuous_usage) {
+            w.EndArray().Key("usage");
+            Usage(w, static_cast<int>(prompt_ids[i / n].size()), 0, std::nullopt, false);
+            if (!v0) w.Key("prompt_token_ids").Null();
+            w.EndObject();
+          } else {
+            chunk_tail(w, i, true);
+          }
+          frames.push_back(w.Take());
+        }
+      }
+      first_event = false;
+      const bool tool_mode = chat && tools_on && !tool_name.empty();
+      auto logprobs_value = [&](JsonWriter& w) {
+        if (logprobs_top < 0) {
+          w.Null();
+        } else if (chat) {
+          ChatLogprobs(w, out.tokens, logprobs_top);
+        } else {
+          CompletionLogprobs(w, out.tokens, logprobs_top, c.text_offset);
+        }
+      };
+      auto finish_fields = [&](JsonWriter& w) {
+        if (!out.finished) {
+          w.Key("finish_reason").Null();
+          if (!chat) w.Key("stop_reason").Null();
+          return;
+        }
+        std::string reason = FinishReasonName(c.reason);
+        if (tool_mode && c.reason == FinishReason::kStop) reason = "tool_calls";
+        w.Key("finish_reason").String(reason).Key("stop_reason");
+        if (c.stop_reason.empty())
+          w.Null();
+        else
+          w.String(c.stop_reason);
+      };
+      if (tool_mode) {
+        std::string args;
+        if (!c.tool_header_sent) {
+          JsonWriter w;
+          chunk_head(w);
+          w.BeginObject().Key("index").Int(choice_index).Key("delta").BeginObject();
+          w.Key("tool_calls").BeginArray().BeginObject();
+          w.Key("id").String("chatcmpl-tool-" + RandomHex(32)).Key("type").String("function");
+          w.Key("index").Int(0).Key("function").BeginObject().Key("name").String(tool_name);
+          w.EndObject().EndObject().EndArray().EndObject();
+          w.Key("logprobs").Null().Key("finish_reason").Null().EndObject();
+          chunk_tail(w, idx, false);
+          frames.push_back(w.Take());
+          c.tool_header_sent = true;
+          args = "{\"" + EscapeInner(tool_param) + "\": \"";
+        }
+        args += EscapeInner(delta);
+        if (out.finished) args += "\"}";
+        JsonWriter w;
+        chunk_head(w);
+        w.BeginObject().Key("index").Int(choice_index).Key("delta").BeginObject();
+        w.Key("tool_calls").BeginArray().BeginObject().Key("index").Int(0);
+        w.Key("function").BeginObject().Key("arguments").String(args).EndObject();
+        w.EndObject().EndArray().EndObject();
+        w.Key("logprobs");
+        logprobs_value(w);
+        w.Key("finish_reason").Null();
+        if (!v0) w.Key("token_ids").Null();
+        w.EndObject();
+        chunk_tail(w, idx, false);
+        frames.push_back(w.Take());
+        if (out.finished) {
+          JsonWriter f;
+          chunk_head(f);
+          f.BeginObject().Key("index").Int(choice_index);
+          f.Key("delta").BeginObject().Key("content").String("").EndObject();
+          f.Key("logprobs").Null();
+          finish_fields(f);
+          f.EndObject();
+          chunk_tail(f, idx, false);
+          frames.push_back(f.Take());
+        }
+      } else {
+        JsonWriter w;
+        chunk_head(w);
+        w.BeginObject().Key("index").Int(choice_index);
+        if (chat) {
+          w.Key("delta").BeginObject().Key("content").String(delta).EndObject();
+        } else {
+          w.Key("text").String(delta);
+        }
+        w.Key("logprobs");
+        logprobs_value(w);
+        finish_fields(w);
+        if (!v0 && chat) w.Key("token_ids").Null();
+        w.EndObject();
+        chunk_tail(w, idx, false);
+        frames.push_back(w.Take());
+      }
+      c.text_offset += static_cast<int>(delta.size());
+      for (const auto& f : frames) {
+        if (!co_await send(f)) {
+          abort_all();
+          co_return false;
+        }
+      }
+    }
+  }
+  co_await conn.StopDisconnectWatch();
+
+  int completion_tokens = 0;
+  for (const auto& c : choices) completion_tokens += c.num_tokens;
+
+  if (stream) {
+    if (include_usage) {
+      JsonWriter w;
+      w.BeginObject();
+      w.Key("id").String(id).Key("object").String(object_chunk).Key("created").Int(created);
+      w.Key("model").String(model).Key("choices").BeginArray().EndArray();
+      w.Key("usage");
+      Usage(w, total_prompt_tokens, completion_tokens, cached, false);
+      w.EndObject();
+      if (!co_await send(w.Take())) co_return false;
+    }
+    if (!co_await send("[DONE]")) co_return false;
+    co_return co_await conn.EndStream();
+  }
+
+  // Non-streaming response.
+  const bool tool_mode = chat && tools_on && !tool_name.empty();
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("id").String(id).Key("object").String(chat ? "chat.completion" : "text_completion");
+  w.Key("created").Int(created).Key("model").String(model).Key("choices").BeginArray();
+  for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
+    const ChoiceState& c = choices[i];
+    std::string reason = FinishReasonName(c.reason);
+    if (tool_mode && c.reason == FinishReason::kStop) reason = "tool_calls";
+    w.BeginObject().Key("index").Int(i);
+    if (chat) {
+      w.Key("message").BeginObject().Key("role").String("assistant");
+      if (v0) w.Key("reasoning_content").Null();
+      w.Key("content");
+      if (tool_mode)
+        w.Null();
+      else
+        w.String(c.text);
+      if (!v0) {
+        w.Key("refusal").Null().Key("annotations").Null().Key("audio").Null();
+        w.Key("function_call").Null();
+      }
+      w.Key("tool_calls").BeginArray();
+      if (tool_mode) {
+        w.BeginObject().Key("id").String("chatcmpl-tool-" + RandomHex(32));
+        w.Key("type").String("function").Key("function").BeginObject();
+        w.Key("name").String(tool_name);
+        w.Key("arguments")
+            .String("{\"" + EscapeInner(tool_param) + "\": \"" + EscapeInner(c.text) + "\"}");
+        w.EndObject().EndObject();
+      }
+      w.EndArray();
+      if (!v0) w.Key("reasoning_content").Null();
+      w.EndObject();
+      w.Key("logprobs");
+      if (logprobs_top < 0)
+        w.Null();
+      else
+        ChatLogprobs(w, c.tokens, logprobs_top);
+    } else {
+      w.Key("text").String(c.text).Key("logprobs");
+      if (logprobs_top < 0)
+        w.Null();
+      else
+        CompletionLogprobs(w, c.tokens, logprobs_top, 0);
+    }
+    w.Key("finish_reason").String(reason).Key("stop_reason");
+    if (c.stop_reason.empty())
+      w.Null();
+    else
+      w.String(c.stop_reason);
+    if (!v0) w.Key("token_ids").Null();
+    if (!chat) w.Key("prompt_logprobs").Null();
+    if (!chat && !v0) w.Key("prompt_token_ids").Null();
+    w.EndObject();
+  }
+  w.EndArray();
+  if (!v0) w.Key("service_tier").Null().Key("system_fingerprint").Null();
+  w.Key("usage");
+  Usage(w, total_prompt_tokens, completion_tokens, cached, true);
+  if (chat) w.Key("prompt_logprobs").Null();
+  if (chat && !v0) w.Key("prompt_token_ids").Null();
+  if (!v0) w.Key("kv_transfer_params").Null();
+  w.EndObject();
+  co_return co_await Json(conn, req, http::status::ok, w.Take());
+}
+
+net::awaitable<bool> VllmSurface::Embeddings(HttpConnection& conn, HttpRequest& req) {
+  simdjson::dom::parser parser;
+  element doc;
+  object body;
+  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(body) != simdjson::SUCCESS) {
+    co_return co_await Error(conn, req, http::status::bad_request,
+                             options_.v0 ? "BadRequestError" : "Bad Request",
+                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+  }
+  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
+                             "The model `" + *model + "` does not exist.",
+                             options_.v0 ? "" : "model");
+  }
+  std::vector<std::vector<TokenId>> inputs;
+  auto in = Field(body, "input");
+  std::string_view s;
+  array arr;
+  if (in && in->get_string().get(s) == simdjson::SUCCESS) {
+    inputs.push_back(Tokenize(s));
+  } else if (in && in->get_array().get(arr) == simdjson::SUCCESS) {
+    std::int64_t tok;
+    if (arr.size() > 0 && arr.at(0).get_int64().get(tok) == simdjson::SUCCESS) {
+      std::vector<TokenId> ids;
+      for (element e : arr) {
+        if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
+      }
+      inputs.push_back(std::move(ids));
+    } else {
+      for (element e : arr) {
+        if (e.get_string().get(s) == simdjson::SUCCESS) inputs.push_back(Tokenize(s));
+      }
+    }
+  }
+  if (inputs.empty()) {
+    co_return co_await Error(conn, req, http::status::bad_request,
+                             options_.v0 ? "BadRequestError" : "Bad Request",
+                             ValidationMessage("missing", "'body', 'input'", "Field required"));
+  }
+  int dim = static_cast<int>(GetInt(body, "dimensions").value_or(options_.embedding_dim));
+  dim = std::clamp(dim, 1, 8192);
+  const std::string id = "embd-" + BaseRequestId(req, GetStr(body, "request_id").value_or(""));
+  int prompt_tokens = 0;
+  JsonWriter w;
+  w.BeginObject().Key("id").String(id).Key("object").String("list");
+  w.Key("created").Int(std::time(nullptr)).Key("model").String(options_.model);
+  w.Key("data").BeginArray();
+  for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+    prompt_tokens += static_cast<int>(inputs[i].size());
+    std::uint64_t seed = 1469598103934665603ull;
+    for (TokenId t : inputs[i]) seed = (seed ^ t) * 1099511628211ull;
+    std::vector<float> v(dim);
+    double norm = 0;
+    for (int k = 0; k < dim; ++k) {
+      v[k] = EmbeddingValue(seed, k);
+      norm += static_cast<double>(v[k]) * v[k];
+    }
+    norm = norm > 0 ? std::sqrt(norm) : 1;
+    w.BeginObject().Key("index").Int(i).Key("object").String("embedding");
+    w.Key("embedding").BeginArray();
+    for (int k = 0; k < dim; ++k) w.Double(static_cast<float>(v[k] / norm));
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+  w.Key("usage");
+  Usage(w, prompt_tokens, 0, std::nullopt, true);
+  w.EndObject();
+  co_return co_await Json(conn, req, http::status::ok, w.Take());
+}
+
+net::awaitable<bool> VllmSurface::Rerank(HttpConnection& conn, HttpRequest& req) {
+  simdjson::dom::parser parser;
+  element doc;
+  object body;
+  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(body) != simdjson::SUCCESS) {
+    co_return co_await Error(conn, req, http::status::bad_request, "Bad Request",
+                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+  }
+  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
+                             "The model `" + *model + "` does not exist.", "model");
+  }
+  auto query = GetStr(body, "query");
+  auto docs_el = Field(body, "documents");
+  array docs;
+  if (!query || !docs_el || docs_el->get_array().get(docs) != simdjson::SUCCESS) {
+    co_return co_await Error(
+        conn, req, http::status::bad_request, "Bad Request",
+        ValidationMessage("missing", query ? "'body', 'documents'" : "'body', 'query'",
+                          "Field required"));
+  }
+  std::vector<std::string> texts;
+  for (element d : docs) {
+    std::string_view s;
+    if (d.get_string().get(s) == simdjson::SUCCESS ||
+        d["text"].get_string().get(s) == simdjson::SUCCESS) {
+      texts.emplace_back(s);
+    } else {
+      texts.emplace_back();
+    }
+  }
+  struct Result {
+    int index;
+    double score;
+  };
+  std::vector<Result> results;
+  int total_tokens = 0;
+  const int query_tokens = static_cast<int>(Tokenize(*query).size());
+  for (int i = 0; i < static_cast<int>(texts.size()); ++i) {
+    results.push_back({i, Relevance(*query, texts[i])});
+    total_tokens += query_tokens + static_cast<int>(Tokenize(texts[i]).size());
+  }
+  std::stable_sort(results.begin(), results.end(),
+                   [](const Result& a, const Result& b) { return a.score > b.score; });
+  int top_n = static_cast<int>(GetInt(body, "top_n").value_or(0));
+  if (top_n > 0 && top_n < static_cast<int>(results.size())) results.resize(top_n);
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("id").String("score-" + BaseRequestId(req, GetStr(body, "request_id").value_or("")));
+  w.Key("model").String(options_.model);
+  w.Key("usage").BeginObject().Key("total_tokens").Int(total_tokens).EndObject();
+  w.Key("results").BeginArray();
+  for (const Result& r : results) {
+    w.BeginObject().Key("index").Int(r.index);
+    w.Key("document").BeginObject().Key("text").String(texts[r.index]).EndObject();
+    w.Key("relevance_score").Double(r.score).EndObject();
+  }
+  w.EndArray().EndObject();
+  co_return co_await Json(conn, req, http::status::ok, w.Take());
+}
+
+net::awaitable<bool> VllmSurface::Score(HttpConnection& conn, HttpRequest& req) {
+  simdjson::dom::parser parser;
+  element doc;
+  object body;
+  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(body) != simdjson::SUCCESS) {
+    co_return co_await Error(conn, req, http::status::bad_request, "Bad Request",
+                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+  }
+  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
+                             "The model `" + *model + "` does not exist.", "model");
+  }
+  auto texts_of = [&](std::string_view k1, std::string_view k2) {
+    std::vector<std::string> out;
+    auto e = Field(body, k1);
+    if (!e) e = Field(body, k2);
+    if (!e) return out;
+    std::string_view s;
+    array arr;
+    if (e->get_string().get(s) == simdjson::SUCCESS) {
+      out.emplace_back(s);
+    } else if (e->get_array().get(arr) == simdjson::SUCCESS) {
+      for (element x : arr) {
+        if (x.get_string().get(s) == simdjson::SUCCESS) out.emplace_back(s);
+      }
+    }
+    return out;
+  };
+  std::vector<std::string> left = texts_of("text_1", "queries");
+  std::vector<std::string> right = texts_of("text_2", "documents");
+  if (left.empty() || right.empty()) {
+    co_return co_await Error(
+        conn, req, http::status::bad_request, "Bad Request",
+        ValidationMessage("missing", left.empty() ? "'body', 'text_1'" : "'body', 'text_2'",
+                          "Field required"));
+  }
+  if (left.size() != 1 && left.size() != right.size()) {
+    co_return co_await Error(conn, req, http::status::bad_request, "BadRequestError",
+                             "Input lengths must be either 1:1, 1:N or N:N");
+  }
+  const std::string id = "score-" + BaseRequestId(req, GetStr(body, "request_id").value_or(""));
+  JsonWriter w;
+  w.BeginObject().Key("id").String(id).Key("object").String("list");
+  w.Key("created").Int(std::time(nullptr)).Key("model").String(options_.model);
+  w.Key("data").BeginArray();
+  int tokens = 0;
+  for (int i = 0; i < static_cast<int>(right.size()); ++i) {
+    const std::string& q = left.size() == 1 ? left[0] : left[i];
+    tokens += static_cast<int>(Tokenize(q).size() + Tokenize(right[i]).size());
+    w.BeginObject().Key("index").Int(i).Key("object").String("score");
+    w.Key("score").Double(Relevance(q, right[i])).EndObject();
+  }
+  w.EndArray().Key("usage");
+  Usage(w, tokens, 0, std::nullopt, true);
+  w.EndObject();
+  co_return co_await Json(conn, req, http::status::ok, w.Take());
+}
+
+}  // namespace infertel::sim

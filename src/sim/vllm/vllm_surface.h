@@ -1,0 +1,51 @@
+#pragma once
+// vLLM's OpenAI-compatible HTTP surface (facts/vllm.md §3), served by the simulator on top of
+// the batching engine: routes, request validation, ids, response and SSE chunk shapes, error
+// bodies, usage rules and client-disconnect aborts.
+//
+// Thread-safety: Handle() runs on connection strands concurrently; the surface holds no
+// mutable state of its own besides the engine (thread-safe) and atomics.
+
+#include <atomic>
+#include <string>
+
+#include "sim/engine/engine.h"
+#include "sim/http_server.h"
+
+namespace infertel::sim {
+
+struct VllmSurfaceOptions {
+  std::string model = "demo-model";
+  bool enable_prompt_tokens_details = false;
+  bool v0 = false;  // answer as a V0-era server (0.7.x): older error and response shapes
+  int embedding_dim = 384;
+};
+
+class VllmSurface {
+ public:
+  VllmSurface(Engine* engine, VllmSurfaceOptions options);
+  // Serves one request; returns whether to keep the connection.
+  net::awaitable<bool> Handle(HttpConnection& conn, HttpRequest& req);
+  // The version string /version reports.
+  const char* version() const;
+
+ private:
+  net::awaitable<bool> Generate(HttpConnection& conn, HttpRequest& req, bool chat);
+  net::awaitable<bool> Embeddings(HttpConnection& conn, HttpRequest& req);
+  net::awaitable<bool> Rerank(HttpConnection& conn, HttpRequest& req);
+  net::awaitable<bool> Score(HttpConnection& conn, HttpRequest& req);
+  net::awaitable<bool> Json(HttpConnection& conn, HttpRequest& req, http::status status,
+                            std::string body);
+  net::awaitable<bool> Error(HttpConnection& conn, HttpRequest& req, http::status status,
+                             std::string_view type, std::string_view message,
+                             std::string_view param = {});
+  std::string BaseRequestId(const HttpRequest& req, std::string_view body_request_id) const;
+  std::string StatsJson() const;
+  std::string ModelsJson() const;
+
+  Engine* engine_;
+  VllmSurfaceOptions options_;
+  std::int64_t started_unix_ = 0;
+};
+
+}  // namespace infertel::sim

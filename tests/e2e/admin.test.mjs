@@ -1,0 +1,72 @@
+// End-to-end: the agent's admin address. /healthz answers 200; /metrics is valid Prometheus
+// text (linted by promtool) whose infertel_ counters move with traffic.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { startGrpcReceiver } from './lib/otlp.mjs';
+import { pollUntil, runCommand, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
+
+const MODEL = 'e2e-admin/model';
+const PROMTOOL = '/usr/bin/promtool';
+
+describe('admin endpoints', () => {
+  let rx;
+  let sim;
+  let agent;
+
+  before(async () => {
+    rx = await startGrpcReceiver();
+    sim = await startSim({ model: MODEL, seed: 3, speed: 20 });
+    agent = await startAgent({ upstream: sim.url, otlp: { endpoint: rx.endpoint, protocol: 'grpc' } });
+    rx.diag = () => agent.describe();
+  });
+
+  after(async () => {
+    await stopAll(agent, sim);
+    await rx?.close();
+  });
+
+  const scrape = async () => {
+    const r = await get(`${agent.adminUrl}/metrics`);
+    assert.equal(r.status, 200);
+    return r;
+  };
+
+  test('/healthz answers 200', async () => {
+    const r = await get(`${agent.adminUrl}/healthz`);
+    assert.equal(r.status, 200, r.text);
+  });
+
+  test('/metrics passes promtool check metrics', async () => {
+    // Some traffic first so that labelled series exist.
+    await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const r = await scrape();
+    assert.match(r.headers.get('content-type') || '', /^text\/plain/);
+    const lint = await runCommand(PROMTOOL, ['check', 'metrics'], { input: r.text, timeoutMs: 10000 });
+    assert.equal(lint.code, 0, `promtool check metrics:\n${lint.stdout}${lint.stderr}\n--- scrape ---\n${r.text}`);
+    const names = new Set(parsePrometheus(r.text).map((s) => s.name));
+    assert.ok([...names].every((n) => n.startsWith('infertel_')), `self-metrics start with infertel_: ${[...names].join(', ')}`);
+  });
+
+  test('infertel_ counters increase with requests and exports', async () => {
+    const s0 = parsePrometheus((await scrape()).text);
+    const req0 = metricSum(s0, 'infertel_gateway_requests_total');
+    const sent0 = metricSum(s0, 'infertel_exporter_sent_items_total');
+    const client = openaiClient(agent.url);
+    const N = 5;
+    for (let i = 0; i < N; i++) {
+      if (i % 2) await collectStream(await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `q${i}` }], max_tokens: 3, stream: true }));
+      else await client.completions.create({ model: MODEL, prompt: `p${i}`, max_tokens: 3 });
+    }
+    await rx.waitForSpans((s) => s.resource && s.name.endsWith(MODEL), 10000, { count: N + 1 });
+    const s1 = await pollUntil(async () => {
+      const s = parsePrometheus((await scrape()).text);
+      return metricSum(s, 'infertel_exporter_sent_items_total') >= sent0 + N ? s : null;
+    }, { timeoutMs: 10000, intervalMs: 100 });
+    const last = parsePrometheus((await scrape()).text);
+    assert.ok(s1, `infertel_exporter_sent_items_total did not grow by ${N} (from ${sent0}): ${last.filter((s) => s.name.startsWith('infertel_exporter')).map((s) => `${s.name}${JSON.stringify(s.labels)} ${s.value}`).join('\n')}`);
+    assert.ok(metricSum(s1, 'infertel_gateway_requests_total') >= req0 + N, `infertel_gateway_requests_total grew from ${req0} to ${metricSum(s1, 'infertel_gateway_requests_total')}`);
+    assert.equal(metricSum(s1, 'infertel_exporter_failures_total'), 0, 'no export failures against a healthy receiver');
+  });
+});

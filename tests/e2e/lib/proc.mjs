@@ -1,0 +1,240 @@
+// Child processes for the end-to-end tests: the infertel binary under test (simulator, agent,
+// other commands) started with OS-chosen ports, its "listening on" lines awaited with a bounded
+// timeout, its output kept for failure messages, and every process killed when the tests end.
+import { spawn, execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const INFERTEL_BIN = process.env.INFERTEL_BIN;
+
+/** Throws a clear message when the binary under test is not configured. */
+export function requireBin() {
+  if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');
+  if (!fs.existsSync(INFERTEL_BIN)) throw new Error(`INFERTEL_BIN=${INFERTEL_BIN} does not exist`);
+  return INFERTEL_BIN;
+}
+
+const live = new Set();
+function killAllSync() {
+  for (const p of live) {
+    try {
+      p.child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+process.on('exit', killAllSync);
+
+const TAIL = 8000;
+function tail(s) {
+  return s.length > TAIL ? '…' + s.slice(-TAIL) : s;
+}
+
+/**
+ * A running child. `urls` maps each awaited pattern's name to the URL captured from its line.
+ * `describe()` gives the command, exit status and output tails for failure messages.
+ */
+export class Proc {
+  constructor(name, args, child) {
+    this.name = name;
+    this.args = args;
+    this.child = child;
+    this.stdout = '';
+    this.stderr = '';
+    this.exit = null; // {code, signal} once exited
+    this.urls = {};
+    this.exited = new Promise((resolve) => {
+      child.on('exit', (code, signal) => {
+        this.exit = { code, signal };
+        live.delete(this);
+        resolve(this.exit);
+      });
+    });
+  }
+
+  describe() {
+    const status = this.exit ? `exited code=${this.exit.code} signal=${this.exit.signal}` : 'running';
+    return (
+      `[${this.name}] ${INFERTEL_BIN} ${this.args.join(' ')} (${status})\n` +
+      `--- stdout ---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`
+    );
+  }
+
+  /** Sends SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+  async stop(graceMs = 3000) {
+    if (this.exit) return this.exit;
+    try {
+      this.child.kill('SIGTERM');
+    } catch {
+      // already gone
+    }
+    const t = setTimeout(() => {
+      try {
+        this.child.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, graceMs);
+    const r = await this.exited;
+    clearTimeout(t);
+    return r;
+  }
+}
+
+/**
+ * Starts `$INFERTEL_BIN ...args` and waits until stdout has printed a line matching each of
+ * `waitFor` ({name: RegExp with one capture group for the URL}). Rejects with the process's
+ * output when it exits first or when `timeoutMs` passes.
+ */
+export async function startInfertel(args, { name = args[0], env = {}, waitFor = {}, timeoutMs = 15000 } = {}) {
+  const bin = requireBin();
+  const child = spawn(bin, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = new Proc(name, args, child);
+  live.add(proc);
+  const pending = new Map(Object.entries(waitFor));
+  await new Promise((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => {
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${[...pending.keys()].join(', ')}\n${proc.describe()}`));
+    }, timeoutMs);
+    const check = () => {
+      if (pending.size === 0) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d) => {
+      proc.stdout += d;
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        for (const [key, re] of pending) {
+          const m = re.exec(line);
+          if (m) {
+            proc.urls[key] = m[1];
+            pending.delete(key);
+          }
+        }
+      }
+      check();
+    });
+    child.stderr.on('data', (d) => {
+      proc.stderr += d;
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${bin}: ${e.message}`));
+    });
+    proc.exited.then(() => {
+      clearTimeout(timer);
+      if (pending.size) reject(new Error(`exited before printing ${[...pending.keys()].join(', ')}\n${proc.describe()}`));
+    });
+    check();
+  });
+  return proc;
+}
+
+const URL_RE = '(http://[0-9.]+:[0-9]+)';
+
+/** `infertel sim --engine vllm`; resolves with the Proc, `proc.url` the base URL. */
+export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = [], env = {} } = {}) {
+  const args = ['sim', '--engine', 'vllm', '--listen', '127.0.0.1:0', '--model', model, '--seed', String(seed)];
+  if (speed !== undefined) args.push('--speed', String(speed));
+  args.push(...extra);
+  const p = await startInfertel(args, {
+    name: 'sim',
+    env,
+    waitFor: { url: new RegExp(`^infertel sim: listening on ${URL_RE}`) },
+  });
+  p.url = p.urls.url;
+  return p;
+}
+
+/**
+ * `infertel agent --engine vllm`; resolves with the Proc, `proc.url` the gateway and
+ * `proc.adminUrl` the admin base URL. `otlp` = {endpoint, protocol}; `store` = path or false.
+ */
+export async function startAgent({ upstream, otlp, store = false, exportDelayMs = 50, extra = [], env = {} } = {}) {
+  const args = ['agent', '--engine', 'vllm', '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0'];
+  if (store) args.push('--store', store);
+  else args.push('--no-store');
+  if (otlp) args.push('--otlp-endpoint', otlp.endpoint, '--otlp-protocol', otlp.protocol);
+  if (exportDelayMs !== undefined && exportDelayMs !== null) args.push('--export-delay-ms', String(exportDelayMs));
+  args.push(...extra);
+  const p = await startInfertel(args, {
+    name: 'agent',
+    env,
+    waitFor: {
+      url: new RegExp(`^infertel agent: gateway listening on ${URL_RE}`),
+      adminUrl: new RegExp(`^infertel agent: admin listening on ${URL_RE}`),
+    },
+  });
+  p.url = p.urls.url;
+  p.adminUrl = p.urls.adminUrl;
+  return p;
+}
+
+/** Runs `$INFERTEL_BIN ...args` to completion (bounded), resolving {code, stdout, stderr}. */
+export function runInfertel(args, { timeoutMs = 20000, env = {} } = {}) {
+  return runCommand(requireBin(), args, { timeoutMs, env });
+}
+
+/** Runs a command to completion with an optional stdin string; never rejects on exit code. */
+export function runCommand(cmd, args, { timeoutMs = 20000, env = {}, input } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      cmd,
+      args,
+      { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') {
+          if (err.killed) return reject(new Error(`${cmd} ${args.join(' ')} timed out after ${timeoutMs} ms\n${stderr}`));
+          return reject(err);
+        }
+        resolve({ code: err ? err.code : 0, stdout, stderr });
+      },
+    );
+    if (input !== undefined) child.stdin.end(input);
+  });
+}
+
+/** A loopback TCP port that nothing listens on (bound by the OS, then closed). */
+export async function closedPort() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** A fresh temporary directory, removed by `cleanup()`. */
+export function tempDir(prefix = 'infertel-e2e-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Stops every given process (ignores null entries). */
+export async function stopAll(...procs) {
+  await Promise.all(procs.filter(Boolean).map((p) => p.stop()));
+}
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes; returns the last value. */
+export async function pollUntil(fn, { timeoutMs = 5000, intervalMs = 50 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let v;
+  for (;;) {
+    v = await fn();
+    if (v || Date.now() >= deadline) return v;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

@@ -1,0 +1,178 @@
+#include "export/otlp_json/otlp_json.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "export/otlp_json/json_util.h"
+#include "test_util.h"
+
+namespace infertel::exporting {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+using testing::RichRequest;
+
+TEST(OtlpJsonTest, EncodesTheOtlpJsonMapping) {
+  const std::string json = otlp_json::EncodeTraces(RichRequest());
+  EXPECT_NE(json.find("\"resourceSpans\":["), std::string::npos);
+  EXPECT_NE(json.find("\"scopeSpans\":["), std::string::npos);
+  EXPECT_NE(json.find("\"traceId\":\"0af7651916cd43dd8448eb211c80319c\""), std::string::npos);
+  EXPECT_NE(json.find("\"spanId\":\"b7ad6b7169203331\""), std::string::npos);
+  EXPECT_NE(json.find("\"parentSpanId\":\"00f067aa0ba902b7\""), std::string::npos);
+  EXPECT_NE(json.find("\"kind\":2"), std::string::npos);
+  EXPECT_NE(json.find("\"startTimeUnixNano\":\"1700000000000000000\""), std::string::npos);
+  EXPECT_NE(json.find("{\"intValue\":\"42\"}"), std::string::npos);
+  EXPECT_NE(json.find("{\"intValue\":\"9007199254740993\"}"), std::string::npos);
+  EXPECT_NE(json.find("{\"doubleValue\":0.25}"), std::string::npos);
+  EXPECT_NE(json.find("{\"boolValue\":true}"), std::string::npos);
+  EXPECT_NE(
+      json.find("{\"arrayValue\":{\"values\":[{\"stringValue\":\"stop\"},{\"intValue\":\"7\"}]}}"),
+      std::string::npos);
+  EXPECT_NE(
+      json.find(
+          "{\"kvlistValue\":{\"values\":[{\"key\":\"inner\",\"value\":{\"stringValue\":\"x\"}}]}}"),
+      std::string::npos);
+  EXPECT_NE(json.find("{\"bytesValue\":\"AP8Q\"}"), std::string::npos);
+  EXPECT_NE(json.find("\"code\":2"), std::string::npos);
+  EXPECT_NE(json.find("\"traceId\":\"11111111111111111111111111111111\""), std::string::npos);
+  EXPECT_EQ(json.find("trace_id"), std::string::npos);
+}
+
+TEST(OtlpJsonTest, RoundTripsTraces) {
+  const TracesRequest in = RichRequest();
+  TracesRequest out;
+  std::string error;
+  ASSERT_TRUE(otlp_json::DecodeTraces(otlp_json::EncodeTraces(in), &out, &error)) << error;
+  EXPECT_TRUE(MessageDifferencer::Equals(in, out)) << out.DebugString();
+}
+
+TEST(OtlpJsonTest, RoundTripsLogsAndMetrics) {
+  LogsRequest logs;
+  auto* lr = logs.add_resource_logs()->add_scope_logs()->add_log_records();
+  lr->set_time_unix_nano(123);
+  lr->set_severity_number(otlp_logs::SEVERITY_NUMBER_WARN);
+  lr->mutable_body()->set_string_value("hello");
+  lr->set_trace_id(testing::Bytes(testing::kTrace));
+  LogsRequest logs_out;
+  std::string error;
+  const std::string lj = otlp_json::EncodeLogs(logs);
+  EXPECT_NE(lj.find("\"severityNumber\":13"), std::string::npos) << lj;
+  ASSERT_TRUE(otlp_json::DecodeLogs(lj, &logs_out, &error)) << error;
+  EXPECT_TRUE(MessageDifferencer::Equals(logs, logs_out));
+
+  MetricsRequest m;
+  auto* metric = m.add_resource_metrics()->add_scope_metrics()->add_metrics();
+  metric->set_name("vllm:num_requests_running");
+  auto* p = metric->mutable_gauge()->add_data_points();
+  p->set_as_double(3);
+  p->set_time_unix_nano(99);
+  auto* h = m.mutable_resource_metrics(0)->mutable_scope_metrics(0)->add_metrics();
+  h->set_name("ttft");
+  auto* hp = h->mutable_histogram()->add_data_points();
+  hp->set_count(5);
+  hp->set_sum(1.5);
+  hp->add_explicit_bounds(0.1);
+  hp->add_bucket_counts(2);
+  hp->add_bucket_counts(3);
+  h->mutable_histogram()->set_aggregation_temporality(
+      otlp_metrics::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  MetricsRequest m_out;
+  const std::string mj = otlp_json::EncodeMetrics(m);
+  EXPECT_NE(mj.find("\"bucketCounts\":[\"2\",\"3\"]"), std::string::npos) << mj;
+  EXPECT_NE(mj.find("\"aggregationTemporality\":2"), std::string::npos);
+  ASSERT_TRUE(otlp_json::DecodeMetrics(mj, &m_out, &error)) << error;
+  EXPECT_TRUE(MessageDifferencer::Equals(m, m_out));
+}
+
+TEST(OtlpJsonTest, DecodesSnakeCaseNumbersAndEnumNames) {
+  const std::string json = R"({"resource_spans":[{"scope_spans":[{"spans":[{
+      "trace_id":"0AF7651916CD43DD8448EB211C80319C","span_id":"b7ad6b7169203331",
+      "name":"x","kind":"SPAN_KIND_CLIENT","start_time_unix_nano":1700000000000000000,
+      "end_time_unix_nano":"1700000000000000001","unknownField":{"a":[1,2]},
+      "attributes":[{"key":"n","value":{"int_value":5}},{"key":"d","value":{"doubleValue":"NaN"}},
+                    {"key":"z","value":null}],
+      "status":{"code":2}}]}]}]})";
+  TracesRequest out;
+  std::string error;
+  ASSERT_TRUE(otlp_json::DecodeTraces(json, &out, &error)) << error;
+  const Span& s = out.resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(BytesToHex(s.trace_id()), "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(s.kind(), otlp_trace::Span::SPAN_KIND_CLIENT);
+  EXPECT_EQ(s.start_time_unix_nano(), 1700000000000000000ull);
+  EXPECT_EQ(s.end_time_unix_nano(), 1700000000000000001ull);
+  EXPECT_EQ(s.attributes(0).value().int_value(), 5);
+  EXPECT_TRUE(std::isnan(s.attributes(1).value().double_value()));
+  EXPECT_EQ(s.status().code(), otlp_trace::Status::STATUS_CODE_ERROR);
+}
+
+TEST(OtlpJsonTest, RejectsMalformedInput) {
+  TracesRequest out;
+  std::string error;
+  EXPECT_FALSE(otlp_json::DecodeTraces("{\"resourceSpans\":[", &out, &error));
+  EXPECT_NE(error.find("invalid JSON"), std::string::npos);
+  EXPECT_FALSE(otlp_json::DecodeTraces("[]", &out, &error));
+  EXPECT_FALSE(otlp_json::DecodeTraces(
+      R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]})", &out, &error));
+  EXPECT_NE(error.find("trace_id"), std::string::npos) << error;
+  EXPECT_FALSE(otlp_json::DecodeTraces(
+      R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":"12x"}]}]}]})", &out,
+      &error));
+  EXPECT_FALSE(otlp_json::DecodeTraces(R"({"resourceSpans":{"a":1}})", &out, &error));
+  // Deep nesting is refused rather than recursing without bound.
+  std::string deep = R"({"resourceSpans":[{"resource":{"attributes":[{"key":"k","value":)";
+  for (int i = 0; i < 100; ++i) deep += R"({"arrayValue":{"values":[)";
+  for (int i = 0; i < 100; ++i) deep += "]}}";
+  deep += "}]}}]}";
+  EXPECT_FALSE(otlp_json::DecodeTraces(deep, &out, &error));
+}
+
+TEST(OtlpJsonTest, DecodesTheVllmFixture) {
+  std::ifstream f(INFERTEL_FIXTURES_DIR "/vllm-llm_request-otlp-0.29.0-SANITIZED.json");
+  ASSERT_TRUE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  TracesRequest out;
+  std::string error;
+  ASSERT_TRUE(otlp_json::DecodeTraces(ss.str(), &out, &error)) << error;
+  ASSERT_EQ(CountSpans(out), 1u);
+  const Span& s = out.resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(s.name(), semconv::kSpanLlmRequest);
+  EXPECT_EQ(s.start_time_unix_nano(), 1790341371953418752ull);
+  EXPECT_EQ(s.end_time_unix_nano(), 1790341372208341144ull);
+  const AnyValue* prompt = FindAttr(s.attributes(), semconv::kGenAiUsagePromptTokens);
+  ASSERT_NE(prompt, nullptr);
+  EXPECT_EQ(prompt->int_value(), 14);
+  const AnyValue* ttft = FindAttr(s.attributes(), semconv::kGenAiLatencyTimeToFirstToken);
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_DOUBLE_EQ(ttft->double_value(), 0.11554598808288574);
+  const AnyValue* id = FindAttr(s.attributes(), semconv::kGenAiRequestId);
+  ASSERT_NE(id, nullptr);
+  EXPECT_EQ(id->string_value(), "req-vllm-029-001");
+  // And back: the re-encoded form decodes to the same message.
+  TracesRequest again;
+  ASSERT_TRUE(otlp_json::DecodeTraces(otlp_json::EncodeTraces(out), &again, &error));
+  EXPECT_TRUE(MessageDifferencer::Equals(out, again));
+}
+
+TEST(JsonUtilTest, PlainAttributesAndBase64) {
+  const TracesRequest req = RichRequest();
+  const std::string plain =
+      otlp_json::PlainAttributes(req.resource_spans(0).scope_spans(0).spans(0).attributes());
+  EXPECT_NE(plain.find("\"gen_ai.usage.input_tokens\":42"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("\"gen_ai.request.is_stream\":true"), std::string::npos);
+  EXPECT_NE(plain.find("\"gen_ai.response.finish_reasons\":[\"stop\",7]"), std::string::npos);
+  EXPECT_NE(plain.find("\"kv\":{\"inner\":\"x\"}"), std::string::npos);
+  EXPECT_NE(plain.find("\"quote\":\"a \\\"q\\\" \\\\ \\n\\t\\u0001 é\""), std::string::npos)
+      << plain;
+  std::string decoded;
+  ASSERT_TRUE(otlp_json::Base64Decode(otlp_json::Base64Encode("hello!?"), &decoded));
+  EXPECT_EQ(decoded, "hello!?");
+  EXPECT_EQ(otlp_json::Base64Encode("ab"), "YWI=");
+  EXPECT_FALSE(otlp_json::Base64Decode("a*b", &decoded));
+}
+
+}  // namespace
+}  // namespace infertel::exporting

@@ -1,0 +1,289 @@
+#include "export/sqlite/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "core/clock.h"
+#include "export/sqlite/sqlite_store.h"
+#include "test_util.h"
+
+namespace infertel::exporting {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::AddSpan;
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("infertel-store-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "t.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<SqliteStore> OpenStore(StoreOptions o = {}) {
+    o.path = path_;
+    auto s = std::make_unique<SqliteStore>();
+    std::string error;
+    EXPECT_TRUE(s->Open(o, &error)) << error;
+    return s;
+  }
+
+  // Runs a query returning one row and hands the statement to `f`.
+  template <typename F>
+  void QueryRow(SqliteStore& s, const char* sql, F f) {
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(s.handle(), sql, -1, &st, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(s.handle());
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    f(st);
+    sqlite3_finalize(st);
+  }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+std::string Text(sqlite3_stmt* st, int i) {
+  const auto* p = sqlite3_column_text(st, i);
+  return p ? reinterpret_cast<const char*>(p) : "<null>";
+}
+
+TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
+  auto store = OpenStore();
+  TracesRequest req = testing::RichRequest();
+  AddSpan(&req, "00f067aa0ba902b7", "", "root", 1700000000000000000ull, 1700000000200000000ull);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  EXPECT_EQ(store->CountSpans(), 2);
+
+  QueryRow(*store, "PRAGMA journal_mode", [](sqlite3_stmt* st) { EXPECT_EQ(Text(st, 0), "wal"); });
+  QueryRow(*store,
+           "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
+           "end_time_unix_nano, status_code, attributes, events, links, resource, scope, "
+           "status_message, service_name FROM spans WHERE name = 'chat m'",
+           [](sqlite3_stmt* st) {
+             EXPECT_EQ(Text(st, 0), testing::kTrace);
+             EXPECT_EQ(Text(st, 1), "b7ad6b7169203331");
+             EXPECT_EQ(Text(st, 2), "00f067aa0ba902b7");
+             EXPECT_EQ(sqlite3_column_int(st, 4), 2);
+             EXPECT_EQ(sqlite3_column_type(st, 5), SQLITE_INTEGER);
+             EXPECT_EQ(sqlite3_column_int64(st, 5), 1700000000000000000ll);
+             EXPECT_EQ(sqlite3_column_int64(st, 6), 1700000000123456789ll);
+             EXPECT_EQ(sqlite3_column_int(st, 7), 2);
+             simdjson::dom::parser p;
+             simdjson::dom::object attrs;
+             ASSERT_EQ(p.parse(Text(st, 8)).get_object().get(attrs), simdjson::SUCCESS);
+             EXPECT_EQ(std::string_view(attrs["gen_ai.request.model"].get_string().value()), "m");
+             EXPECT_EQ(attrs["gen_ai.usage.input_tokens"].get_int64().value(), 42);
+             EXPECT_EQ(attrs["big"].get_int64().value(), 9007199254740993);
+             EXPECT_DOUBLE_EQ(attrs["gen_ai.request.temperature"].get_double().value(), 0.25);
+             EXPECT_TRUE(attrs["gen_ai.request.is_stream"].get_bool().value());
+             EXPECT_EQ(attrs["gen_ai.response.finish_reasons"].get_array().size(), 2u);
+             simdjson::dom::parser p2;
+             simdjson::dom::array events;
+             ASSERT_EQ(p2.parse(Text(st, 9)).get_array().get(events), simdjson::SUCCESS);
+             ASSERT_EQ(events.size(), 1u);
+             simdjson::dom::element ev = events.at(0).value();
+             EXPECT_EQ(std::string_view(ev["name"].get_string().value()), "gen_ai.content.prompt");
+             EXPECT_EQ(ev["time_unix_nano"].get_uint64().value(), 1700000000000000500ull);
+             EXPECT_EQ(ev["attributes"]["n"].get_int64().value(), 1);
+             simdjson::dom::parser p3;
+             simdjson::dom::array links;
+             ASSERT_EQ(p3.parse(Text(st, 10)).get_array().get(links), simdjson::SUCCESS);
+             simdjson::dom::element l = links.at(0).value();
+             EXPECT_EQ(std::string_view(l["trace_id"].get_string().value()),
+                       "11111111111111111111111111111111");
+             EXPECT_EQ(std::string_view(l["span_id"].get_string().value()), "2222222222222222");
+             EXPECT_EQ(std::string_view(l["attributes"]["why"].get_string().value()), "retry");
+             simdjson::dom::parser p4;
+             simdjson::dom::object res;
+             ASSERT_EQ(p4.parse(Text(st, 11)).get_object().get(res), simdjson::SUCCESS);
+             EXPECT_EQ(std::string_view(res["service.name"].get_string().value()), "infertel-test");
+             EXPECT_EQ(Text(st, 12), "infertel.gateway");
+             EXPECT_EQ(Text(st, 13), "boom");
+             EXPECT_EQ(Text(st, 14), "infertel-test");
+           });
+  // A root's parent is NULL.
+  QueryRow(*store, "SELECT parent_span_id IS NULL FROM spans WHERE name = 'root'",
+           [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 1); });
+  QueryRow(*store,
+           "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+           "('spans_trace_id', 'spans_start')",
+           [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 2); });
+  // Valid JSON for SQLite's own JSON functions too.
+  QueryRow(*store,
+           "SELECT json_extract(attributes, '$.\"gen_ai.usage.input_tokens\"') FROM spans "
+           "WHERE name = 'chat m'",
+           [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 42); });
+}
+
+TEST_F(SqliteStoreTest, StoresLogsAndKeepsTheLatestMetricPoint) {
+  auto store = OpenStore();
+  LogsRequest logs;
+  auto* lr = logs.add_resource_logs()->add_scope_logs()->add_log_records();
+  lr->set_observed_time_unix_nano(555);
+  lr->set_severity_number(otlp_logs::SEVERITY_NUMBER_ERROR);
+  lr->mutable_body()->set_string_value("oops");
+  AddAttr(lr->mutable_attributes(), "event.name", "gen_ai.choice");
+  std::string error;
+  ASSERT_TRUE(store->InsertLogs(logs, &error)) << error;
+  QueryRow(*store,
+           "SELECT time_unix_nano, severity_number, event_name, body, trace_id IS NULL FROM logs",
+           [](sqlite3_stmt* st) {
+             EXPECT_EQ(sqlite3_column_int64(st, 0), 555);
+             EXPECT_EQ(sqlite3_column_int(st, 1), 17);
+             EXPECT_EQ(Text(st, 2), "gen_ai.choice");
+             EXPECT_EQ(Text(st, 3), "\"oops\"");
+             EXPECT_EQ(sqlite3_column_int(st, 4), 1);
+           });
+
+  auto metrics = [](double v, std::uint64_t t, const char* model) {
+    MetricsRequest m;
+    auto* metric = m.add_resource_metrics()->add_scope_metrics()->add_metrics();
+    metric->set_name("vllm:num_requests_running");
+    auto* p = metric->mutable_gauge()->add_data_points();
+    p->set_as_double(v);
+    p->set_time_unix_nano(t);
+    AddAttr(p->mutable_attributes(), "model_name", model);
+    AddAttr(p->mutable_attributes(), "engine", "0");
+    return m;
+  };
+  ASSERT_TRUE(store->UpsertMetrics(metrics(1, 100, "a"), &error)) << error;
+  ASSERT_TRUE(store->UpsertMetrics(metrics(5, 200, "a"), &error));
+  ASSERT_TRUE(store->UpsertMetrics(metrics(3, 150, "a"), &error));  // older: ignored
+  ASSERT_TRUE(store->UpsertMetrics(metrics(7, 100, "b"), &error));
+  EXPECT_EQ(store->CountMetrics(), 2);
+  QueryRow(*store,
+           "SELECT value, time_unix_nano, type, labels FROM metrics WHERE labels LIKE '%\"a\"%'",
+           [](sqlite3_stmt* st) {
+             EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 0), 5);
+             EXPECT_EQ(sqlite3_column_int64(st, 1), 200);
+             EXPECT_EQ(Text(st, 2), "gauge");
+             EXPECT_EQ(Text(st, 3), "{\"engine\":\"0\",\"model_name\":\"a\"}");  // keys sorted
+           });
+}
+
+TEST_F(SqliteStoreTest, RetentionByAgeDeletesOldRows) {
+  StoreOptions o;
+  o.max_age = std::chrono::hours(1);
+  auto store = OpenStore(o);
+  const std::uint64_t now = WallNanos();
+  const std::uint64_t hour = 3600ull * 1'000'000'000ull;
+  TracesRequest req;
+  AddSpan(&req, "0000000000000001", "", "old", now - 2 * hour, now - 2 * hour + 1000);
+  AddSpan(&req, "0000000000000002", "", "new", now - 10, now);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  RetentionResult r = store->EnforceRetention(now);
+  EXPECT_EQ(r.spans_deleted, 1);
+  EXPECT_EQ(store->CountSpans(), 1);
+  QueryRow(*store, "SELECT name FROM spans",
+           [](sqlite3_stmt* st) { EXPECT_EQ(Text(st, 0), "new"); });
+}
+
+TEST_F(SqliteStoreTest, RetentionBySizeDeletesTheOldestFirst) {
+  StoreOptions o;
+  o.max_bytes = 256 * 1024;
+  o.max_age = std::chrono::seconds(0);
+  auto store = OpenStore(o);
+  std::string error;
+  const std::string filler(400, 'x');
+  for (int batch = 0; batch < 20; ++batch) {
+    TracesRequest req;
+    for (int i = 0; i < 100; ++i) {
+      const int n = batch * 100 + i;
+      char id[17];
+      std::snprintf(id, sizeof(id), "%016x", n + 1);
+      Span* s = AddSpan(&req, id, "", "s" + std::to_string(n), 1000 + n, 2000 + n);
+      AddAttr(s->mutable_attributes(), "filler", filler);
+    }
+    ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  }
+  ASSERT_GT(store->UsedBytes(), o.max_bytes);
+  RetentionResult r = store->EnforceRetention(WallNanos());
+  EXPECT_GT(r.spans_deleted, 0);
+  EXPECT_LE(store->UsedBytes(), o.max_bytes);
+  const std::int64_t left = store->CountSpans();
+  EXPECT_EQ(left, 2000 - r.spans_deleted);
+  // What is left is the newest: the oldest remaining start time is above every deleted one.
+  QueryRow(*store, "SELECT MIN(start_time_unix_nano), MAX(start_time_unix_nano) FROM spans",
+           [&](sqlite3_stmt* st) {
+             EXPECT_EQ(sqlite3_column_int64(st, 0), 1000 + r.spans_deleted);
+             EXPECT_EQ(sqlite3_column_int64(st, 1), 1000 + 1999);
+           });
+}
+
+TEST_F(SqliteStoreTest, ExporterWritesAndRefusesABadPath) {
+  StoreOptions o;
+  o.path = path_;
+  std::string error;
+  auto exporter = MakeStoreTraceExporter(o, &error);
+  ASSERT_NE(exporter, nullptr) << error;
+  TracesRequest req;
+  AddSpan(&req, "0000000000000001", "", "a", 1, 2);
+  EXPECT_TRUE(exporter->Export(req).ok());
+  exporter->Shutdown();
+  SqliteStore reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  EXPECT_EQ(reader.CountSpans(), 1);
+
+  o.path = (dir_ / "missing-dir" / "x.db").string();
+  EXPECT_EQ(MakeStoreTraceExporter(o, &error), nullptr);
+  EXPECT_FALSE(error.empty());
+}
+
+// root ── child ── grandchild, plus an orphan whose parent never reached the store.
+TEST_F(SqliteStoreTest, RendersATreeWithAnOrphan) {
+  auto store = OpenStore();
+  TracesRequest req;
+  const std::uint64_t t0 = 1700000000000000000ull;
+  Span* root = AddSpan(&req, "00000000000000a1", "", "chat m", t0, t0 + 250'000'000);
+  AddAttr(root->mutable_attributes(), semconv::kGenAiRequestModel, "m");
+  AddAttr(root->mutable_attributes(), semconv::kGenAiUsageInputTokens, std::int64_t{14});
+  AddAttr(root->mutable_attributes(), semconv::kGenAiUsageOutputTokens, std::int64_t{8});
+  AddSpan(&req, "00000000000000b2", "00000000000000a1", "llm_request", t0 + 1'000'000,
+          t0 + 240'000'000);
+  Span* gc = AddSpan(&req, "00000000000000c3", "00000000000000b2", "prefill", t0 + 2'000'000,
+                     t0 + 3'500'500);
+  gc->mutable_status()->set_code(otlp_trace::Status::STATUS_CODE_ERROR);
+  AddAttr(gc->mutable_attributes(), semconv::kErrorType, "timeout");
+  AddSpan(&req, "00000000000000d4", "00000000000000ff", "decode", t0 + 5'000'000, t0 + 6'000'000);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+
+  const std::string out = RenderTraceTrees(*store, 10, "");
+  const std::string expected_body =
+      "  chat m  250.000 ms  model=m  in=14  out=8\n"
+      "    llm_request  239.000 ms\n"
+      "      prefill  1.500 ms  ERROR error.type=timeout\n"
+      "  decode  1.000 ms\n";
+  ASSERT_GE(out.size(), expected_body.size());
+  EXPECT_EQ(out.substr(out.size() - expected_body.size()), expected_body) << out;
+  EXPECT_EQ(
+      out.rfind("trace 0af7651916cd43dd8448eb211c80319c  2023-11-14 22:13:20.000Z  4 spans", 0), 0u)
+      << out;
+
+  // Newest first, limit and service filter.
+  TracesRequest other;
+  AddSpan(&other, "0000000000000001", "", "later", t0 + 1'000'000'000, t0 + 1'001'000'000,
+          "22222222222222222222222222222222");
+  ASSERT_TRUE(store->InsertTraces(other, &error));
+  const std::string one = RenderTraceTrees(*store, 1, "");
+  EXPECT_NE(one.find("later"), std::string::npos);
+  EXPECT_EQ(one.find("chat m"), std::string::npos);
+  EXPECT_EQ(RenderTraceTrees(*store, 10, "nobody"), "");
+  TraceQuery q;
+  q.trace_id = std::string(testing::kTrace);
+  EXPECT_EQ(RenderTraceTrees(*store, q), out);
+}
+
+}  // namespace
+}  // namespace infertel::exporting

@@ -1,0 +1,259 @@
+// In-process tests of the gateway: a real Gateway in front of a scripted upstream, driven by
+// a plain Beast client. They pin the proxy mechanics; the e2e tests pin the whole product.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/semconv.h"
+#include "gateway/entry_span.h"
+#include "gateway/gateway.h"
+#include "http/simple_server.h"
+
+namespace infertel::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+// Records finished exchanges and lets a test wait for them.
+class Recorder : public ExchangeListener {
+ public:
+  void OnExchangeFinished(const Exchange& ex) noexcept override {
+    std::lock_guard lock(mu_);
+    exchanges_.push_back(ex);
+    cv_.notify_all();
+  }
+  Exchange WaitOne(std::size_t index = 0) {
+    std::unique_lock lock(mu_);
+    bool ok = cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
+    EXPECT_TRUE(ok) << "no exchange finished";
+    return ok ? exchanges_[index] : Exchange{};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Exchange> exchanges_;
+};
+
+struct Captured {
+  std::mutex mu;
+  std::vector<http::StringRequest> requests;
+};
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  void StartGateway(std::uint16_t upstream_port) {
+    GatewayOptions opts;
+    UpstreamConfig uc;
+    uc.url = *http::ParseUrl("http://127.0.0.1:" + std::to_string(upstream_port));
+    uc.listen = {"127.0.0.1", 0};
+    opts.upstreams.push_back(uc);
+    opts.threads = 1;
+    opts.max_request_body = 1024;
+    auto settings = config::Resolve(nullptr).settings;
+    gateway_ = std::make_unique<Gateway>(opts, std::make_shared<config::ConfigStore>(settings));
+    gateway_->AddListener(&recorder_);
+    std::string error;
+    ASSERT_TRUE(gateway_->Start(&error)) << error;
+    port_ = gateway_->Ports().at(0);
+  }
+
+  // Starts an upstream answering every request with `respond`, recording the requests.
+  void StartUpstream(std::function<http::StringResponse(const http::StringRequest&)> respond) {
+    std::string error;
+    upstream_ = http::SimpleServer::Start(
+        {"127.0.0.1", 0},
+        [this, respond](const http::StringRequest& req) {
+          {
+            std::lock_guard lock(captured_.mu);
+            captured_.requests.push_back(req);
+          }
+          return respond(req);
+        },
+        &error);
+    ASSERT_TRUE(upstream_) << error;
+  }
+
+  bhttp::response<bhttp::string_body> Post(const std::string& target, const std::string& body,
+                                           std::vector<std::pair<std::string, std::string>> headers = {}) {
+    asio::io_context io;
+    beast::tcp_stream s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, target, 11};
+    req.set(bhttp::field::host, "test");
+    req.set(bhttp::field::content_type, "application/json");
+    for (auto& [k, v] : headers) req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    bhttp::write(s, req);
+    beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(s, buf, res);
+    return res;
+  }
+
+  Recorder recorder_;
+  Captured captured_;
+  std::unique_ptr<http::SimpleServer> upstream_;
+  std::unique_ptr<Gateway> gateway_;
+  std::uint16_t port_ = 0;
+};
+
+constexpr char kChatResponse[] =
+    R"({"id":"chatcmpl-abc","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}})";
+
+TEST_F(GatewayTest, ForwardsBodyUnchangedAndPropagatesTraceContext) {
+  StartUpstream([](const http::StringRequest&) {
+    return http::MakeResponse(200, kChatResponse, "application/json");
+  });
+  StartGateway(upstream_->port());
+  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5})";
+  auto res = Post("/v1/chat/completions", body,
+                  {{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+                   {"X-Request-Id", "client-id-1"}});
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body(), kChatResponse);  // byte for byte
+
+  Exchange ex = recorder_.WaitOne();
+  std::lock_guard lock(captured_.mu);
+  ASSERT_EQ(captured_.requests.size(), 1u);
+  const auto& up = captured_.requests[0];
+  EXPECT_EQ(up.body(), body);  // a non-stream request is not rewritten
+  auto tp = TraceParent::Parse(up["traceparent"]);
+  ASSERT_TRUE(tp);
+  EXPECT_EQ(ToHex(tp->trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(tp->span_id, ex.span_id);  // the engine's parent is the entry span
+  EXPECT_EQ(up["x-request-id"], "client-id-1");
+  ASSERT_TRUE(ex.parent_span_id);
+  EXPECT_EQ(ToHex(*ex.parent_span_id), "00f067aa0ba902b7");
+  EXPECT_EQ(ex.outcome, Outcome::kOk);
+  EXPECT_EQ(ex.response.usage.output_tokens, 2);
+
+  Span span;
+  BuildEntrySpan(ex, &span);
+  EXPECT_EQ(span.name(), "chat m");
+  EXPECT_EQ(span.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+  EXPECT_EQ(FindAttr(span.attributes(), semconv::kGenAiRequestTemperature)->double_value(), 0.5);
+  EXPECT_EQ(FindAttr(span.attributes(), semconv::kGenAiSpanKind)->string_value(), "LLM");
+  EXPECT_GE(span.end_time_unix_nano(), span.start_time_unix_nano());
+}
+
+TEST_F(GatewayTest, AddsRequestIdCarryingTheTraceIdWhenClientSentNone) {
+  StartUpstream([](const http::StringRequest&) {
+    return http::MakeResponse(200, kChatResponse, "application/json");
+  });
+  StartGateway(upstream_->port());
+  Post("/v1/chat/completions", R"({"model":"m","messages":[]})");
+  Exchange ex = recorder_.WaitOne();
+  std::lock_guard lock(captured_.mu);
+  std::string rid(captured_.requests.at(0)["x-request-id"]);
+  EXPECT_EQ(rid, ex.request_id);
+  EXPECT_EQ(rid.rfind(ToHex(ex.trace_id), 0), 0u) << rid;
+}
+
+TEST_F(GatewayTest, StreamGetsUsageInjectedAndTheClientNeverSeesIt) {
+  const std::string sse =
+      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+      "\"finish_reason\":null}]}\n\n"
+      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
+  const std::string usage =
+      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":4,\"completion_tokens\":1}}\n\n";
+  StartUpstream([&](const http::StringRequest&) {
+    return http::MakeResponse(200, sse + usage + "data: [DONE]\n\n", "text/event-stream");
+  });
+  StartGateway(upstream_->port());
+  auto res = Post("/v1/chat/completions", R"({"model":"m","messages":[],"stream":true})");
+  EXPECT_EQ(res.body(), sse + "data: [DONE]\n\n");
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_TRUE(ex.streamed);
+  EXPECT_EQ(ex.response.usage.input_tokens, 3);
+  EXPECT_EQ(ex.response.usage.output_tokens, 1);
+  ASSERT_EQ(ex.response.finish_reasons.size(), 1u);
+  EXPECT_EQ(ex.response.finish_reasons[0], "stop");
+  EXPECT_NE(ex.first_token_mono_ns, 0u);
+  std::lock_guard lock(captured_.mu);
+  EXPECT_NE(captured_.requests.at(0).body().find("include_usage"), std::string::npos);
+}
+
+TEST_F(GatewayTest, BodyOverLimitGets413AndNothingReachesTheEngine) {
+  StartUpstream([](const http::StringRequest&) { return http::MakeResponse(200, "{}", "application/json"); });
+  StartGateway(upstream_->port());
+  auto res = Post("/v1/chat/completions", std::string(2048, 'x'));
+  EXPECT_EQ(res.result_int(), 413);
+  EXPECT_NE(res.body().find("\"error\""), std::string::npos);
+  std::lock_guard lock(captured_.mu);
+  EXPECT_TRUE(captured_.requests.empty());
+}
+
+TEST_F(GatewayTest, UpstreamDownGives502JsonAndAnErrorExchange) {
+  // Reserve a port and close it so nothing listens there.
+  asio::io_context io;
+  tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::uint16_t dead = a.local_endpoint().port();
+  a.close();
+  StartGateway(dead);
+  auto res = Post("/v1/chat/completions", R"({"model":"m","messages":[]})");
+  EXPECT_EQ(res.result_int(), 502);
+  EXPECT_EQ(res[bhttp::field::content_type], "application/json");
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  Span span;
+  BuildEntrySpan(ex, &span);
+  EXPECT_EQ(span.status().code(), otlp_trace::Status::STATUS_CODE_ERROR);
+  ASSERT_NE(FindAttr(span.attributes(), semconv::kErrorType), nullptr);
+}
+
+TEST_F(GatewayTest, UnparsableBodyIsForwardedUnchangedAndSaysWhy) {
+  StartUpstream([](const http::StringRequest&) {
+    return http::MakeResponse(400, R"({"error":{"message":"bad json","type":"BadRequestError","param":null,"code":400}})",
+                              "application/json");
+  });
+  StartGateway(upstream_->port());
+  auto res = Post("/v1/chat/completions", "{not json");
+  EXPECT_EQ(res.result_int(), 400);
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_FALSE(ex.request.parsed);
+  EXPECT_EQ(ex.outcome, Outcome::kEngineError);
+  EXPECT_EQ(ex.error_type, "BadRequestError");
+  std::lock_guard lock(captured_.mu);
+  EXPECT_EQ(captured_.requests.at(0).body(), "{not json");
+  Span span;
+  BuildEntrySpan(ex, &span);
+  EXPECT_NE(FindAttr(span.attributes(), semconv::kInfertelParseError), nullptr);
+}
+
+TEST_F(GatewayTest, NonOpenAiPathsAreForwardedWithoutAnExchange) {
+  StartUpstream([](const http::StringRequest& req) {
+    return http::MakeResponse(200, std::string("path=") + std::string(req.target()), "text/plain");
+  });
+  StartGateway(upstream_->port());
+  asio::io_context io;
+  beast::tcp_stream s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  for (int i = 0; i < 3; ++i) {  // keep-alive: several requests on one connection
+    bhttp::request<bhttp::string_body> req{bhttp::verb::get, "/v1/models?x=1", 11};
+    req.set(bhttp::field::host, "t");
+    bhttp::write(s, req);
+    beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(s, buf, res);
+    EXPECT_EQ(res.body(), "path=/v1/models?x=1");
+  }
+  EXPECT_EQ(gateway_->stats().observed.load(), 0u);
+  EXPECT_EQ(gateway_->stats().requests.load(), 3u);
+}
+
+}  // namespace
+}  // namespace infertel::gateway

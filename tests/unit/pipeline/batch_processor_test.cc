@@ -1,0 +1,392 @@
+#include "pipeline/batch_processor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/semconv.h"
+
+namespace infertel::pipeline {
+namespace {
+
+using namespace std::chrono_literals;
+
+TracesRequest MakeRequest(int spans, const std::string& prefix,
+                          const std::string& service = "svc") {
+  TracesRequest req;
+  auto* rs = req.add_resource_spans();
+  AddAttr(rs->mutable_resource()->mutable_attributes(), semconv::kServiceName, service);
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name("infertel");
+  for (int i = 0; i < spans; ++i) ss->add_spans()->set_name(prefix + std::to_string(i));
+  return req;
+}
+
+std::vector<std::string> SpanNames(const TracesRequest& req) {
+  std::vector<std::string> names;
+  for (const auto& rs : req.resource_spans())
+    for (const auto& ss : rs.scope_spans())
+      for (const auto& s : ss.spans()) names.push_back(s.name());
+  return names;
+}
+
+// State shared between a test and the exporter the processor owns.
+struct FakeState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<TracesRequest> batches;
+  std::vector<std::chrono::steady_clock::time_point> times;
+  std::deque<ExportResult> script;  // results to return, then Ok
+  bool block = false;               // Export() waits while true
+  int calls = 0;
+
+  void Release() {
+    std::lock_guard l(mu);
+    block = false;
+    cv.notify_all();
+  }
+  // Waits until `pred` holds (under the lock) or 3 s pass.
+  template <typename Pred>
+  bool WaitFor(Pred pred) {
+    std::unique_lock l(mu);
+    return cv.wait_for(l, 3s, [&] { return pred(); });
+  }
+  std::size_t TotalSpans() {
+    std::size_t n = 0;
+    for (const auto& b : batches) n += CountSpans(b);
+    return n;
+  }
+};
+
+class FakeExporter : public TraceExporter {
+ public:
+  FakeExporter(std::shared_ptr<FakeState> s, std::string name = "fake")
+      : s_(std::move(s)), name_(std::move(name)) {}
+  std::string_view Name() const noexcept override { return name_; }
+  ExportResult Export(const TracesRequest& r) noexcept override {
+    std::unique_lock l(s_->mu);
+    ++s_->calls;
+    s_->cv.notify_all();
+    s_->cv.wait(l, [&] { return !s_->block; });
+    ExportResult res;
+    if (!s_->script.empty()) {
+      res = s_->script.front();
+      s_->script.pop_front();
+    }
+    if (res.ok()) {
+      s_->batches.push_back(r);
+      s_->times.push_back(std::chrono::steady_clock::now());
+    }
+    s_->cv.notify_all();
+    return res;
+  }
+
+ private:
+  std::shared_ptr<FakeState> s_;
+  std::string name_;
+};
+
+std::vector<std::unique_ptr<TraceExporter>> One(std::shared_ptr<FakeState> s) {
+  std::vector<std::unique_ptr<TraceExporter>> v;
+  v.push_back(std::make_unique<FakeExporter>(std::move(s)));
+  return v;
+}
+
+BatchOptions Options(std::size_t batch, std::chrono::milliseconds delay) {
+  BatchOptions o;
+  o.max_batch_items = batch;
+  o.max_delay = delay;
+  o.retry.initial_backoff = 1ms;
+  o.retry.max_backoff = 5ms;
+  return o;
+}
+
+TEST(BatchProcessorTest, ExportsFullBatchesBySizeAndMergesRequests) {
+  auto s = std::make_shared<FakeState>();
+  TraceBatchProcessor p(One(s), Options(10, 10s));
+  for (int i = 0; i < 25; ++i) p.Submit(MakeRequest(1, "s" + std::to_string(i) + "-"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 2; }));
+  {
+    std::lock_guard l(s->mu);
+    // Same resource and scope: one ResourceSpans with one ScopeSpans of 10 spans, in order.
+    ASSERT_EQ(s->batches[0].resource_spans_size(), 1);
+    ASSERT_EQ(s->batches[0].resource_spans(0).scope_spans_size(), 1);
+    EXPECT_EQ(CountSpans(s->batches[0]), 10u);
+    EXPECT_EQ(SpanNames(s->batches[0]).front(), "s0-0");
+    EXPECT_EQ(SpanNames(s->batches[1]).front(), "s10-0");
+  }
+  // The remaining 5 wait for the 10 s delay; a flush sends them now.
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(s->batches.size(), 2u);
+  EXPECT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  ASSERT_EQ(s->batches.size(), 3u);
+  EXPECT_EQ(CountSpans(s->batches[2]), 5u);
+  EXPECT_EQ(p.Stats(0).sent.load(), 25u);
+}
+
+TEST(BatchProcessorTest, KeepsDistinctResourcesApart) {
+  auto s = std::make_shared<FakeState>();
+  TraceBatchProcessor p(One(s), Options(100, 10s));
+  p.Submit(MakeRequest(2, "a", "svc-a"));
+  p.Submit(MakeRequest(3, "b", "svc-b"));
+  p.Submit(MakeRequest(1, "c", "svc-a"));
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  ASSERT_EQ(s->batches.size(), 1u);
+  ASSERT_EQ(s->batches[0].resource_spans_size(), 2);
+  EXPECT_EQ(s->batches[0].resource_spans(0).scope_spans(0).spans_size(), 3);
+  EXPECT_EQ(s->batches[0].resource_spans(1).scope_spans(0).spans_size(), 3);
+}
+
+TEST(BatchProcessorTest, SplitsALargeRequestIntoBatches) {
+  auto s = std::make_shared<FakeState>();
+  TraceBatchProcessor p(One(s), Options(10, 10s));
+  p.Submit(MakeRequest(25, "x"));
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  ASSERT_EQ(s->batches.size(), 3u);
+  EXPECT_EQ(CountSpans(s->batches[0]), 10u);
+  EXPECT_EQ(CountSpans(s->batches[1]), 10u);
+  EXPECT_EQ(CountSpans(s->batches[2]), 5u);
+  EXPECT_EQ(SpanNames(s->batches[1]).front(), "x10");
+  EXPECT_EQ(SpanNames(s->batches[2]).back(), "x24");
+}
+
+TEST(BatchProcessorTest, ExportsAfterTheDelayWellUnderASecond) {
+  auto s = std::make_shared<FakeState>();
+  TraceBatchProcessor p(One(s), Options(512, 50ms));
+  const auto start = std::chrono::steady_clock::now();
+  p.Submit(MakeRequest(1, "a"));
+  p.Submit(MakeRequest(2, "b"));
+  ASSERT_TRUE(s->WaitFor([&] { return !s->batches.empty(); }));
+  std::lock_guard l(s->mu);
+  EXPECT_EQ(CountSpans(s->batches[0]), 3u);
+  const auto latency = s->times[0] - start;
+  EXPECT_GE(latency, 40ms);
+  EXPECT_LT(latency, 500ms);
+}
+
+TEST(BatchProcessorTest, OverflowDropsTheOldestAndCountsThem) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(1, 0ms);
+  o.max_queue_items = 5;
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(1, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));  // in flight, blocked
+  for (int i = 0; i < 10; ++i) p.Submit(MakeRequest(1, "q" + std::to_string(i) + "-"));
+  EXPECT_EQ(p.Stats(0).dropped_queue_full.load(), 5u);
+  EXPECT_EQ(p.Stats(0).queue_items.load(), 5u);
+  EXPECT_GT(p.Stats(0).queue_bytes.load(), 0u);
+  s->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  std::vector<std::string> names;
+  for (const auto& b : s->batches)
+    for (auto& n : SpanNames(b)) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"first0", "q5-0", "q6-0", "q7-0", "q8-0", "q9-0"}));
+  EXPECT_EQ(p.Stats(0).queue_items.load(), 0u);
+}
+
+TEST(BatchProcessorTest, ByteLimitDropsTheOldest) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(1, 0ms);
+  const std::size_t one = MakeRequest(1, "q0-").ByteSizeLong();
+  o.max_queue_bytes = one * 2 + one / 2;  // room for two
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(1, "z0-"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  for (int i = 0; i < 4; ++i) p.Submit(MakeRequest(1, "q" + std::to_string(i) + "-"));
+  EXPECT_EQ(p.Stats(0).dropped_queue_full.load(), 2u);
+  s->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  ASSERT_EQ(s->batches.size(), 3u);
+  EXPECT_EQ(SpanNames(s->batches[1]).front(), "q2-0");
+  EXPECT_EQ(SpanNames(s->batches[2]).front(), "q3-0");
+}
+
+TEST(BatchProcessorTest, RetriesRetryableThenSucceeds) {
+  auto s = std::make_shared<FakeState>();
+  s->script = {ExportResult::Retryable("unavailable"), ExportResult::Retryable("unavailable")};
+  TraceBatchProcessor p(One(s), Options(10, 0ms));
+  p.Submit(MakeRequest(4, "r"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 1; }));
+  ASSERT_TRUE(p.Flush(2s));  // the stats are updated once Export() has returned
+  EXPECT_EQ(s->calls, 3);
+  EXPECT_EQ(p.Stats(0).retries.load(), 2u);
+  EXPECT_EQ(p.Stats(0).failures.load(), 2u);
+  EXPECT_EQ(p.Stats(0).sent.load(), 4u);
+  EXPECT_EQ(p.Stats(0).dropped_export_failed.load(), 0u);
+}
+
+TEST(BatchProcessorTest, BacksOffExponentially) {
+  auto s = std::make_shared<FakeState>();
+  s->script = {ExportResult::Retryable("a"), ExportResult::Retryable("b"),
+               ExportResult::Retryable("c")};
+  BatchOptions o = Options(10, 0ms);
+  o.retry.initial_backoff = 40ms;
+  o.retry.max_backoff = 1000ms;
+  TraceBatchProcessor p(One(s), o);
+  const auto start = std::chrono::steady_clock::now();
+  p.Submit(MakeRequest(1, "r"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 1; }));
+  // Waits of at least 20 + 40 + 80 ms (jitter keeps 50..100% of 40, 80, 160 ms).
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 140ms);
+}
+
+TEST(BatchProcessorTest, DropsOnPermanentFailure) {
+  auto s = std::make_shared<FakeState>();
+  s->script = {ExportResult::Permanent("bad request")};
+  TraceBatchProcessor p(One(s), Options(10, 0ms));
+  p.Submit(MakeRequest(3, "p"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  ASSERT_TRUE(p.Flush(2s));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(s->calls, 1);
+  EXPECT_EQ(p.Stats(0).dropped_export_failed.load(), 3u);
+  EXPECT_EQ(p.Stats(0).sent.load(), 0u);
+  EXPECT_EQ(p.Stats(0).retries.load(), 0u);
+}
+
+TEST(BatchProcessorTest, GivesUpAfterMaxAttempts) {
+  auto s = std::make_shared<FakeState>();
+  for (int i = 0; i < 10; ++i) s->script.push_back(ExportResult::Retryable("down"));
+  BatchOptions o = Options(10, 0ms);
+  o.retry.max_attempts = 3;
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(2, "p"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 3; }));
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_EQ(s->calls, 3);
+  EXPECT_EQ(p.Stats(0).dropped_export_failed.load(), 2u);
+  EXPECT_EQ(p.Stats(0).retries.load(), 2u);
+}
+
+TEST(BatchProcessorTest, CountsPartialSuccessRejections) {
+  auto s = std::make_shared<FakeState>();
+  auto partial = ExportResult::Ok();
+  partial.rejected = 2;
+  s->script = {partial};
+  TraceBatchProcessor p(One(s), Options(10, 0ms));
+  p.Submit(MakeRequest(5, "p"));
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_EQ(p.Stats(0).sent.load(), 3u);
+  EXPECT_EQ(p.Stats(0).rejected.load(), 2u);
+  EXPECT_EQ(p.Stats(0).failures.load(), 0u);
+}
+
+TEST(BatchProcessorTest, BlockedExporterNeverBlocksSubmit) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(8, 0ms);
+  o.max_queue_items = 100;
+  TraceBatchProcessor p(One(s), o);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20000; ++i) p.Submit(MakeRequest(1, "b"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 1s);
+  EXPECT_LE(p.Stats(0).queue_items.load(), 100u);
+  EXPECT_GE(p.Stats(0).dropped_queue_full.load(), 20000u - 100u - 8u);
+  s->Release();
+}
+
+TEST(BatchProcessorTest, FanOutIsolatesADeadBackend) {
+  auto dead = std::make_shared<FakeState>();
+  dead->block = true;
+  auto live = std::make_shared<FakeState>();
+  std::vector<std::unique_ptr<TraceExporter>> ex;
+  ex.push_back(std::make_unique<FakeExporter>(dead, "dead"));
+  ex.push_back(std::make_unique<FakeExporter>(live, "live"));
+  TraceBatchProcessor p(std::move(ex), Options(5, 10ms));
+  for (int i = 0; i < 20; ++i) p.Submit(MakeRequest(1, "f" + std::to_string(i) + "-"));
+  ASSERT_TRUE(live->WaitFor([&] { return live->TotalSpans() == 20; }));
+  EXPECT_EQ(dead->batches.size(), 0u);
+  for (int i = 0; i < 100 && p.Stats(1).sent.load() < 20u; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(p.Stats(1).sent.load(), 20u);
+  dead->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(dead->mu);
+  EXPECT_EQ(dead->TotalSpans(), 20u);  // each lane gets its own copy
+}
+
+TEST(BatchProcessorTest, ShutdownDrainsTheQueue) {
+  auto s = std::make_shared<FakeState>();
+  {
+    TraceBatchProcessor p(One(s), Options(100, 10s));
+    p.Submit(MakeRequest(7, "d"));
+    p.Shutdown(2s);
+    p.Submit(MakeRequest(1, "late"));  // discarded, never exported
+  }
+  std::lock_guard l(s->mu);
+  EXPECT_EQ(s->TotalSpans(), 7u);
+}
+
+TEST(BatchProcessorTest, RegistersSelfMetrics) {
+  auto s = std::make_shared<FakeState>();
+  StatsRegistry reg;
+  {
+    TraceBatchProcessor p(One(s), Options(10, 0ms), &reg);
+    p.Submit(MakeRequest(3, "m"));
+    ASSERT_TRUE(p.Flush(2s));
+  }
+  const std::string text = reg.Render();
+  EXPECT_NE(text.find("infertel_exporter_sent_items_total{exporter=\"fake\",signal=\"traces\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("infertel_exporter_dropped_items_total{exporter=\"fake\",signal=\"traces\","
+                      "reason=\"queue_full\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE infertel_exporter_queue_items gauge"), std::string::npos);
+  EXPECT_NE(text.find("infertel_exporter_queue_bytes{exporter=\"fake\",signal=\"traces\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("infertel_exporter_retries_total"), std::string::npos);
+  EXPECT_NE(text.find("infertel_exporter_failures_total"), std::string::npos);
+}
+
+class CountingLogExporter : public LogExporter {
+ public:
+  explicit CountingLogExporter(std::atomic<int>* n) : n_(n) {}
+  std::string_view Name() const noexcept override { return "logs"; }
+  ExportResult Export(const LogsRequest& r) noexcept override {
+    *n_ += static_cast<int>(CountItems(r));
+    return ExportResult::Ok();
+  }
+
+ private:
+  std::atomic<int>* n_;
+};
+
+TEST(BatchProcessorTest, WorksForLogs) {
+  std::atomic<int> n{0};
+  std::vector<std::unique_ptr<LogExporter>> ex;
+  ex.push_back(std::make_unique<CountingLogExporter>(&n));
+  LogBatchProcessor p(std::move(ex), Options(10, 0ms));
+  LogsRequest req;
+  auto* sl = req.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < 4; ++i) sl->add_log_records()->set_severity_text("INFO");
+  p.Submit(std::move(req));
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_EQ(n.load(), 4);
+}
+
+TEST(SignalTest, TakeItemsMovesAPrefixAndKeepsTheRest) {
+  TracesRequest src = MakeRequest(3, "a");
+  MergeInto(&src, MakeRequest(2, "b", "other"));
+  TracesRequest dst;
+  EXPECT_EQ(TakeItems(&src, 4, &dst), 4u);
+  EXPECT_EQ(SpanNames(dst), (std::vector<std::string>{"a0", "a1", "a2", "b0"}));
+  EXPECT_EQ(SpanNames(src), (std::vector<std::string>{"b1"}));
+  ASSERT_EQ(src.resource_spans_size(), 1);
+  EXPECT_EQ(src.resource_spans(0).resource().attributes(0).value().string_value(), "other");
+}
+
+}  // namespace
+}  // namespace infertel::pipeline
