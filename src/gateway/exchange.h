@@ -62,6 +62,22 @@ struct Exchange {
   std::string error_message;  // span status message
 
   bool capture_content = true;  // content capture was on for this exchange
+
+  // Engine-span inputs decided when the request arrived (a live change applies to new
+  // requests only).
+  int tracing_level = 1;  // vLLM: otel.instrumentation.vllm.tracing.level
+  std::string pd_role = "none";
+  std::optional<std::int64_t> engine_index;  // EngineCore index, when known
+  // Level 2: token detail of each stream delta, bounded by OTEL_SPAN_EVENT_COUNT_LIMIT.
+  struct Delta {
+    std::uint64_t mono_ns = 0;
+    std::vector<std::string> texts;
+    std::vector<double> logprobs;
+    std::vector<std::int64_t> ids;
+  };
+  std::vector<Delta> deltas;
+  std::size_t deltas_dropped = 0;  // deltas beyond the bound
+  bool logprobs_forced = false;    // the gateway asked the engine for logprobs
 };
 
 // Receives finished exchanges. Called on a gateway worker thread: must not block.

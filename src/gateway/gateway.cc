@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <charconv>
+#include <limits>
 #include <thread>
 
 #include "core/hex.h"
@@ -373,6 +375,18 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   ex.upstream_name = uc.name;
   ex.engine = uc.engine;
   ex.op = op;
+  ex.pd_role = uc.pd_role;
+  if (uc.engine == EngineKind::kVllm) {
+    ex.tracing_level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
+  }
+  if (auto rank = req.find("x-data-parallel-rank"); rank != req.end()) {
+    std::int64_t v = 0;
+    auto sv = rank->value();
+    auto [p, perr] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
+    if (perr == std::errc() && p == sv.data() + sv.size()) ex.engine_index = v;
+  } else if (uc.data_parallel_size == 1) {
+    ex.engine_index = 0;
+  }
 
   bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
   for (const auto& f : req) {
@@ -427,8 +441,17 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       rw.force_include_usage = true;
       stream_opts.drop_injected_usage = true;
     }
+    // Level 2 wants token logprobs for the DECODE events; they are removed again for a client
+    // that did not ask for them.
+    if (ex.request.parsed && ex.tracing_level >= 2 && !ex.request.logprobs &&
+        uc.engine == EngineKind::kVllm &&
+        (op == oa::Operation::kChat || op == oa::Operation::kTextCompletion)) {
+      rw.force_logprobs = true;
+    }
     if (auto body = oa::RewriteRequest(ex.request, req.body(), rw)) {
       ureq.body() = std::move(*body);
+      ex.logprobs_forced = rw.force_logprobs;
+      stream_opts.strip_injected_logprobs = rw.force_logprobs;
     } else {
       ureq.body() = std::move(req.body());
       stream_opts.drop_injected_usage = false;
@@ -544,13 +567,33 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   bool keep_client = client_keep_alive && !close_delimited_out;
   cres.keep_alive(keep_client);
 
-  bhttp::response_serializer<bhttp::empty_body> sr{cres};
-  client.expires_after(std::chrono::seconds(60));
-  co_await bhttp::async_write_header(client, sr, asio::redirect_error(asio::use_awaitable, ec));
-  bool client_write_failed = static_cast<bool>(ec);
+  // A non-stream response whose logprobs only the gateway asked for is held whole, so the
+  // logprobs can be removed and the length corrected before the client sees it.
+  bool hold_body = ex.logprobs_forced && !sse && !head_only;
+  bool client_write_failed = false;
+  auto write_header = [&]() -> asio::awaitable<void> {
+    bhttp::response_serializer<bhttp::empty_body> sr{cres};
+    client.expires_after(std::chrono::seconds(60));
+    error_code hec;
+    co_await bhttp::async_write_header(client, sr, asio::redirect_error(asio::use_awaitable, hec));
+    if (hec) client_write_failed = true;
+  };
+  if (!hold_body) co_await write_header();
 
   oa::StreamObserver observer(op, stream_opts);
   SseRelay relay(&observer);
+  if (ex.tracing_level >= 2 && modify) {
+    relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
+      if (observer.delta_count() == last) return;
+      last = observer.delta_count();
+      if (ex.deltas.size() >= opts().max_span_events) {
+        ++ex.deltas_dropped;
+        return;
+      }
+      const auto& t = observer.last_tokens();
+      ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
+    });
+  }
   std::string observed_body;
   bool observed_overflow = false;
   std::string out;
@@ -593,6 +636,18 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
             if (ex.delta_mono_ns.size() < opts().max_delta_timestamps) ex.delta_mono_ns.push_back(now);
         }
         co_await write_out(out);
+      } else if (hold_body) {
+        if (observed_body.size() + n <= opts().max_observed_body) {
+          observed_body.append(bytes);
+        } else {
+          // Too large to hold: give up removing logprobs and relay as is.
+          hold_body = false;
+          observed_overflow = true;
+          co_await write_header();
+          co_await write_out(observed_body);
+          co_await write_out(bytes);
+          observed_body.clear();
+        }
       } else {
         if (observe && !observed_overflow) {
           if (observed_body.size() + n <= opts().max_observed_body)
@@ -604,6 +659,17 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       }
     }
     if (uec) break;
+  }
+  if (hold_body && !uec && !client_write_failed) {
+    ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+    if (auto stripped = oa::StripInjectedLogprobs(observed_body)) observed_body = std::move(*stripped);
+    if (chunked_out) {
+      cres.chunked(false);
+      chunked_out = false;
+    }
+    cres.content_length(observed_body.size());
+    co_await write_header();
+    co_await write_out(observed_body);
   }
   if (modify && !uec && !client_write_failed) {
     out.clear();
@@ -634,7 +700,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     if (modify) {
       ex.response = observer.Finish();
       ex.stream_deltas = observer.delta_count();
-    } else if (!observed_overflow) {
+    } else if (!observed_overflow && !ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
     }
     if (client_write_failed || watch.client_gone) {

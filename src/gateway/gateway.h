@@ -25,6 +25,10 @@ struct UpstreamConfig {
   http::Url url;             // where the engine listens
   http::HostPort listen;     // where the gateway listens for this engine's clients
   std::string pd_role = "none";  // producer | consumer | none (vLLM PD disaggregation)
+  // Engine cores behind this upstream (vLLM data parallelism). With one, every request's
+  // gen_ai.engine.index is 0; with more, it is known only when the client pins a rank with
+  // X-data-parallel-rank.
+  int data_parallel_size = 1;
 };
 
 struct GatewayOptions {
@@ -38,6 +42,8 @@ struct GatewayOptions {
   std::chrono::milliseconds client_idle_timeout{75'000};   // keep-alive wait for a request
   std::size_t max_idle_upstream_connections = 64;           // per worker and upstream
   std::size_t max_delta_timestamps = 4096;                  // per exchange
+  // Level-2 token detail kept per exchange: OTEL_SPAN_EVENT_COUNT_LIMIT (default 128).
+  std::size_t max_span_events = 128;
 };
 
 // Per-gateway counters, exposed on the admin /metrics.

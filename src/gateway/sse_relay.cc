@@ -59,7 +59,9 @@ void SseRelay::Line(std::string_view line, std::string* out) {
   }
   std::string_view payload = content.substr(5);
   if (!payload.empty() && payload.front() == ' ') payload.remove_prefix(1);
-  switch (observer_->OnData(payload, &rewritten_)) {
+  auto verdict = observer_->OnData(payload, &rewritten_);
+  if (on_data_) on_data_();
+  switch (verdict) {
     case openai::StreamObserver::Verdict::kForward:
       out->append(line);
       break;

@@ -4,6 +4,7 @@
 // every other byte passes unchanged. Bytes are handed back as soon as a line is complete,
 // so the client gets each event as the engine sends it.
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ namespace infertel::gateway {
 class SseRelay {
  public:
   explicit SseRelay(openai::StreamObserver* observer) : observer_(observer) {}
+  // Called after each `data:` payload went through the observer (e.g. to record the token
+  // detail of that event). Optional; runs on the caller's thread.
+  void set_on_data(std::function<void()> on_data) { on_data_ = std::move(on_data); }
 
   // Consumes the next bytes from the engine and appends what the client should receive to
   // *out. An incomplete last line is kept until its end arrives. Bounded: a single line
@@ -30,6 +34,7 @@ class SseRelay {
   std::string partial_;
   bool drop_next_blank_ = false;
   std::string rewritten_;
+  std::function<void()> on_data_;
 };
 
 }  // namespace infertel::gateway

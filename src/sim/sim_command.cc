@@ -140,6 +140,20 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--engine-version", o.engine_version, "Surface generation: v1 or v0")
       ->check(CLI::IsMember({"v1", "v0"}))
       ->capture_default_str();
+  cmd->add_option("--vllm-version", o.vllm_version,
+                  "vLLM release imitated in v1 mode (/version, deprecated metric names)")
+      ->capture_default_str();
+  cmd->add_option("--show-hidden-metrics-for-version", o.show_hidden_metrics_for_version,
+                  "Re-enable metrics hidden since the given version (vLLM's flag)");
+  cmd->add_option("--otlp-traces-endpoint", o.otlp_traces_endpoint,
+                  "Emit vLLM's native llm_request spans over OTLP to this endpoint "
+                  "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc|http/protobuf)");
+  cmd->add_option("--collect-detailed-traces", o.collect_detailed_traces,
+                  "Detailed V0 span timings: model, worker, all (comma-separated)");
+  cmd->add_option("--kv-role", o.kv_role, "PD role: kv_producer, kv_consumer or kv_both")
+      ->check(CLI::IsMember({"kv_producer", "kv_consumer", "kv_both"}));
+  cmd->add_option("--kv-transfer-config", o.kv_transfer_config,
+                  "vLLM's KV-transfer config as JSON; only kv_role is used");
   cmd->callback([flags] { RunSim(*flags); });
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/engine/engine.h"
+#include "sim/otlp/span_exporter.h"
 
 namespace infertel::sim {
 
@@ -23,6 +24,20 @@ struct SimOptions {
   bool enable_prompt_tokens_details = false;
   int io_threads = 2;
   EngineConfig engine_config;
+  // V1 mode: the vLLM release imitated (/version, metric names by deprecation state).
+  std::string vllm_version = "0.11.0";
+  std::string show_hidden_metrics_for_version;  // vLLM's --show-hidden-metrics-for-version
+  // Native OTLP spans (vLLM's --otlp-traces-endpoint); empty: tracing off. The protocol and
+  // batching come from the environment (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_BSP_*).
+  std::string otlp_traces_endpoint;
+  // vLLM's --collect-detailed-traces: comma list of model, worker, all (V0 shape only).
+  std::string collect_detailed_traces;
+  // PD role (vLLM's kv_transfer_config.kv_role): "", kv_producer, kv_consumer or kv_both.
+  // Either directly or from a --kv-transfer-config JSON object.
+  std::string kv_role;
+  std::string kv_transfer_config;
+  // Environment lookup (OTEL_*); null: the process environment.
+  SimEnvFn env;
 };
 
 class SimServer {
@@ -36,6 +51,8 @@ class SimServer {
   void Stop();
   // The engine, for introspection in tests.
   Engine& engine();
+  // The effective PD role ("" when none).
+  const std::string& kv_role() const;
 
  private:
   SimServer() = default;

@@ -245,8 +245,12 @@ struct Decoder {
         std::string v;
         if (f->type() == FieldDescriptor::TYPE_BYTES) {
           bool ok = false;
-          if (IsIdField(f)) ok = HexToBytes(s, &v);
-          if (!ok) ok = Base64Decode(s, &v);
+          if (IsIdField(f)) {
+            // Hex per OTLP/JSON; base64 (protobuf's JSON mapping) only if it yields an id.
+            ok = HexToBytes(s, &v) || (Base64Decode(s, &v) && (v.size() == 8 || v.size() == 16));
+          } else {
+            ok = Base64Decode(s, &v);
+          }
           if (!ok) return Fail(f, IsIdField(f) ? "bad hex id" : "bad base64");
         } else {
           v.assign(s);

@@ -443,10 +443,15 @@ void ReadUsage(simdjson::dom::element usage_el, Usage* usage) {
   if (Member(u, "total_tokens", &e)) {
     if (auto v = AsInt(e)) usage->total_tokens = v;
   }
+  // A details object without cached tokens says there were none; no details object says
+  // nothing (vLLM attaches it only with --enable-prompt-tokens-details, SGLang only with
+  // --enable-cache-report, and older versions only when the count is above 0).
   simdjson::dom::object details;
-  if (Member(u, "prompt_tokens_details", &e) && !e.get_object().get(details) &&
-      Member(details, "cached_tokens", &e)) {
-    if (auto v = AsInt(e)) usage->cached_tokens = v;
+  if (Member(u, "prompt_tokens_details", &e) && !e.get_object().get(details)) {
+    usage->cached_tokens = 0;
+    if (Member(details, "cached_tokens", &e)) {
+      if (auto v = AsInt(e)) usage->cached_tokens = v;
+    }
   }
 }
 

@@ -24,6 +24,10 @@ Operation OperationForPath(std::string_view method, std::string_view target);
 std::string_view OperationName(Operation op);  // chat | text_completion | embeddings | rerank
 std::string_view SpanKindFor(Operation op);    // LLM | EMBEDDING | RERANKER
 
+// Ids, model names, roles, finish reasons and tool names are identifiers, not content: the
+// content length limit does not apply to them, only this sanity bound.
+inline constexpr std::size_t kMaxIdentifierChars = 1024;
+
 struct CaptureOptions {
   bool capture_content = true;      // build input/output messages at all
   std::size_t max_length = 8192;    // per content item, in characters (UTF-8 code points)

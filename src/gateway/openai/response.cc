@@ -45,10 +45,10 @@ std::vector<ToolCall> ReadToolCalls(object message, const CaptureOptions& captur
     object c;
     if (item.get_object().get(c)) continue;
     ToolCall call;
-    if (Member(c, "id", &e)) call.id = Bounded(AsString(e).value_or(""), capture.max_length);
+    if (Member(c, "id", &e)) call.id = Bounded(AsString(e).value_or(""), kMaxIdentifierChars);
     object fn;
     if (Member(c, "function", &e) && !e.get_object().get(fn)) {
-      if (Member(fn, "name", &e)) call.name = Bounded(AsString(e).value_or(""), capture.max_length);
+      if (Member(fn, "name", &e)) call.name = Bounded(AsString(e).value_or(""), kMaxIdentifierChars);
       if (capture.capture_content && Member(fn, "arguments", &e)) {
         if (auto s = AsString(e)) {
           call.arguments = Bounded(*s, capture.max_length);
@@ -71,10 +71,10 @@ void ReadResponse(Operation op, object root, const CaptureOptions& capture, Resp
   if (internal::ReadError(root, capture.max_length, info)) return;
   element e;
   if (Member(root, "id", &e)) {
-    if (auto s = AsString(e)) info->id = Bounded(*s, capture.max_length);
+    if (auto s = AsString(e)) info->id = Bounded(*s, kMaxIdentifierChars);
   }
   if (Member(root, "model", &e)) {
-    if (auto s = AsString(e)) info->model = Bounded(*s, capture.max_length);
+    if (auto s = AsString(e)) info->model = Bounded(*s, kMaxIdentifierChars);
   }
   if (Member(root, "usage", &e)) internal::ReadUsage(e, &info->usage);
 
@@ -99,7 +99,7 @@ void ReadResponse(Operation op, object root, const CaptureOptions& capture, Resp
   for (const ChoiceRef& ref : choices) {
     std::string_view finish;
     if (Member(ref.choice, "finish_reason", &e)) finish = AsString(e).value_or("");
-    info->finish_reasons.push_back(Bounded(finish, capture.max_length));
+    info->finish_reasons.push_back(Bounded(finish, kMaxIdentifierChars));
 
     std::string_view role, text, reasoning;
     std::vector<ToolCall> calls;

@@ -104,10 +104,10 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
 
     element e;
     if (!info_.id && Member(root, "id", &e)) {
-      if (auto s = AsString(e)) info_.id = std::string(TruncateUtf8(*s, max_len));
+      if (auto s = AsString(e)) info_.id = std::string(TruncateUtf8(*s, kMaxIdentifierChars));
     }
     if (!info_.model && Member(root, "model", &e)) {
-      if (auto s = AsString(e)) info_.model = std::string(TruncateUtf8(*s, max_len));
+      if (auto s = AsString(e)) info_.model = std::string(TruncateUtf8(*s, kMaxIdentifierChars));
     }
 
     bool has_delta = false;
@@ -130,7 +130,7 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
         object delta;
         if (Member(c, "delta", &e) && !e.get_object().get(delta)) {
           if (ch.role.empty() && Member(delta, "role", &e)) {
-            ch.role = std::string(TruncateUtf8(AsString(e).value_or(""), max_len));
+            ch.role = std::string(TruncateUtf8(AsString(e).value_or(""), kMaxIdentifierChars));
           }
           if (Member(delta, "content", &e)) {
             if (auto s = AsString(e); s && !s->empty()) {
@@ -178,9 +178,9 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
               if ((id && !id->empty()) || (name && !name->empty()) || (args && !args->empty())) {
                 has_delta = true;
               }
-              if (id && !id->empty() && tc.id.empty()) tc.id = TruncateUtf8(*id, max_len);
+              if (id && !id->empty() && tc.id.empty()) tc.id = TruncateUtf8(*id, kMaxIdentifierChars);
               if (name && !name->empty() && tc.name.empty()) {
-                tc.name = TruncateUtf8(*name, max_len);
+                tc.name = TruncateUtf8(*name, kMaxIdentifierChars);
               }
               if (args && capture.capture_content) {
                 internal::AppendBounded(&tc.arguments, &ch.argument_chars[ti], *args, max_len);
@@ -197,7 +197,7 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
         }
         if (Member(c, "finish_reason", &e)) {
           if (auto s = AsString(e); s && !s->empty()) {
-            ch.finish_reason = TruncateUtf8(*s, max_len);
+            ch.finish_reason = TruncateUtf8(*s, kMaxIdentifierChars);
           }
         }
         ReadTokenDetail(c, &last_tokens_);

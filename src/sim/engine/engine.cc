@@ -233,8 +233,13 @@ GeneratedToken Engine::SampleLocked(Req& r) {
 std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
   std::vector<Scheduled> scheduled;
   std::uint64_t duration_ns = 0;
+  std::uint64_t forward_ns = 0;
+  std::uint64_t scheduler_ns = 0;
+  IterationStats iter;
   {
     std::lock_guard lk(mu_);
+    const std::uint64_t sched_start = MonoNanos();
+    const std::uint64_t preemptions_before = stats_.preemptions;
     int budget = config_.max_num_batched_tokens;
     int prefill_tokens = 0, decodes = 0;
     bool preempted = false;
@@ -283,9 +288,10 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
       }
       waiting_.pop_front();
       running_.push_back(r.id);
-      stats_.prefix_cache_queries += r.tokens.size();
-      stats_.prefix_cache_hits += r.computed;
       if (!r.ever_scheduled) {
+        // Like vLLM's PrefixCacheStats: new requests only, not re-queries after preemption.
+        stats_.prefix_cache_queries += r.tokens.size();
+        stats_.prefix_cache_hits += r.computed;
         r.ever_scheduled = true;
         r.rec.scheduled_mono_ns = now;
       }
@@ -296,7 +302,10 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
     double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * prefill_tokens +
                 config_.decode_ms_per_token * decodes;
     duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
+    forward_ns = static_cast<std::uint64_t>((ms - config_.step_fixed_ms) / config_.speed * 1e6);
+    iter.num_preempted = static_cast<int>(stats_.preemptions - preemptions_before);
     ++stats_.steps;
+    scheduler_ns = MonoNanos() - sched_start;
   }
 
   if (sleep) sleep(duration_ns);
@@ -308,18 +317,28 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
     std::lock_guard lk(mu_);
     observer = observer_;
     const std::uint64_t now = Now();
+    iter.mono_ns = now;
     for (const Scheduled& s : scheduled) {
       auto it = reqs_.find(s.id);
       if (it == reqs_.end()) continue;  // aborted while the step ran
       Req& r = *it->second;
       r.computed += s.num_new;
+      r.rec.execute_ns += duration_ns;
+      r.rec.forward_ns += forward_ns;
+      r.rec.scheduler_ns += scheduler_ns;
       RegisterFullBlocksLocked(r);
       if (r.computed < static_cast<int>(r.tokens.size())) continue;  // prefill chunk
 
       GeneratedToken tok = SampleLocked(r);
       r.tokens.push_back(tok.id);
       ++r.rec.generated_tokens;
-      if (r.rec.first_token_mono_ns == 0) r.rec.first_token_mono_ns = now;
+      ++iter.num_generation_tokens;
+      if (r.rec.first_token_mono_ns == 0) {
+        r.rec.first_token_mono_ns = now;
+        iter.num_prompt_tokens += r.prompt_len;
+      } else {
+        iter.inter_token_s.push_back(static_cast<double>(now - r.rec.last_token_mono_ns) / 1e9);
+      }
       r.rec.last_token_mono_ns = now;
 
       RequestOutput out;
@@ -369,6 +388,7 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
   }
   if (observer) {
     for (const RequestRecord& rec : finished_records) observer->OnRequestFinished(rec);
+    if (!outputs.empty() || iter.num_preempted > 0) observer->OnIteration(iter);
     EngineStats s = Stats();
     observer->OnStep(static_cast<int>(s.running), static_cast<int>(s.waiting),
                      static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total);

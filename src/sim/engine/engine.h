@@ -72,7 +72,21 @@ struct RequestRecord {
   int generated_tokens = 0;
   int preemptions = 0;
   int max_tokens = 0;
+  // Modelled time of the steps this request took part in, and the real time the scheduler
+  // spent on them (vLLM V0's detailed traces: model execute/forward and scheduler time).
+  std::uint64_t execute_ns = 0;
+  std::uint64_t forward_ns = 0;
+  std::uint64_t scheduler_ns = 0;
   FinishReason finish_reason = FinishReason::kNone;
+};
+
+// What one engine step produced, the way vLLM's IterationStats sees an output batch.
+struct IterationStats {
+  std::uint64_t mono_ns = 0;          // when the outputs were produced
+  int num_prompt_tokens = 0;          // prompt lengths of requests that got their first token
+  int num_generation_tokens = 0;      // tokens generated this step
+  int num_preempted = 0;              // requests preempted while scheduling this step
+  std::vector<double> inter_token_s;  // per non-first output: time since the previous output
 };
 
 struct GeneratedToken {
@@ -102,6 +116,8 @@ class EngineObserver {
   // A client abort; vLLM records no stats or span for these (facts §3.6).
   virtual void OnRequestAborted(const RequestRecord& record) {}
   virtual void OnStep(int num_running, int num_waiting, double kv_usage) {}
+  // After every step that produced outputs, after the request callbacks of that step.
+  virtual void OnIteration(const IterationStats& stats) {}
 };
 
 struct EngineStats {

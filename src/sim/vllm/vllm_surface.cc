@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 
+#include "core/clock.h"
 #include "core/hex.h"
 #include "sim/engine/tokenizer.h"
 #include "sim/json_writer.h"
@@ -55,6 +56,15 @@ std::optional<std::int64_t> GetInt(const object& o, std::string_view key) {
   if (e->get_int64().get(v) == simdjson::SUCCESS) return v;
   double d;
   if (e->get_double().get(d) == simdjson::SUCCESS) return static_cast<std::int64_t>(d);
+  return std::nullopt;
+}
+std::optional<double> GetDouble(const object& o, std::string_view key) {
+  auto e = Field(o, key);
+  if (!e) return std::nullopt;
+  double d;
+  if (e->get_double().get(d) == simdjson::SUCCESS) return d;
+  std::int64_t v;
+  if (e->get_int64().get(v) == simdjson::SUCCESS) return static_cast<double>(v);
   return std::nullopt;
 }
 std::optional<std::string> GetStr(const object& o, std::string_view key) {
@@ -215,10 +225,96 @@ double Relevance(const std::string& query, const std::string& doc) {
 
 }  // namespace
 
+// Per API prompt: what the front end knows of its sequences (touched on the engine thread
+// only, as every callback of the engine runs there).
+struct GroupTelemetry {
+  struct Child {
+    std::uint64_t first_token_wall_ns = 0;
+    int tokens = 0;
+    bool finished = false;
+    RequestRecord record;
+  };
+  std::string request_id;
+  std::string traceparent, tracestate;
+  std::uint64_t arrival_wall_ns = 0;
+  double temperature = 1.0, top_p = 1.0;
+  int max_tokens = 0;
+  int n = 1;
+  int finished = 0;
+  std::vector<Child> children;
+};
+
+void VllmSurface::OnEngineOutput(GroupTelemetry& g, int child, const RequestOutput& out) {
+  if (!options_.metrics && !options_.spans) return;
+  const std::uint64_t now = WallNanos();
+  auto seconds_since_arrival = [&](std::uint64_t t) {
+    return (static_cast<double>(t) - static_cast<double>(g.arrival_wall_ns)) / 1e9;
+  };
+  GroupTelemetry::Child& c = g.children[child];
+  if (c.first_token_wall_ns == 0 && !out.tokens.empty()) {
+    c.first_token_wall_ns = now;
+    if (options_.metrics) options_.metrics->ObserveFirstToken(seconds_since_arrival(now));
+  }
+  c.tokens += static_cast<int>(out.tokens.size());
+  if (!out.finished) return;
+  c.finished = true;
+  c.record = out.record;
+  ++g.finished;
+  if (options_.metrics)
+    options_.metrics->ObserveFinished(out.record, seconds_since_arrival(now), g.max_tokens);
+  LlmRequestSpanInput in;
+  in.traceparent = g.traceparent;
+  in.tracestate = g.tracestate;
+  in.request_id = g.request_id;
+  in.arrival_wall_ns = g.arrival_wall_ns;
+  in.end_wall_ns = now;
+  in.temperature = g.temperature;
+  in.top_p = g.top_p;
+  in.max_tokens = g.max_tokens;
+  if (options_.spans && !options_.v0) {
+    // One span per sequence, each with n = 1 (vLLM's child requests).
+    in.first_token_wall_ns = c.first_token_wall_ns;
+    in.record = c.record;
+    in.completion_tokens = c.tokens;
+    in.n = 1;
+    if (auto span = BuildLlmRequestSpanV1(in)) options_.spans->OnEnd(std::move(*span));
+  }
+  if (g.finished < static_cast<int>(g.children.size())) return;
+  int max_gen = 0;
+  for (const auto& ch : g.children) max_gen = std::max(max_gen, ch.tokens);
+  if (options_.metrics) options_.metrics->ObserveParentFinished(g.n, max_gen);
+  if (options_.spans && options_.v0) {
+    // V0: one span per sequence group.
+    in.record = g.children[0].record;
+    in.first_token_wall_ns = 0;
+    in.scheduled_wall_ns = 0;
+    in.completion_tokens = 0;
+    for (const auto& ch : g.children) {
+      const RequestRecord& r = ch.record;
+      std::uint64_t sched = r.arrival_wall_ns + (r.scheduled_mono_ns - r.arrival_mono_ns);
+      if (in.scheduled_wall_ns == 0 || sched < in.scheduled_wall_ns) in.scheduled_wall_ns = sched;
+      if (in.first_token_wall_ns == 0 || ch.first_token_wall_ns < in.first_token_wall_ns)
+        in.first_token_wall_ns = ch.first_token_wall_ns;
+      in.completion_tokens += ch.tokens;
+      in.record.execute_ns = std::max(in.record.execute_ns, r.execute_ns);
+      in.record.forward_ns = std::max(in.record.forward_ns, r.forward_ns);
+      in.record.scheduler_ns = std::max(in.record.scheduler_ns, r.scheduler_ns);
+    }
+    in.n = g.n;
+    in.num_sequences = static_cast<int>(g.children.size());
+    in.model_path = options_.model_path.empty() ? options_.model : options_.model_path;
+    in.detailed = options_.detailed;
+    if (auto span = BuildLlmRequestSpanV0(in)) options_.spans->OnEnd(std::move(*span));
+  }
+}
+
 VllmSurface::VllmSurface(Engine* engine, VllmSurfaceOptions options)
     : engine_(engine), options_(std::move(options)), started_unix_(std::time(nullptr)) {}
 
-const char* VllmSurface::version() const { return options_.v0 ? kVersionV0 : kVersionV1; }
+const char* VllmSurface::version() const {
+  if (options_.v0) return kVersionV0;
+  return options_.vllm_version.empty() ? kVersionV1 : options_.vllm_version.c_str();
+}
 
 net::awaitable<bool> VllmSurface::Json(HttpConnection& conn, HttpRequest& req, http::status status,
                                        std::string body) {
@@ -327,6 +423,11 @@ net::awaitable<bool> VllmSurface::Handle(HttpConnection& conn, HttpRequest& req)
     if (!get) co_return co_await method_not_allowed();
     co_return co_await Json(conn, req, http::status::ok, ModelsJson());
   }
+  if (path == "/metrics" && options_.metrics) {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await conn.Reply(http::status::ok, kPrometheusContentType,
+                                  options_.metrics->Render(), req.keep_alive());
+  }
   if (path == "/_sim/stats") {
     if (!get) co_return co_await method_not_allowed();
     co_return co_await Json(conn, req, http::status::ok, StatsJson());
@@ -351,6 +452,8 @@ net::awaitable<bool> VllmSurface::Handle(HttpConnection& conn, HttpRequest& req)
 }
 
 net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& req, bool chat) {
+  // vLLM's arrival_time: wall clock when rendering starts, before templating and tokenizing.
+  const std::uint64_t arrival_wall_ns = WallNanos();
   const bool v0 = options_.v0;
   simdjson::dom::parser parser;
   element doc;
@@ -537,7 +640,26 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
   int total_prompt_tokens = 0;
   for (const auto& ids : prompt_ids) total_prompt_tokens += static_cast<int>(ids.size());
   const std::string suffix = RandomHex(8);
+  std::string traceparent, tracestate;
+  if (options_.spans) {
+    // Only the two W3C headers are propagated.
+    if (auto it = req.find("traceparent"); it != req.end()) traceparent = std::string(it->value());
+    if (auto it = req.find("tracestate"); it != req.end()) tracestate = std::string(it->value());
+  }
+  const double temperature = GetDouble(body, "temperature").value_or(1.0);
+  const double top_p = GetDouble(body, "top_p").value_or(1.0);
   for (int pi = 0; pi < num_prompts; ++pi) {
+    auto group = std::make_shared<GroupTelemetry>();
+    group->request_id = id + (num_prompts > 1 ? "_" + std::to_string(pi) : "");
+    group->traceparent = traceparent;
+    group->tracestate = tracestate;
+    group->arrival_wall_ns = arrival_wall_ns;
+    group->temperature = temperature;
+    group->top_p = top_p;
+    group->max_tokens = max_tokens ? static_cast<int>(*max_tokens)
+                                   : max_len - static_cast<int>(prompt_ids[pi].size());
+    group->n = n;
+    group->children.resize(static_cast<std::size_t>(n));
     for (int c = 0; c < n; ++c) {
       int idx = pi * n + c;
       SamplingSpec s = spec;
@@ -545,7 +667,8 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
       choices[idx].engine_id = id + (num_prompts > 1 ? "_" + std::to_string(pi) : "") + "-" +
                                suffix + (n > 1 ? "_" + std::to_string(c) : "");
       bool ok = engine_->Submit(choices[idx].engine_id, prompt_ids[pi], std::move(s),
-                                [inbox, waker, idx](const RequestOutput& out) {
+                                [this, group, c, inbox, waker, idx](const RequestOutput& out) {
+                                  OnEngineOutput(*group, c, out);
                                   {
                                     std::lock_guard lk(inbox->mu);
                                     inbox->events.emplace_back(idx, out);

@@ -7,10 +7,14 @@
 // mutable state of its own besides the engine (thread-safe) and atomics.
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "sim/engine/engine.h"
 #include "sim/http_server.h"
+#include "sim/otlp/span_exporter.h"
+#include "sim/vllm/vllm_metrics.h"
+#include "sim/vllm/vllm_tracing.h"
 
 namespace infertel::sim {
 
@@ -19,7 +23,14 @@ struct VllmSurfaceOptions {
   bool enable_prompt_tokens_details = false;
   bool v0 = false;  // answer as a V0-era server (0.7.x): older error and response shapes
   int embedding_dim = 384;
+  std::string vllm_version = "0.11.0";  // what /version reports in V1 mode
+  std::string model_path;               // V0 span's gen_ai.response.model; empty: `model`
+  VllmMetrics* metrics = nullptr;       // not owned; null: no /metrics
+  BatchSpanProcessor* spans = nullptr;  // not owned; null: tracing off
+  DetailedTraces detailed;              // V0 only
 };
+
+struct GroupTelemetry;
 
 class VllmSurface {
  public:
@@ -42,6 +53,9 @@ class VllmSurface {
   std::string BaseRequestId(const HttpRequest& req, std::string_view body_request_id) const;
   std::string StatsJson() const;
   std::string ModelsJson() const;
+  // Front-end bookkeeping of one engine output (engine thread): TTFT, finished-request
+  // metrics and the native span, as vLLM's output processor does it.
+  void OnEngineOutput(GroupTelemetry& group, int child, const RequestOutput& out);
 
   Engine* engine_;
   VllmSurfaceOptions options_;

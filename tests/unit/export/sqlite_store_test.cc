@@ -228,7 +228,8 @@ TEST_F(SqliteStoreTest, ExporterWritesAndRefusesABadPath) {
   auto exporter = MakeStoreTraceExporter(o, &error);
   ASSERT_NE(exporter, nullptr) << error;
   TracesRequest req;
-  AddSpan(&req, "0000000000000001", "", "a", 1, 2);
+  const std::uint64_t now = WallNanos();
+  AddSpan(&req, "0000000000000001", "", "a", now - 1000, now);
   EXPECT_TRUE(exporter->Export(req).ok());
   exporter->Shutdown();
   SqliteStore reader;

@@ -1,0 +1,238 @@
+#include "engines/assembler.h"
+
+#include "core/semconv.h"
+
+namespace infertel::engines {
+
+JoinRecord MakeJoinRecord(const gateway::Exchange& ex) {
+  JoinRecord r;
+  r.request_id = ex.request_id;
+  r.upstream = ex.upstream_name;
+  r.engine = ex.engine;
+  r.trace_id = ex.trace_id;
+  r.entry_span_id = ex.span_id;
+  r.model = ex.request.model ? ex.request.model : ex.response.model;
+  r.cached_tokens = ex.response.usage.cached_tokens;
+  r.tracing_level = ex.tracing_level;
+  r.pd_role = ex.pd_role;
+  r.engine_index = ex.engine_index;
+  if (ex.upstream_sent_mono_ns != 0) r.dispatch_wall_ns = ex.start.WallAt(ex.upstream_sent_mono_ns);
+  if (ex.first_token_mono_ns != 0) r.first_token_wall_ns = ex.start.WallAt(ex.first_token_mono_ns);
+  r.deltas = ex.deltas;
+  for (auto& d : r.deltas) d.mono_ns = ex.start.WallAt(d.mono_ns);  // now wall-clock ns
+  r.deltas_dropped = ex.deltas_dropped;
+  r.client_aborted = ex.outcome == gateway::Outcome::kClientAborted;
+  return r;
+}
+
+void AssemblerStats::Register(StatsRegistry* r) const {
+  using T = StatsRegistry::Type;
+  r->Add("infertel_assembler_engine_spans", "Engine request spans received", T::kCounter, "", &engine_spans);
+  r->Add("infertel_assembler_joined", "Engine spans joined to a gateway exchange", T::kCounter, "", &joined);
+  r->Add("infertel_assembler_unmatched", "Engine spans exported without a matching exchange", T::kCounter, "",
+         &unmatched);
+  r->Add("infertel_assembler_passthrough_spans", "Spans passed on unchanged", T::kCounter, "", &passthrough);
+  r->Add("infertel_assembler_derived_spans", "Phase spans derived from engine spans", T::kCounter, "",
+         &derived_spans);
+  r->Add("infertel_assembler_released_early",
+         "Engine spans exported unmatched before their wait ended (waiting table full)", T::kCounter, "",
+         &released_early);
+  r->Add("infertel_assembler_records_evicted", "Join records evicted early by the size bound", T::kCounter, "",
+         &records_evicted);
+  r->Add("infertel_assembler_waiting_spans", "Engine spans waiting for their exchange", T::kGauge, "", &waiting);
+  r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "", &records);
+}
+
+Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,
+                     std::shared_ptr<config::ConfigStore> config)
+    : options_(std::move(options)), out_(out), config_(std::move(config)) {
+  timer_ = std::thread([this] { TimerLoop(); });
+}
+
+Assembler::~Assembler() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (timer_.joinable()) timer_.join();
+  FlushWaiting();
+}
+
+std::shared_ptr<const JoinRecord> Assembler::Lookup(const std::vector<std::string>& keys) {
+  for (const auto& k : keys) {
+    auto it = records_.find(k);
+    if (it != records_.end()) return it->second.record;
+  }
+  return nullptr;
+}
+
+void Assembler::Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out) {
+  std::vector<Span> phases;
+  if (vllm::IsVllmRequestSpan(w.span)) {
+    vllm::NormalizeContext ctx;
+    ctx.record = record;
+    ctx.shape = options_.vllm_shape;
+    ctx.pd_role = options_.default_pd_role;
+    ctx.max_events = options_.max_span_events;
+    auto settings = config_->Current();
+    ctx.level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
+    vllm::Normalize(&w.span, w.scope.name(), ctx, &phases);
+  }
+  (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
+  stats_.derived_spans.fetch_add(phases.size(), std::memory_order_relaxed);
+  auto* rs = out->add_resource_spans();
+  *rs->mutable_resource() = std::move(w.resource);
+  rs->set_schema_url(w.resource_schema_url);
+  auto* ss = rs->add_scope_spans();
+  *ss->mutable_scope() = std::move(w.scope);
+  ss->set_schema_url(w.scope_schema_url);
+  *ss->add_spans() = std::move(w.span);
+  for (auto& p : phases) *ss->add_spans() = std::move(p);
+}
+
+void Assembler::Submit(TracesRequest&& request) noexcept {
+  auto settings = config_->Current();
+  const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
+  TracesRequest out;
+  std::vector<Waiting> early;
+  // Split: engine request spans are taken out; everything else stays where it is.
+  for (auto& rs : *request.mutable_resource_spans()) {
+    for (auto& ss : *rs.mutable_scope_spans()) {
+      auto* spans = ss.mutable_spans();
+      int keep = 0;
+      for (int i = 0; i < spans->size(); ++i) {
+        Span* span = spans->Mutable(i);
+        if (!vllm_on || !vllm::IsVllmRequestSpan(*span)) {
+          if (keep != i) spans->SwapElements(keep, i);
+          ++keep;
+          continue;
+        }
+        stats_.engine_spans.fetch_add(1, std::memory_order_relaxed);
+        Waiting w;
+        w.resource = rs.resource();
+        w.resource_schema_url = rs.schema_url();
+        w.scope = ss.scope();
+        w.scope_schema_url = ss.schema_url();
+        w.span = std::move(*span);
+        w.keys = vllm::JoinKeys(w.span);
+        early.push_back(std::move(w));
+      }
+      while (spans->size() > keep) spans->RemoveLast();
+    }
+  }
+  std::size_t passthrough = CountSpans(request);
+  if (passthrough > 0) {
+    stats_.passthrough.fetch_add(passthrough, std::memory_order_relaxed);
+    // Drop emptied scopes and resources so the pass-through request stays well formed.
+    for (auto& rs : *request.mutable_resource_spans()) {
+      auto* scopes = rs.mutable_scope_spans();
+      for (int i = scopes->size() - 1; i >= 0; --i)
+        if (scopes->Get(i).spans_size() == 0) scopes->DeleteSubrange(i, 1);
+    }
+    auto* rss = request.mutable_resource_spans();
+    for (int i = rss->size() - 1; i >= 0; --i)
+      if (rss->Get(i).scope_spans_size() == 0) rss->DeleteSubrange(i, 1);
+    out_->Submit(std::move(request));
+  }
+  if (early.empty()) return;
+
+  std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
+  {
+    std::lock_guard lock(mu_);
+    auto deadline = std::chrono::steady_clock::now() + options_.join_window;
+    for (auto& w : early) {
+      if (auto rec = Lookup(w.keys)) {
+        ready.emplace_back(std::move(w), std::move(rec));
+        continue;
+      }
+      if (waiting_.size() >= options_.max_waiting_spans) {
+        // Bounded: the oldest waiting span goes out unmatched rather than being lost.
+        ready.emplace_back(std::move(waiting_.front()), nullptr);
+        waiting_.pop_front();
+        stats_.released_early.fetch_add(1, std::memory_order_relaxed);
+      }
+      w.deadline = deadline;
+      waiting_.push_back(std::move(w));
+    }
+    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+  }
+  if (ready.empty()) return;
+  TracesRequest joined;
+  for (auto& [w, rec] : ready) Emit(std::move(w), rec.get(), &joined);
+  out_->Submit(std::move(joined));
+}
+
+void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
+  if (ex.request_id.empty()) return;
+  auto record = std::make_shared<const JoinRecord>(MakeJoinRecord(ex));
+  std::vector<Waiting> matched;
+  {
+    std::lock_guard lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    records_[ex.request_id] = {record, now + options_.record_ttl};
+    expiry_.emplace_back(now + options_.record_ttl, ex.request_id);
+    while (records_.size() > options_.max_records && !expiry_.empty()) {
+      records_.erase(expiry_.front().second);
+      expiry_.pop_front();
+      stats_.records_evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+    stats_.records.store(records_.size(), std::memory_order_relaxed);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      bool hit = std::find(it->keys.begin(), it->keys.end(), ex.request_id) != it->keys.end();
+      if (hit) {
+        matched.push_back(std::move(*it));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+  }
+  if (matched.empty()) return;
+  TracesRequest out;
+  for (auto& w : matched) Emit(std::move(w), record.get(), &out);
+  out_->Submit(std::move(out));
+}
+
+void Assembler::FlushWaiting() {
+  std::deque<Waiting> all;
+  {
+    std::lock_guard lock(mu_);
+    all.swap(waiting_);
+    stats_.waiting.store(0, std::memory_order_relaxed);
+  }
+  if (all.empty()) return;
+  TracesRequest out;
+  for (auto& w : all) Emit(std::move(w), nullptr, &out);
+  out_->Submit(std::move(out));
+}
+
+void Assembler::TimerLoop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    auto now = std::chrono::steady_clock::now();
+    while (!expiry_.empty() && expiry_.front().first <= now) {
+      auto it = records_.find(expiry_.front().second);
+      // A newer record under the same id has a later expiry entry of its own.
+      if (it != records_.end() && it->second.expires <= now) records_.erase(it);
+      expiry_.pop_front();
+    }
+    stats_.records.store(records_.size(), std::memory_order_relaxed);
+    std::vector<Waiting> due;
+    while (!waiting_.empty() && waiting_.front().deadline <= now) {
+      due.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+    if (due.empty()) continue;
+    lock.unlock();
+    TracesRequest out;
+    for (auto& w : due) Emit(std::move(w), nullptr, &out);
+    out_->Submit(std::move(out));
+    lock.lock();
+  }
+}
+
+}  // namespace infertel::engines

@@ -1,0 +1,108 @@
+#pragma once
+// The assembler joins the engine's own spans (arriving through the OTLP receiver) with the
+// gateway's view of the same requests, normalizes them per engine, and passes everything on
+// to the trace pipeline. Spans it does not recognise pass through unchanged.
+//
+// Joining: the gateway sends every request with an X-Request-Id; vLLM names its span after
+// it (`gen_ai.request.id` = `chatcmpl-<id>`). A finished exchange leaves a JoinRecord for a
+// while (record_ttl); an engine span that arrives before its exchange has finished waits
+// (join_window) and is then exported normalized but unmatched, and counted. Both tables are
+// bounded.
+//
+// Thread-safety: Submit (receiver threads) and OnExchangeFinished (gateway workers) may be
+// called concurrently; neither blocks beyond a short critical section. A timer thread
+// releases spans whose wait ran out.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "config/settings.h"
+#include "core/stats.h"
+#include "engines/join.h"
+#include "engines/vllm/vllm_spans.h"
+#include "gateway/exchange.h"
+#include "pipeline/exporter.h"
+
+namespace infertel::engines {
+
+struct AssemblerOptions {
+  std::chrono::milliseconds join_window{3000};  // an early engine span waits this long
+  std::chrono::seconds record_ttl{120};         // a finished exchange is kept this long
+  std::size_t max_records = 200'000;
+  std::size_t max_waiting_spans = 50'000;
+  std::size_t max_span_events = 128;            // OTEL_SPAN_EVENT_COUNT_LIMIT
+  // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
+  // upstream, if there is exactly one.
+  std::string default_pd_role = "none";
+  vllm::SpanShape vllm_shape = vllm::SpanShape::kAuto;
+};
+
+struct AssemblerStats {
+  std::atomic<std::uint64_t> engine_spans{0};     // engine request spans seen
+  std::atomic<std::uint64_t> joined{0};           // matched with a gateway exchange
+  std::atomic<std::uint64_t> unmatched{0};        // exported without a match
+  std::atomic<std::uint64_t> passthrough{0};      // spans passed on unchanged
+  std::atomic<std::uint64_t> derived_spans{0};    // phase spans made
+  std::atomic<std::uint64_t> released_early{0};   // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> records_evicted{0};  // records dropped before their TTL (bound)
+  std::atomic<std::uint64_t> waiting{0};          // gauge
+  std::atomic<std::uint64_t> records{0};          // gauge
+  void Register(StatsRegistry* registry) const;
+};
+
+class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
+ public:
+  Assembler(AssemblerOptions options, pipeline::TraceSink* out,
+            std::shared_ptr<config::ConfigStore> config);
+  ~Assembler() override;
+
+  // From the receiver: engine spans are joined and normalized, the rest passes through.
+  void Submit(TracesRequest&& request) noexcept override;
+  // From the gateway: remembers the exchange and releases engine spans that waited for it.
+  void OnExchangeFinished(const gateway::Exchange& exchange) noexcept override;
+
+  // Releases every waiting span now (shutdown, tests).
+  void FlushWaiting();
+  const AssemblerStats& stats() const { return stats_; }
+
+ private:
+  struct Waiting {
+    Resource resource;
+    otlp_common::InstrumentationScope scope;
+    std::string resource_schema_url, scope_schema_url;
+    Span span;
+    std::vector<std::string> keys;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct Stored {
+    std::shared_ptr<const JoinRecord> record;
+    std::chrono::steady_clock::time_point expires;
+  };
+
+  // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
+  void Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out);
+  std::shared_ptr<const JoinRecord> Lookup(const std::vector<std::string>& keys);  // mu_ held
+  void TimerLoop();
+
+  AssemblerOptions options_;
+  pipeline::TraceSink* out_;
+  std::shared_ptr<config::ConfigStore> config_;
+  AssemblerStats stats_;
+
+  std::mutex mu_;  // guards records_, expiry_, waiting_, stop_
+  std::unordered_map<std::string, Stored> records_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> expiry_;
+  std::deque<Waiting> waiting_;
+  bool stop_ = false;
+  std::condition_variable cv_;
+  std::thread timer_;
+};
+
+}  // namespace infertel::engines

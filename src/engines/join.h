@@ -1,0 +1,38 @@
+#pragma once
+// What the gateway knew about one request, kept so the engine's own spans for that request
+// can be joined to its entry span and completed with what the engine does not say.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ids.h"
+#include "gateway/exchange.h"
+
+namespace infertel::engines {
+
+struct JoinRecord {
+  std::string request_id;  // the X-Request-Id the engine saw
+  std::string upstream;
+  gateway::EngineKind engine = gateway::EngineKind::kVllm;
+  TraceId trace_id{};
+  SpanId entry_span_id{};
+  std::optional<std::string> model;  // request model, else response model
+  // Cached prompt tokens from the engine's usage; known_zero when the engine's usage proves
+  // there were none (prompt_tokens_details present without cached tokens).
+  std::optional<std::int64_t> cached_tokens;
+  int tracing_level = 1;
+  std::string pd_role = "none";
+  std::optional<std::int64_t> engine_index;
+  std::uint64_t dispatch_wall_ns = 0;     // request written to the engine
+  std::uint64_t first_token_wall_ns = 0;  // first delta seen (streams)
+  std::vector<gateway::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
+  std::size_t deltas_dropped = 0;
+  bool client_aborted = false;
+};
+
+// Builds a record from a finished exchange (times converted to wall clock).
+JoinRecord MakeJoinRecord(const gateway::Exchange& ex);
+
+}  // namespace infertel::engines

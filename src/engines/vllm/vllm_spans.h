@@ -1,0 +1,44 @@
+#pragma once
+// vLLM's native `llm_request` span, normalized to the telemetry model (spec M2.2-M2.5):
+// kind INTERNAL; V1 durations from vLLM's seconds to integer nanoseconds; the attributes the
+// gateway knows and vLLM's span lacks (model name, cached tokens, engine index, PD role);
+// the phase children `wait`/`prefill`/`decode` derived from its timestamps and latencies
+// (level >= 1); and at level 2 the per-iteration events seen in the token stream.
+//
+// Pure functions over protobuf messages: no I/O, thread-safe.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/telemetry.h"
+#include "engines/join.h"
+
+namespace infertel::engines::vllm {
+
+enum class SpanShape { kAuto, kV0, kV1 };
+
+// True for vLLM's request span: name `llm_request` carrying `gen_ai.request.id`.
+bool IsVllmRequestSpan(const Span& span);
+// The request id the gateway sent (X-Request-Id) from `gen_ai.request.id`
+// (`chatcmpl-<id>`, `cmpl-<id>`, `<id>_<n>` for sub-prompts); nullopt when absent.
+std::vector<std::string> JoinKeys(const Span& span);
+
+// V0 or V1, from the span's attributes and scope; `hint` (the upstream's override or what
+// /version said) decides when the span alone does not.
+SpanShape DetectShape(const Span& span, std::string_view scope_name, SpanShape hint);
+
+struct NormalizeContext {
+  const JoinRecord* record = nullptr;  // nullptr: no gateway exchange matched
+  SpanShape shape = SpanShape::kAuto;
+  int level = 1;                  // tracing level when unmatched (matched: the record's)
+  std::string pd_role = "none";   // when unmatched (matched: the record's)
+  std::optional<std::int64_t> engine_index;  // when unmatched
+  std::size_t max_events = 128;   // OTEL_SPAN_EVENT_COUNT_LIMIT
+};
+
+// Normalizes `span` in place and appends the derived phase spans to *phases.
+void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+               std::vector<Span>* phases);
+
+}  // namespace infertel::engines::vllm
