@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
+#include <thread>
+
 #include "core/resource.h"
+#include "engines/vllm/version.h"
 #include "gateway/entry_span.h"
 #include "http/simple_server.h"
 
@@ -65,6 +69,14 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
             return false;
           }
         }
+        if (u["engine_version"]) {
+          uc.engine_version = u["engine_version"].as<std::string>();
+          if (uc.engine_version != "auto" && uc.engine_version != "v0" && uc.engine_version != "v1") {
+            *error = fmt::format("{}: upstreams[{}].engine_version: expected auto, v0 or v1", path, i);
+            return false;
+          }
+        }
+        if (u["data_parallel_size"]) uc.data_parallel_size = u["data_parallel_size"].as<int>();
         list.push_back(std::move(uc));
         ++i;
       }
@@ -88,7 +100,11 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
 struct Agent::Impl {
   Resource resource;
   std::unique_ptr<exporting::Pipelines> pipelines;
+  std::unique_ptr<engines::Assembler> assembler;
+  std::unique_ptr<receiver::OtlpReceiver> receiver;
   std::unique_ptr<gateway::EntrySpanEmitter> entry_spans;
+  std::vector<std::thread> probes;
+  std::atomic<bool> probe_stop{false};
   std::unique_ptr<gateway::Gateway> gateway;
   std::unique_ptr<http::SimpleServer> admin;
 };
@@ -106,6 +122,51 @@ bool Agent::Start(std::string* error) {
   im.pipelines = exporting::BuildPipelines(options_.exports, &stats_, error);
   if (!im.pipelines) return false;
 
+  // Engine spans: receiver → assembler (join, normalize, derive) → trace pipeline.
+  engines::AssemblerOptions aopts = options_.assembler;
+  for (const auto& u : options_.upstreams) {
+    if (u.engine != gateway::EngineKind::kVllm) continue;
+    aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
+    break;
+  }
+  if (const char* limit = std::getenv("OTEL_SPAN_EVENT_COUNT_LIMIT")) {
+    try {
+      aopts.max_span_events = std::stoul(limit);
+    } catch (const std::exception&) {
+      spdlog::warn("OTEL_SPAN_EVENT_COUNT_LIMIT='{}' is not a number; using {}", limit, aopts.max_span_events);
+    }
+  }
+  im.assembler = std::make_unique<engines::Assembler>(aopts, im.pipelines->traces.get(), config_);
+  im.assembler->stats().Register(&stats_);
+  for (const auto& u : options_.upstreams) {
+    if (u.engine != gateway::EngineKind::kVllm) continue;
+    if (u.engine_version == "v0" || u.engine_version == "v1") {
+      im.assembler->SetShapeHint(u.name, u.engine_version == "v0" ? engines::vllm::SpanShape::kV0
+                                                                  : engines::vllm::SpanShape::kV1);
+      continue;
+    }
+    // Ask the engine which vLLM it is, without holding up the start.
+    im.probes.emplace_back([assembler = im.assembler.get(), u, stop = &im.probe_stop] {
+      std::string err;
+      for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
+        if (auto v = engines::vllm::ProbeVersion(u.url, &err)) {
+          if (auto shape = engines::vllm::ShapeFromVersion(*v)) assembler->SetShapeHint(u.name, *shape);
+          return;
+        }
+        for (int i = 0; i < 10 && !stop->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  receiver::ReceiverSinks sinks;
+  sinks.traces = im.assembler.get();
+  sinks.logs = im.pipelines->logs.get();
+  sinks.metrics = im.pipelines->metrics.get();
+  if (!options_.receiver.grpc_address.empty() || !options_.receiver.http_address.empty()) {
+    im.receiver = std::make_unique<receiver::OtlpReceiver>(options_.receiver, sinks);
+    if (!im.receiver->Start(error)) return false;
+    im.receiver->RegisterStats(&stats_);
+  }
+
   im.entry_spans = std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
   gateway::GatewayOptions gopts;
   gopts.upstreams = options_.upstreams;
@@ -113,6 +174,7 @@ bool Agent::Start(std::string* error) {
   gopts.max_request_body = options_.max_request_body;
   im.gateway = std::make_unique<gateway::Gateway>(std::move(gopts), config_);
   im.gateway->AddListener(im.entry_spans.get());
+  im.gateway->AddListener(im.assembler.get());
   for (auto* l : extra_listeners_) im.gateway->AddListener(l);
   im.gateway->stats().Register(&stats_, "");
   if (!im.gateway->Start(error)) return false;
@@ -135,6 +197,12 @@ bool Agent::Start(std::string* error) {
 void Agent::Stop() {
   Impl& im = *impl_;
   if (im.gateway) im.gateway->Stop();
+  if (im.receiver) im.receiver->Stop();
+  im.probe_stop = true;
+  for (auto& t : im.probes)
+    if (t.joinable()) t.join();
+  im.probes.clear();
+  if (im.assembler) im.assembler->FlushWaiting();
   if (im.admin) im.admin->Stop();
   if (im.pipelines) im.pipelines->Shutdown(std::chrono::seconds(5));
 }
@@ -148,6 +216,9 @@ std::vector<std::uint16_t> Agent::GatewayPorts() const {
 }
 
 std::string Agent::ExportSummary() const { return exporting::Describe(options_.exports); }
+
+std::uint16_t Agent::ReceiverGrpcPort() const { return impl_->receiver ? impl_->receiver->grpc_port() : 0; }
+std::uint16_t Agent::ReceiverHttpPort() const { return impl_->receiver ? impl_->receiver->http_port() : 0; }
 
 std::uint16_t Agent::AdminPort() const { return impl_->admin ? impl_->admin->port() : 0; }
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "engines/assembler.h"
+#include "receiver/otlp_receiver.h"
 #include "core/stats.h"
 #include "export/factory.h"
 #include "gateway/gateway.h"
@@ -22,6 +24,8 @@ struct AgentOptions {
   std::size_t max_request_body = 32u << 20;
   exporting::ExportOptions exports;
   std::string default_service_name = "infertel";
+  receiver::OtlpReceiverOptions receiver;  // where engines send their native spans
+  engines::AssemblerOptions assembler;
 };
 
 // Reads a YAML (or JSON) agent file into *options: `upstreams` (a list of name, engine,
@@ -42,6 +46,8 @@ class Agent {
 
   std::vector<std::uint16_t> GatewayPorts() const;
   std::uint16_t AdminPort() const;
+  std::uint16_t ReceiverGrpcPort() const;
+  std::uint16_t ReceiverHttpPort() const;
   const AgentOptions& options() const { return options_; }
   // One line saying where telemetry goes (store path, OTLP endpoint and protocol).
   std::string ExportSummary() const;

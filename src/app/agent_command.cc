@@ -25,6 +25,11 @@ struct AgentFlags {
   int threads = 2;
   std::size_t max_body = 32u << 20;
   int export_delay_ms = -1;
+  std::string receiver_grpc = "127.0.0.1:4317";
+  std::string receiver_http = "127.0.0.1:4318";
+  std::string engine_version = "auto";
+  int data_parallel_size = 1;
+  int join_window_ms = 3000;
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -60,6 +65,8 @@ void Run(const AgentFlags& f) {
     if (!listen) Fail(2, fmt::format("--listen: expected HOST:PORT, got '{}'", f.listen));
     uc.listen = *listen;
     uc.pd_role = f.pd_role;
+    uc.engine_version = f.engine_version;
+    uc.data_parallel_size = f.data_parallel_size;
     uc.name = "default";
     opts.upstreams.insert(opts.upstreams.begin(), uc);
   }
@@ -69,6 +76,10 @@ void Run(const AgentFlags& f) {
   opts.admin = *admin;
   opts.threads = f.threads;
   opts.max_request_body = f.max_body;
+  // "off" (or an empty value) disables a receiver listener.
+  opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
+  opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
+  opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
 
   auto resolved = config::Resolve(env);
   if (!resolved.errors.empty()) {
@@ -89,6 +100,14 @@ void Run(const AgentFlags& f) {
   }
   std::printf("infertel agent: admin listening on http://%s:%u\n", agent.options().admin.host.c_str(),
               agent.AdminPort());
+  if (agent.ReceiverGrpcPort() != 0) {
+    std::printf("infertel agent: OTLP gRPC receiver listening on %s:%u\n",
+                http::ParseHostPort(agent.options().receiver.grpc_address)->host.c_str(), agent.ReceiverGrpcPort());
+  }
+  if (agent.ReceiverHttpPort() != 0) {
+    std::printf("infertel agent: OTLP HTTP receiver listening on http://%s:%u\n",
+                http::ParseHostPort(agent.options().receiver.http_address)->host.c_str(), agent.ReceiverHttpPort());
+  }
   std::printf("infertel agent: exporting to %s\n", agent.ExportSummary().c_str());
   std::fflush(stdout);
   WaitForTerminationSignal();
@@ -118,6 +137,22 @@ void AddAgentCommand(CLI::App& app) {
   sub->add_option("--max-body-bytes", flags->max_body, "Request body limit (413 above it)")
       ->capture_default_str();
   sub->add_option("--export-delay-ms", flags->export_delay_ms, "Batching delay before an export");
+  sub->add_option("--receiver-grpc", flags->receiver_grpc,
+                  "OTLP gRPC receiver for engine spans, HOST:PORT or off")
+      ->capture_default_str();
+  sub->add_option("--receiver-http", flags->receiver_http,
+                  "OTLP HTTP receiver (/v1/traces, protobuf or JSON), HOST:PORT or off")
+      ->capture_default_str();
+  sub->add_option("--engine-version", flags->engine_version,
+                  "vLLM span shape of --upstream: auto (from spans and /version), v0 or v1")
+      ->check(CLI::IsMember({"auto", "v0", "v1"}))
+      ->capture_default_str();
+  sub->add_option("--data-parallel-size", flags->data_parallel_size,
+                  "Engine cores behind --upstream (vLLM data parallelism)")
+      ->capture_default_str();
+  sub->add_option("--join-window-ms", flags->join_window_ms,
+                  "How long an engine span waits for its request to finish at the gateway")
+      ->capture_default_str();
   sub->callback([flags] { Run(*flags); });
 }
 

@@ -73,6 +73,11 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out) 
     vllm::NormalizeContext ctx;
     ctx.record = record;
     ctx.shape = options_.vllm_shape;
+    {
+      std::lock_guard lock(hints_mu_);
+      auto it = record ? hints_.find(record->upstream) : hints_.end();
+      if (it != hints_.end()) ctx.shape = it->second;
+    }
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
     auto settings = config_->Current();
@@ -193,6 +198,11 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   TracesRequest out;
   for (auto& w : matched) Emit(std::move(w), record.get(), &out);
   out_->Submit(std::move(out));
+}
+
+void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
+  std::lock_guard lock(hints_mu_);
+  hints_[upstream] = shape;
 }
 
 void Assembler::FlushWaiting() {

@@ -68,6 +68,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
   void OnExchangeFinished(const gateway::Exchange& exchange) noexcept override;
 
+  // What an upstream's /version (or its configuration) says about its span shape; used when a
+  // span's own attributes do not tell V0 from V1.
+  void SetShapeHint(const std::string& upstream, vllm::SpanShape shape);
   // Releases every waiting span now (shutdown, tests).
   void FlushWaiting();
   const AssemblerStats& stats() const { return stats_; }
@@ -102,6 +105,8 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::deque<Waiting> waiting_;
   bool stop_ = false;
   std::condition_variable cv_;
+  std::mutex hints_mu_;  // guards hints_
+  std::map<std::string, vllm::SpanShape> hints_;
   std::thread timer_;
 };
 

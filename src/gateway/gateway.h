@@ -29,6 +29,8 @@ struct UpstreamConfig {
   // gen_ai.engine.index is 0; with more, it is known only when the client pins a rank with
   // X-data-parallel-rank.
   int data_parallel_size = 1;
+  // vLLM span shape: auto (from the spans, then /version), v0 or v1.
+  std::string engine_version = "auto";
 };
 
 struct GatewayOptions {

@@ -165,7 +165,8 @@ class SqliteStore {
 
 // Exporters writing into their own SqliteStore connection (opened here, used by the exporter
 // thread only). Retention runs after an export when `cleanup_interval` has passed. Lock
-// contention is retryable, any other SQLite failure permanent. nullptr and *error when the file cannot be opened.
+// contention is retryable, any other SQLite failure permanent. nullptr and *error when the file
+// cannot be opened.
 std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(const StoreOptions& options,
                                                                 std::string* error);
 std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(const StoreOptions& options,

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "sim/sim_server.h"
-#include "tests/unit/sim/sim_test_client.h"
+#include "sim_test_client.h"
 
 namespace infertel::sim {
 namespace {
@@ -189,8 +189,9 @@ TEST(VllmMetricsTest, V1ExpositionShapeAtDefaultVersion) {
     const auto& [name, labels] = e.samples[i];
     if (name.rfind("vllm:", 0) != 0) continue;
     EXPECT_EQ(labels.count("engine") ? labels.at("engine") : "", "0") << name;
-    if (name != "vllm:cache_config_info")
+    if (name != "vllm:cache_config_info") {
       EXPECT_EQ(labels.count("model_name") ? labels.at("model_name") : "", "demo-model") << name;
+    }
   }
   for (const char* reason : {"stop", "length", "abort"}) {
     EXPECT_EQ(e.Value("vllm:request_success_total", {{"finished_reason", reason}}), 0) << reason;
@@ -462,7 +463,9 @@ TEST(VllmMetricsTest, V0MatchesRealPartialScrape) {
   for (const auto& [f, t] : real.type) {
     ASSERT_TRUE(mine.Has(f)) << f;
     EXPECT_EQ(mine.type.at(f), t) << f;
-    if (real.help.count(f)) EXPECT_EQ(mine.help.at(f), real.help.at(f)) << f;
+    if (real.help.count(f)) {
+      EXPECT_EQ(mine.help.at(f), real.help.at(f)) << f;
+    }
   }
   std::vector<std::string> real_le, my_le;
   for (const auto& [n, l] : real.samples)

@@ -17,7 +17,7 @@
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
 #include "sim/otlp/span_exporter.h"
 #include "sim/sim_server.h"
-#include "tests/unit/sim/sim_test_client.h"
+#include "sim_test_client.h"
 
 namespace infertel::sim {
 namespace {

@@ -1,0 +1,158 @@
+// The gateway's per-request and per-chunk hot paths, each in isolation: request parsing,
+// stream chunk observation, SSE relaying, entry span building and the OTLP encoding of a
+// full export batch. Run: build-*/bench/hot_paths_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/telemetry.h"
+#include "gateway/entry_span.h"
+#include "gateway/exchange.h"
+#include "gateway/openai/openai.h"
+#include "gateway/sse_relay.h"
+
+namespace {
+
+namespace oa = infertel::gateway::openai;
+using infertel::gateway::Exchange;
+
+const std::string kChatRequest =
+    R"({"model":"meta-llama/Llama-3.1-8B-Instruct","messages":[{"role":"system","content":"You are a helpful assistant. Answer briefly and precisely."},)"
+    R"({"role":"user","content":"Summarise the benefits of continuous batching for LLM inference servers in two sentences."},)"
+    R"({"role":"assistant","content":"Continuous batching keeps the GPU busy by adding new requests as soon as others finish."},)"
+    R"({"role":"user","content":"And the costs?"}],"temperature":0.7,"top_p":0.95,"max_tokens":256,"stream":true,"user":"bench"})";
+
+const std::string kChunk =
+    R"({"id":"chatcmpl-8f3a2c1d9e7b4a6f8c2d1e0f9a8b7c6d","object":"chat.completion.chunk","created":1764500000,)"
+    R"("model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" batching"},"logprobs":null,"finish_reason":null}]})";
+
+const std::string kUsageChunk =
+    R"({"id":"chatcmpl-8f3a2c1d9e7b4a6f8c2d1e0f9a8b7c6d","object":"chat.completion.chunk","created":1764500000,)"
+    R"("model":"meta-llama/Llama-3.1-8B-Instruct","choices":[],"usage":{"prompt_tokens":64,"total_tokens":320,"completion_tokens":256}})";
+
+void BM_ParseRequest(benchmark::State& state) {
+  oa::CaptureOptions capture;
+  capture.capture_content = state.range(0) != 0;
+  for (auto _ : state) {
+    auto info = oa::ParseRequest(oa::Operation::kChat, kChatRequest, capture);
+    benchmark::DoNotOptimize(info);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kChatRequest.size()));
+}
+BENCHMARK(BM_ParseRequest)->ArgName("capture")->Arg(1)->Arg(0);
+
+// One content chunk observed, per iteration; the observer is renewed every 256 chunks so the
+// accumulated output stays the size of a real answer.
+void BM_StreamObserverOnData(benchmark::State& state) {
+  oa::StreamObserver::Options opts;
+  opts.capture.capture_content = state.range(0) != 0;
+  opts.drop_injected_usage = true;
+  std::string rewritten;
+  int n = 0;
+  auto obs = std::make_unique<oa::StreamObserver>(oa::Operation::kChat, opts);
+  for (auto _ : state) {
+    if (++n == 256) {
+      state.PauseTiming();
+      obs = std::make_unique<oa::StreamObserver>(oa::Operation::kChat, opts);
+      n = 0;
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(obs->OnData(kChunk, &rewritten));
+  }
+}
+BENCHMARK(BM_StreamObserverOnData)->ArgName("capture")->Arg(1)->Arg(0);
+
+// The relay on whole SSE events as the engine writes them (one event per read), including the
+// observer behind it.
+void BM_SseRelayFeed(benchmark::State& state) {
+  const std::string event = "data: " + kChunk + "\n\n";
+  oa::StreamObserver::Options opts;
+  opts.drop_injected_usage = true;
+  std::string out;
+  int n = 0;
+  auto obs = std::make_unique<oa::StreamObserver>(oa::Operation::kChat, opts);
+  auto relay = std::make_unique<infertel::gateway::SseRelay>(obs.get());
+  for (auto _ : state) {
+    if (++n == 256) {
+      state.PauseTiming();
+      obs = std::make_unique<oa::StreamObserver>(oa::Operation::kChat, opts);
+      relay = std::make_unique<infertel::gateway::SseRelay>(obs.get());
+      n = 0;
+      state.ResumeTiming();
+    }
+    out.clear();
+    relay->Feed(event, &out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * event.size()));
+}
+BENCHMARK(BM_SseRelayFeed);
+
+// A finished streamed chat exchange as the gateway hands it to the span builder.
+Exchange MakeExchange() {
+  oa::CaptureOptions capture;
+  Exchange ex;
+  ex.op = oa::Operation::kChat;
+  ex.request = oa::ParseRequest(oa::Operation::kChat, kChatRequest, capture);
+  oa::StreamObserver::Options opts;
+  opts.capture = capture;
+  opts.drop_injected_usage = true;
+  oa::StreamObserver obs(oa::Operation::kChat, opts);
+  std::string rewritten;
+  for (int i = 0; i < 64; ++i) obs.OnData(kChunk, &rewritten);
+  obs.OnData(kUsageChunk, &rewritten);
+  obs.OnData("[DONE]", &rewritten);
+  ex.response = obs.Finish();
+  ex.stream_deltas = obs.delta_count();
+  ex.streamed = true;
+  ex.trace_id = infertel::NewTraceId();
+  ex.span_id = infertel::NewSpanId();
+  ex.request_id = "bench-request-id";
+  ex.start = infertel::Stopwatch::Start();
+  ex.upstream_sent_mono_ns = ex.start.mono_start_ns + 50'000;
+  ex.response_header_mono_ns = ex.start.mono_start_ns + 2'000'000;
+  ex.first_token_mono_ns = ex.start.mono_start_ns + 30'000'000;
+  for (int i = 0; i < 64; ++i)
+    ex.delta_mono_ns.push_back(ex.first_token_mono_ns + static_cast<std::uint64_t>(i) * 20'000'000);
+  ex.end_mono_ns = ex.delta_mono_ns.back() + 1'000'000;
+  ex.http_status = 200;
+  return ex;
+}
+
+void BM_BuildEntrySpan(benchmark::State& state) {
+  const Exchange ex = MakeExchange();
+  for (auto _ : state) {
+    infertel::Span span;
+    infertel::gateway::BuildEntrySpan(ex, &span);
+    benchmark::DoNotOptimize(span);
+  }
+}
+BENCHMARK(BM_BuildEntrySpan);
+
+// A full export batch (512 entry spans) encoded as an OTLP ExportTraceServiceRequest.
+void BM_OtlpEncodeBatch512(benchmark::State& state) {
+  const Exchange ex = MakeExchange();
+  infertel::TracesRequest req;
+  auto* rs = req.add_resource_spans();
+  infertel::AddAttr(rs->mutable_resource()->mutable_attributes(), "service.name", "infertel");
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name("infertel.gateway");
+  for (int i = 0; i < 512; ++i) infertel::gateway::BuildEntrySpan(ex, ss->add_spans());
+  std::string out;
+  for (auto _ : state) {
+    out.clear();
+    req.SerializeToString(&out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 512);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * out.size()));
+}
+BENCHMARK(BM_OtlpEncodeBatch512);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD_DIR — the gateway against nginx, in one run (see docs/performance.md).
+#
+# Builds nothing: takes the build directory holding `infertel` and `infertel-loadgen`.
+# Starts, all on 127.0.0.1:
+#   - the upstream: infertel-loadgen's own minimal vLLM-shaped server, run inside each
+#     loadgen process (same process, same clock as the client) on one fixed port;
+#   - nginx as a plain reverse proxy (bench/nginx.conf.template, one worker);
+#   - infertel agent --no-store (telemetry built, no exporter) and infertel agent --store
+#     (the embedded SQLite store on);
+#   - optionally (BENCH_SIM=1, the default) `infertel sim` with fast settings as a second
+#     upstream, behind a second nginx and a second agent.
+# Pinning (with 2+ cores): every proxy on core $PROXY_CPU, loadgen + upstream on core $LG_CPU,
+# so a proxy never competes with the load it serves and nginx and infertel get the same core.
+# Then, back to back, for every mode: direct (client → upstream), nginx, infertel, infertel
+# with the store:
+#   fixed   open-loop non-streaming chat at $RATE req/s for $DURATION s
+#   closed  closed-loop maximum throughput with $CLOSED_CONNS connections
+#   stream  $STREAMS concurrent SSE streams, an event every $INTERVAL_MS ms per stream
+# and prints added latency (proxy − direct) and the ratios against the issue 7 targets.
+# Every process it starts is stopped on exit. Whole run: about 3 minutes.
+set -euo pipefail
+
+BUILD=$(cd "${1:-build}" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+INFERTEL=$BUILD/infertel
+LOADGEN=$BUILD/infertel-loadgen
+for b in "$INFERTEL" "$LOADGEN"; do
+  [[ -x $b ]] || { echo "bench: $b not built (make build)" >&2; exit 1; }
+done
+command -v nginx >/dev/null || { echo "bench: nginx not installed (make deps)" >&2; exit 1; }
+
+RATE=${BENCH_RATE:-1000}
+DURATION=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-1}
+CONNS=${BENCH_CONNECTIONS:-64}
+CLOSED_CONNS=${BENCH_CLOSED_CONNECTIONS:-32}
+CLOSED_DURATION=${BENCH_CLOSED_DURATION:-5}
+STREAMS=${BENCH_STREAMS:-32}
+EVENTS=${BENCH_EVENTS:-50}
+INTERVAL_MS=${BENCH_INTERVAL_MS:-4}
+AGENT_THREADS=${BENCH_AGENT_THREADS:-1}
+SIM=${BENCH_SIM:-1}
+MODEL=bench-model
+
+if (($(nproc) >= 2)); then
+  LG_CPU=${BENCH_LOADGEN_CPU:-0}
+  PROXY_CPU=${BENCH_PROXY_CPU:-1}
+  PIN_LG=(taskset -c "$LG_CPU")
+  PIN_PROXY=(taskset -c "$PROXY_CPU")
+else
+  PIN_LG=()
+  PIN_PROXY=()
+fi
+
+TMP=$(mktemp -d /tmp/infertel-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_port() {  # wait_port PORT: until something accepts on 127.0.0.1:PORT (5 s at most)
+  local i
+  for i in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "bench: nothing listens on port $1" >&2
+  return 1
+}
+
+wait_line() {  # wait_line FILE REGEX: prints the first matching line (10 s at most)
+  local i line
+  for i in $(seq 1 200); do
+    line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
+    if [[ -n $line ]]; then echo "$line"; return 0; fi
+    sleep 0.05
+  done
+  echo "bench: no '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+port_of() { sed -E 's#.*http://[^:]+:([0-9]+).*#\1#'; }
+
+start_nginx() {  # start_nginx NAME UPSTREAM_PORT → sets NGINX_PORT, NGINX_WORKER
+  local dir=$TMP/$1
+  mkdir -p "$dir"
+  NGINX_PORT=$("$LOADGEN" freeport)
+  sed -e "s#@PREFIX@#$dir#g" -e "s#@LISTEN_PORT@#$NGINX_PORT#g" -e "s#@UPSTREAM_PORT@#$2#g" \
+    "$ROOT/bench/nginx.conf.template" >"$dir/nginx.conf"
+  "${PIN_PROXY[@]}" nginx -c "$dir/nginx.conf" -p "$dir/" -e "$dir/error.log" \
+    >"$dir/stdout" 2>&1 &
+  local master=$!
+  PIDS+=("$master")
+  wait_port "$NGINX_PORT"
+  NGINX_WORKER=$(pgrep -P "$master" | head -1)
+  [[ -n $NGINX_WORKER ]] || { echo "bench: nginx worker not found" >&2; cat "$dir/error.log" >&2; exit 1; }
+}
+
+start_agent() {  # start_agent NAME UPSTREAM_PORT STORE_ARGS... → sets AGENT_PORT, AGENT_PID
+  local name=$1 up=$2
+  shift 2
+  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
+    --listen 127.0.0.1:0 --admin 127.0.0.1:0 --threads "$AGENT_THREADS" "$@" \
+    >"$TMP/$name.log" 2>&1 &
+  AGENT_PID=$!
+  PIDS+=("$AGENT_PID")
+  AGENT_PORT=$(wait_line "$TMP/$name.log" 'gateway listening on' | port_of)
+  wait_port "$AGENT_PORT"
+}
+
+UP_PORT=$("$LOADGEN" freeport)
+start_nginx nginx "$UP_PORT"
+NGINX_LG_PORT=$NGINX_PORT NGINX_LG_PID=$NGINX_WORKER
+start_agent agent "$UP_PORT" --no-store
+AGENT_LG_PORT=$AGENT_PORT AGENT_LG_PID=$AGENT_PID
+start_agent agent-store "$UP_PORT" --store "$TMP/bench.db"
+STORE_LG_PORT=$AGENT_PORT STORE_LG_PID=$AGENT_PID
+echo "bench: exporting (no-store agent): $(grep -m1 'exporting to' "$TMP/agent.log" || echo '?')"
+echo "bench: exporting (store agent):    $(grep -m1 'exporting to' "$TMP/agent-store.log" || echo '?')"
+
+# name  port  pids whose CPU is measured
+TARGETS=(
+  "direct $UP_PORT -"
+  "nginx $NGINX_LG_PORT $NGINX_LG_PID"
+  "infertel $AGENT_LG_PORT $AGENT_LG_PID"
+  "infertel+store $STORE_LG_PORT $STORE_LG_PID"
+)
+
+RESULTS=$TMP/results.txt
+: >"$RESULTS"
+run_lg() {  # run_lg MODE NAME PORT PIDS ARGS...: one loadgen run, its RESULT line kept
+  local mode=$1 name=$2 port=$3 pids=$4
+  shift 4
+  local cpu=()
+  [[ $pids != - ]] && cpu=(--cpu-pids "$pids")
+  local out
+  out=$("${PIN_LG[@]}" "$LOADGEN" "$mode" --target "127.0.0.1:$port" --label "$name" \
+    --warmup "$WARMUP" --model "$MODEL" "${cpu[@]}" "$@") || true
+  grep -v '^RESULT' <<<"$out" | grep -v 'upstream listening' || true
+  grep '^RESULT' <<<"$out" >>"$RESULTS" || echo "bench: $mode $name produced no result" >&2
+}
+
+echo "bench: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench: loadgen+upstream on core ${LG_CPU:-any}, proxies on core ${PROXY_CPU:-any}," \
+  "agent --threads $AGENT_THREADS, nginx worker_processes 1"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+for t in "${TARGETS[@]}"; do
+  read -r name port pids <<<"$t"
+  run_lg fixed "$name" "$port" "$pids" --serve "127.0.0.1:$UP_PORT" --rate "$RATE" \
+    --duration "$DURATION" --connections "$CONNS"
+done
+for t in "${TARGETS[@]}"; do
+  read -r name port pids <<<"$t"
+  run_lg closed "$name" "$port" "$pids" --serve "127.0.0.1:$UP_PORT" \
+    --duration "$CLOSED_DURATION" --connections "$CLOSED_CONNS"
+done
+for t in "${TARGETS[@]}"; do
+  read -r name port pids <<<"$t"
+  run_lg stream "$name" "$port" "$pids" --serve "127.0.0.1:$UP_PORT" --streams "$STREAMS" \
+    --events "$EVENTS" --interval-ms "$INTERVAL_MS" --duration "$DURATION"
+done
+
+if [[ $SIM == 1 ]]; then
+  "${PIN_LG[@]}" "$INFERTEL" sim --engine vllm --listen 127.0.0.1:0 --model "$MODEL" \
+    --step-fixed-ms 0.05 --prefill-ms-per-token 0.001 --decode-ms-per-token 0.001 \
+    >"$TMP/sim.log" 2>&1 &
+  PIDS+=($!)
+  SIM_PORT=$(wait_line "$TMP/sim.log" 'listening on' | port_of)
+  wait_port "$SIM_PORT"
+  start_nginx nginx-sim "$SIM_PORT"
+  start_agent agent-sim "$SIM_PORT" --no-store
+  for t in "sim-direct $SIM_PORT -" "sim-nginx $NGINX_PORT $NGINX_WORKER" \
+    "sim-infertel $AGENT_PORT $AGENT_PID"; do
+    read -r name port pids <<<"$t"
+    run_lg fixed "$name" "$port" "$pids" --rate "$RATE" --duration "$DURATION" \
+      --connections "$CONNS" --max-tokens 16
+  done
+fi
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- summary -------------------------------------------------------------------------------
+python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    kv = dict(f.split("=", 1) for f in line.split()[1:])
+    rows[(kv["mode"], kv["label"])] = {k: (float(v) if k not in ("mode", "label") else v) for k, v in kv.items()}
+def g(mode, label, key):
+    r = rows.get((mode, label))
+    return None if r is None else r[key]
+def fmt(x, spec="{:.1f}"):
+    return "n/a" if x is None else spec.format(x)
+def sub(a, b):
+    return None if a is None or b is None else a - b
+def ratio(a, b):
+    return None if a is None or b is None or b <= 0 else a / b
+
+print()
+print(f"load average before {sys.argv[2]}, after {sys.argv[3]}")
+print()
+print("Non-streaming chat, open loop (latency in µs, from the scheduled send time)")
+print(f"{'target':<16}{'req/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/req':>12}")
+for prefix in ("", "sim-"):
+    base = prefix + "direct"
+    for label in (base, prefix + "nginx", prefix + "infertel", prefix + "infertel+store"):
+        r = rows.get(("fixed", label))
+        if r is None:
+            continue
+        add50 = sub(r["p50_us"], g("fixed", base, "p50_us")) if label != base else None
+        add99 = sub(r["p99_us"], g("fixed", base, "p99_us")) if label != base else None
+        cpu = r["proxy_cpu_us_per_item"] if label != base else None
+        print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p90_us']:>9.1f}{r['p99_us']:>9.1f}"
+              f"{r['p999_us']:>9.1f}{r['max_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>12}")
+print()
+print("Closed loop (maximum throughput; proxy CPU = its CPU seconds over the window)")
+print(f"{'target':<16}{'req/s':>9}{'err':>6}{'p50':>9}{'p99':>9}{'proxy cpu':>11}{'req/cpu-s':>11}{'loadgen cpu':>13}")
+for label in ("direct", "nginx", "infertel", "infertel+store"):
+    r = rows.get(("closed", label))
+    if r is None:
+        continue
+    per_core = r["count"] / r["proxy_cpu_s"] if r["proxy_cpu_s"] > 0 else None
+    print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p99_us']:>9.1f}"
+          f"{r['proxy_cpu_s']/r['seconds']:>10.0%} {fmt(per_core, '{:.0f}'):>10}{r['loadgen_cpu_s']/r['seconds']:>12.0%}")
+print()
+print("Streaming (per-event latency in µs: receive time − upstream send time)")
+print(f"{'target':<16}{'events/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/event':>14}")
+for label in ("direct", "nginx", "infertel", "infertel+store"):
+    r = rows.get(("stream", label))
+    if r is None:
+        continue
+    add50 = sub(r["p50_us"], g("stream", "direct", "p50_us")) if label != "direct" else None
+    add99 = sub(r["p99_us"], g("stream", "direct", "p99_us")) if label != "direct" else None
+    cpu = r["proxy_cpu_us_per_item"] if label != "direct" else None
+    print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p90_us']:>9.1f}{r['p99_us']:>9.1f}"
+          f"{r['p999_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>14}")
+
+def per_core(label):
+    r = rows.get(("closed", label))
+    return None if r is None or r["proxy_cpu_s"] <= 0 else r["count"] / r["proxy_cpu_s"]
+def added(mode, label, key):
+    return sub(g(mode, label, key), g(mode, "direct", key))
+
+print()
+print("Issue 7 targets (each a ratio against nginx or a bound, same run)")
+print(f"{'target':<58}{'infertel':>12}{'+store':>12}")
+def line(name, f):
+    vals = [f(l) for l in ("infertel", "infertel+store")]
+    print(f"{name:<58}" + "".join(f"{v:>12}" for v in vals))
+def p99_ratio(l):
+    a, n = added("fixed", l, "p99_us"), added("fixed", "nginx", "p99_us")
+    x = ratio(a, n) if a is not None and n is not None and n > 0 else None
+    return "n/a" if x is None else f"{x:.2f}x {'ok' if x <= 1.5 else 'MISS'}"
+def tput_ratio(l):
+    x = ratio(per_core(l), per_core("nginx"))
+    return "n/a" if x is None else f"{x:.2f}x {'ok' if x >= 0.5 else 'MISS'}"
+def stream_p99(l):
+    a = added("stream", l, "p99_us")
+    return "n/a" if a is None else f"{a:.0f}us {'ok' if a <= 50 else 'MISS'}"
+line("added p99, non-streaming: <= 1.5x nginx's added p99", p99_ratio)
+line("throughput per core (req/cpu-s): >= 0.5x nginx's", tput_ratio)
+line("streaming added per-event p99: <= 50 us", stream_p99)
+n50, n99 = added("fixed", "nginx", "p50_us"), added("fixed", "nginx", "p99_us")
+print(f"(nginx itself added {fmt(n50)} µs p50, {fmt(n99)} µs p99 non-streaming; "
+      f"{fmt(added('stream', 'nginx', 'p99_us'))} µs p99 per event)")
+PY

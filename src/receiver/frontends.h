@@ -1,0 +1,67 @@
+#pragma once
+// Internal to the receiver: the gRPC and HTTP front ends of OtlpReceiver. Each decodes requests
+// for its transport, passes them to the shared Ingestor and answers the sender.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "receiver/ingest.h"
+#include "receiver/otlp_receiver.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace infertel::receiver::internal {
+
+class GrpcFrontend {
+ public:
+  // nullptr and *error when the address cannot be bound. `ingestor` must outlive the front end.
+  static std::unique_ptr<GrpcFrontend> Start(const std::string& address, std::size_t max_bytes,
+                                             Ingestor* ingestor, std::string* error);
+  ~GrpcFrontend();
+  std::uint16_t port() const { return port_; }
+  void Stop();
+
+ private:
+  GrpcFrontend() = default;
+  std::vector<std::unique_ptr<grpc::Service>> services_;
+  std::unique_ptr<grpc::Server> server_;
+  std::uint16_t port_ = 0;
+};
+
+class HttpFrontend {
+ public:
+  static std::unique_ptr<HttpFrontend> Start(const OtlpReceiverOptions& options, Ingestor* ingestor,
+                                             std::string* error);
+  ~HttpFrontend();
+  std::uint16_t port() const { return port_; }
+  void Stop();
+
+  // Used by the connection coroutines.
+  const OtlpReceiverOptions& options() const { return options_; }
+  Ingestor* ingestor() const { return ingestor_; }
+  std::atomic<std::size_t>& connections() { return connections_; }
+
+ private:
+  HttpFrontend() = default;
+  OtlpReceiverOptions options_;
+  Ingestor* ingestor_ = nullptr;
+  std::atomic<std::size_t> connections_{0};
+  std::uint16_t port_ = 0;
+  bool stopped_ = false;
+  // Declared last: destroyed first, with the coroutine frames still pending on it, while the
+  // members above are alive.
+  boost::asio::io_context io_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace infertel::receiver::internal

@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <chrono>
+
+#include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "receiver/frontends.h"
+
+namespace infertel::receiver::internal {
+namespace {
+
+// Raw-buffer handlers: decoding here rather than in gRPC's codec lets the receiver count and
+// explain undecodable payloads instead of gRPC answering INTERNAL unseen.
+template <typename Request, typename Base>
+class RawExportService final : public Base {
+ public:
+  RawExportService(Signal signal, Ingestor* ingestor) : signal_(signal), ingestor_(ingestor) {}
+
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(Handle(request, response));
+    return reactor;
+  }
+
+ private:
+  grpc::Status Handle(const grpc::ByteBuffer* request, grpc::ByteBuffer* response) noexcept {
+    Request decoded;
+    grpc::ByteBuffer view(*request);  // shares the slices
+    bool ok = false;
+    {
+      grpc::ProtoBufferReader reader(&view);
+      ok = reader.status().ok() && decoded.ParseFromZeroCopyStream(&reader);
+    }
+    if (!ok) {
+      ingestor_->CountMalformed(Transport::kGrpc, signal_);
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          fmt::format("cannot decode {} as protobuf", Request::descriptor()->name()));
+    }
+    IngestResult result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
+    if (result.all_rejected())
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, result.error_message);
+    const std::string body = ResponseProto(result);
+    grpc::Slice slice(body);
+    grpc::ByteBuffer out(&slice, 1);
+    response->Swap(&out);
+    return grpc::Status::OK;
+  }
+
+  Signal signal_;
+  Ingestor* ingestor_;
+};
+
+namespace trace_v1 = opentelemetry::proto::collector::trace::v1;
+namespace logs_v1 = opentelemetry::proto::collector::logs::v1;
+namespace metrics_v1 = opentelemetry::proto::collector::metrics::v1;
+
+using TraceRaw = RawExportService<
+    TracesRequest,
+    trace_v1::TraceService::WithRawCallbackMethod_Export<trace_v1::TraceService::Service>>;
+using LogsRaw = RawExportService<
+    LogsRequest, logs_v1::LogsService::WithRawCallbackMethod_Export<logs_v1::LogsService::Service>>;
+using MetricsRaw = RawExportService<
+    MetricsRequest,
+    metrics_v1::MetricsService::WithRawCallbackMethod_Export<metrics_v1::MetricsService::Service>>;
+
+}  // namespace
+
+std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const std::string& address, std::size_t max_bytes,
+                                                  Ingestor* ingestor, std::string* error) {
+  std::unique_ptr<GrpcFrontend> f(new GrpcFrontend());
+  f->services_.push_back(std::make_unique<TraceRaw>(Signal::kTraces, ingestor));
+  f->services_.push_back(std::make_unique<LogsRaw>(Signal::kLogs, ingestor));
+  f->services_.push_back(std::make_unique<MetricsRaw>(Signal::kMetrics, ingestor));
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(max_bytes, INT32_MAX)));
+  for (auto& s : f->services_) builder.RegisterService(s.get());
+  f->server_ = builder.BuildAndStart();
+  if (f->server_ == nullptr || selected_port <= 0) {
+    *error = fmt::format("OTLP gRPC receiver: cannot listen on {}", address);
+    if (f->server_) f->server_->Shutdown();
+    return nullptr;
+  }
+  f->port_ = static_cast<std::uint16_t>(selected_port);
+  return f;
+}
+
+GrpcFrontend::~GrpcFrontend() { Stop(); }
+
+void GrpcFrontend::Stop() {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace infertel::receiver::internal

@@ -1,0 +1,304 @@
+#include <fmt/format.h>
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <optional>
+
+#include "export/gzip.h"
+#include "export/otlp_json/otlp_json.h"
+#include "http/url.h"
+#include "receiver/frontends.h"
+
+namespace infertel::receiver::internal {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using Response = bhttp::response<bhttp::string_body>;
+
+enum class Encoding { kProtobuf, kJson };
+
+constexpr std::string_view kProtobufType = "application/x-protobuf";
+constexpr std::string_view kJsonType = "application/json";
+// google.rpc.Code values used in error bodies.
+constexpr int kInvalidArgument = 3;
+constexpr int kResourceExhausted = 8;
+constexpr int kUnimplemented = 12;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// The media type without parameters, lower case.
+std::string MediaType(std::string_view header) {
+  std::string_view t = header.substr(0, header.find(';'));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+  return Lower(t);
+}
+
+std::optional<Signal> SignalForPath(std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/v1/traces") return Signal::kTraces;
+  if (path == "/v1/logs") return Signal::kLogs;
+  if (path == "/v1/metrics") return Signal::kMetrics;
+  return std::nullopt;
+}
+
+std::optional<Encoding> EncodingFor(std::string_view content_type) {
+  const std::string t = MediaType(content_type);
+  if (t == kProtobufType || t == "application/protobuf") return Encoding::kProtobuf;
+  if (t == kJsonType) return Encoding::kJson;
+  return std::nullopt;
+}
+
+Response Make(bhttp::status status, std::string_view content_type, std::string body) {
+  Response res{status, 11};
+  if (!content_type.empty()) res.set(bhttp::field::content_type, content_type);
+  res.body() = std::move(body);
+  return res;
+}
+
+// An OTLP/HTTP error: google.rpc.Status in the request's encoding.
+Response StatusResponse(bhttp::status status, Encoding enc, int code, std::string_view message) {
+  if (enc == Encoding::kJson) return Make(status, kJsonType, StatusJson(code, message));
+  return Make(status, kProtobufType, StatusProto(code, message));
+}
+
+Response PlainError(bhttp::status status, std::string_view message) {
+  return Make(status, "text/plain; charset=utf-8", std::string(message) + "\n");
+}
+
+template <typename Request>
+Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ingestor* ingestor) {
+  Request request;
+  std::string error;
+  bool ok;
+  if (enc == Encoding::kProtobuf) {
+    ok = body.size() <= static_cast<std::size_t>(INT32_MAX) &&
+         request.ParseFromArray(body.data(), static_cast<int>(body.size()));
+    if (!ok) error = fmt::format("cannot decode {} as protobuf", Request::descriptor()->name());
+  } else {
+    ok = otlp_json::Decode(body, &request, &error);
+    if (!ok) error = fmt::format("cannot decode OTLP/JSON: {}", error);
+  }
+  if (!ok) {
+    ingestor->CountMalformed(Transport::kHttp, signal);
+    return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, error);
+  }
+  IngestResult result = ingestor->Accept(Transport::kHttp, std::move(request));
+  if (result.all_rejected())
+    return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, result.error_message);
+  if (enc == Encoding::kJson)
+    return Make(bhttp::status::ok, kJsonType, ResponseJson(signal, result));
+  return Make(bhttp::status::ok, kProtobufType, ResponseProto(result));
+}
+
+// Checks what can be checked from the header alone; an error response, or nullopt to go on.
+std::optional<Response> CheckHeader(const bhttp::request_parser<bhttp::string_body>& parser,
+                                    std::size_t max_bytes, Ingestor* ingestor,
+                                    std::optional<Signal>* signal, Encoding* enc, bool* gzip) {
+  const auto& req = parser.get();
+  *signal = SignalForPath(req.target());
+  if (!*signal)
+    return PlainError(bhttp::status::not_found,
+                      "unknown path; use /v1/traces, /v1/logs or /v1/metrics");
+  if (req.method() != bhttp::verb::post) {
+    Response r = PlainError(bhttp::status::method_not_allowed, "use POST");
+    r.set(bhttp::field::allow, "POST");
+    return r;
+  }
+  auto e = EncodingFor(req[bhttp::field::content_type]);
+  if (!e) {
+    ingestor->CountMalformed(Transport::kHttp, **signal);
+    return PlainError(bhttp::status::unsupported_media_type,
+                      "Content-Type must be application/x-protobuf or application/json");
+  }
+  *enc = *e;
+  const std::string coding = MediaType(req[bhttp::field::content_encoding]);
+  if (coding == "gzip") {
+    *gzip = true;
+  } else if (!coding.empty() && coding != "identity") {
+    ingestor->CountMalformed(Transport::kHttp, **signal);
+    return StatusResponse(bhttp::status::unsupported_media_type, *enc, kUnimplemented,
+                          fmt::format("unsupported Content-Encoding '{}'", coding));
+  }
+  if (parser.content_length() && *parser.content_length() > max_bytes) {
+    ingestor->CountMalformed(Transport::kHttp, **signal);
+    return StatusResponse(bhttp::status::payload_too_large, *enc, kResourceExhausted,
+                          fmt::format("body larger than {} bytes", max_bytes));
+  }
+  return std::nullopt;
+}
+
+Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
+                    std::size_t max_bytes, Ingestor* ingestor) {
+  std::string inflated;
+  if (gzip) {
+    if (!exporting::GzipDecompress(body, &inflated, max_bytes)) {
+      ingestor->CountMalformed(Transport::kHttp, signal);
+      // GzipDecompress stops as soon as the output passes the bound, so a longer output means
+      // the body was too large rather than corrupt.
+      if (inflated.size() > max_bytes)
+        return StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,
+                              fmt::format("gzip body inflates beyond {} bytes", max_bytes));
+      return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument,
+                            "gzip body is corrupt");
+    }
+    body.swap(inflated);
+  }
+  switch (signal) {
+    case Signal::kTraces:
+      return DecodeAndAccept<TracesRequest>(signal, enc, body, ingestor);
+    case Signal::kLogs:
+      return DecodeAndAccept<LogsRequest>(signal, enc, body, ingestor);
+    case Signal::kMetrics:
+      return DecodeAndAccept<MetricsRequest>(signal, enc, body, ingestor);
+  }
+  return PlainError(bhttp::status::internal_server_error, "unknown signal");
+}
+
+struct ConnectionSlot {
+  explicit ConnectionSlot(std::atomic<std::size_t>* n) : n(n) {}
+  ~ConnectionSlot() { n->fetch_sub(1, std::memory_order_relaxed); }
+  std::atomic<std::size_t>* n;
+};
+
+asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
+  ConnectionSlot slot(&self->connections());
+  const OtlpReceiverOptions& o = self->options();
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  boost::system::error_code ec;
+  bool unread_body = false;
+  for (;;) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.body_limit(o.max_message_bytes);
+    stream.expires_after(o.http_idle_timeout);
+    co_await bhttp::async_read_header(stream, buffer, parser,
+                                      asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    std::optional<Signal> signal;
+    Encoding enc = Encoding::kProtobuf;
+    bool gzip = false;
+    std::optional<Response> res =
+        CheckHeader(parser, o.max_message_bytes, self->ingestor(), &signal, &enc, &gzip);
+    // After an early answer the unread body makes the connection unusable: close it.
+    bool keep_alive = !res && parser.get().keep_alive();
+    unread_body = res.has_value();
+    if (!res) {
+      if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+        bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
+        co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+      }
+      co_await bhttp::async_read(stream, buffer, parser,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == bhttp::error::body_limit) {
+        self->ingestor()->CountMalformed(Transport::kHttp, *signal);
+        res = StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,
+                             fmt::format("body larger than {} bytes", o.max_message_bytes));
+        keep_alive = false;
+        unread_body = true;
+      } else if (ec) {
+        break;
+      } else {
+        res = HandleBody(*signal, enc, gzip, parser.get().body(), o.max_message_bytes,
+                         self->ingestor());
+      }
+    }
+    res->version(parser.get().version());
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    co_await bhttp::async_write(stream, *res, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !keep_alive) break;
+  }
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (unread_body && !ec) {
+    // Closing with unread data would send a reset that can destroy the response before the
+    // client reads it; read and discard the rest for a bounded time and size first.
+    stream.expires_after(std::chrono::seconds(2));
+    std::size_t drained = 0;
+    std::array<char, 8192> sink;
+    while (drained <= o.max_message_bytes + sizeof(sink)) {
+      std::size_t n = co_await stream.async_read_some(
+          asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      drained += n;
+    }
+  }
+}
+
+asio::awaitable<void> Accept(tcp::acceptor acceptor, HttpFrontend* self) {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket socket =
+        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) continue;
+    if (self->connections().fetch_add(1, std::memory_order_relaxed) >=
+        self->options().max_http_connections) {
+      self->connections().fetch_sub(1, std::memory_order_relaxed);
+      socket.close(ec);
+      continue;
+    }
+    asio::co_spawn(acceptor.get_executor(), Session(std::move(socket), self), asio::detached);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<HttpFrontend> HttpFrontend::Start(const OtlpReceiverOptions& options,
+                                                  Ingestor* ingestor, std::string* error) {
+  auto hp = http::ParseHostPort(options.http_address);
+  if (!hp) {
+    *error = fmt::format("OTLP HTTP receiver: malformed address '{}' (want HOST:PORT)",
+                         options.http_address);
+    return nullptr;
+  }
+  std::unique_ptr<HttpFrontend> f(new HttpFrontend());
+  f->options_ = options;
+  f->ingestor_ = ingestor;
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(hp->host == "localhost" ? "127.0.0.1" : hp->host, ec);
+  if (ec) {
+    *error = fmt::format("OTLP HTTP receiver: bad host '{}': {}", hp->host, ec.message());
+    return nullptr;
+  }
+  tcp::acceptor acceptor(f->io_);
+  tcp::endpoint ep(ip, hp->port);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    *error = fmt::format("OTLP HTTP receiver: cannot listen on {}: {}", options.http_address,
+                         ec.message());
+    return nullptr;
+  }
+  f->port_ = acceptor.local_endpoint().port();
+  asio::co_spawn(f->io_, Accept(std::move(acceptor), f.get()), asio::detached);
+  for (int i = 0; i < std::max(1, options.threads); ++i)
+    f->threads_.emplace_back([io = &f->io_] { io->run(); });
+  return f;
+}
+
+HttpFrontend::~HttpFrontend() { Stop(); }
+
+void HttpFrontend::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  io_.stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+}  // namespace infertel::receiver::internal

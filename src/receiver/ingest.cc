@@ -1,0 +1,258 @@
+#include "receiver/ingest.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <algorithm>
+
+#include "export/otlp_json/json_util.h"
+#include "export/partial_success.h"
+
+namespace infertel::receiver {
+namespace {
+
+using google::protobuf::RepeatedPtrField;
+
+bool AllZero(const std::string& bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
+// Removes the elements for which `why` returns a non-empty reason, keeping order.
+template <typename T, typename Why>
+int RemoveIf(RepeatedPtrField<T>* field, Why why, std::string* first_error) {
+  int keep = 0;
+  for (int i = 0; i < field->size(); ++i) {
+    std::string reason = why(field->Get(i));
+    if (reason.empty()) {
+      if (keep != i) field->SwapElements(keep, i);
+      ++keep;
+    } else if (first_error->empty()) {
+      *first_error = std::move(reason);
+    }
+  }
+  const int removed = field->size() - keep;
+  if (removed > 0) field->DeleteSubrange(keep, removed);
+  return removed;
+}
+
+std::string IdProblem(std::string_view what, const std::string& id, std::size_t want, bool optional,
+                      bool zero_ok) {
+  if (id.empty()) {
+    if (optional) return {};
+    return fmt::format("{} is empty (missing), want {} bytes", what, want);
+  }
+  if (id.size() != want) return fmt::format("{} has {} bytes, want {}", what, id.size(), want);
+  if (!zero_ok && AllZero(id)) return fmt::format("{} is all zero", what);
+  return {};
+}
+
+std::string SpanProblem(const Span& s) {
+  std::string p = IdProblem("trace_id", s.trace_id(), 16, false, false);
+  if (p.empty()) p = IdProblem("span_id", s.span_id(), 8, false, false);
+  if (p.empty()) p = IdProblem("parent_span_id", s.parent_span_id(), 8, true, true);
+  if (p.empty()) return p;
+  return fmt::format("span '{}': {}", s.name(), p);
+}
+
+std::string LogProblem(const otlp_logs::LogRecord& r) {
+  std::string p = IdProblem("trace_id", r.trace_id(), 16, true, true);
+  if (p.empty()) p = IdProblem("span_id", r.span_id(), 8, true, true);
+  if (p.empty()) return p;
+  return fmt::format("log record: {}", p);
+}
+
+std::string_view ItemNoun(Signal s) {
+  switch (s) {
+    case Signal::kTraces:
+      return "spans";
+    case Signal::kLogs:
+      return "log records";
+    case Signal::kMetrics:
+      return "metrics";
+  }
+  return "items";
+}
+
+std::string_view RejectedField(Signal s) {
+  switch (s) {
+    case Signal::kTraces:
+      return "rejectedSpans";
+    case Signal::kLogs:
+      return "rejectedLogRecords";
+    case Signal::kMetrics:
+      return "rejectedDataPoints";
+  }
+  return "rejected";
+}
+
+}  // namespace
+
+std::string_view TransportName(Transport t) { return t == Transport::kGrpc ? "grpc" : "http"; }
+
+std::string_view SignalName(Signal s) {
+  switch (s) {
+    case Signal::kTraces:
+      return "traces";
+    case Signal::kLogs:
+      return "logs";
+    case Signal::kMetrics:
+      return "metrics";
+  }
+  return "unknown";
+}
+
+void ReceiverStats::Register(StatsRegistry* r) const {
+  using T = StatsRegistry::Type;
+  for (Transport t : {Transport::kGrpc, Transport::kHttp}) {
+    for (Signal s : {Signal::kTraces, Signal::kLogs, Signal::kMetrics}) {
+      const ReceiverCounters& c = at(t, s);
+      const std::string labels =
+          fmt::format(R"(transport="{}",signal="{}")", TransportName(t), SignalName(s));
+      r->Add("infertel_receiver_requests", "OTLP export requests received", T::kCounter, labels,
+             &c.requests);
+      r->Add("infertel_receiver_items", "Spans, log records or metrics accepted", T::kCounter,
+             labels, &c.items);
+      r->Add("infertel_receiver_refused_items", "Items refused as invalid (reported back)",
+             T::kCounter, labels, &c.refused_items);
+      r->Add("infertel_receiver_malformed_requests",
+             "Requests refused whole: undecodable, too large or of an unsupported type",
+             T::kCounter, labels, &c.malformed_requests);
+      r->Add("infertel_receiver_dropped_items", "Accepted items with no pipeline for the signal",
+             T::kCounter, labels, &c.dropped_items);
+    }
+  }
+}
+
+std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error) {
+  std::int64_t removed = 0;
+  auto* resources = request->mutable_resource_spans();
+  for (auto& rs : *resources) {
+    auto* scopes = rs.mutable_scope_spans();
+    int here = 0;
+    for (auto& ss : *scopes) here += RemoveIf(ss.mutable_spans(), SpanProblem, first_error);
+    removed += here;
+    if (here > 0) {
+      std::string unused;
+      RemoveIf(
+          scopes,
+          [](const otlp_trace::ScopeSpans& ss) { return ss.spans_size() == 0 ? "empty" : ""; },
+          &unused);
+    }
+  }
+  if (removed > 0) {
+    std::string unused;
+    RemoveIf(
+        resources,
+        [](const otlp_trace::ResourceSpans& rs) { return rs.scope_spans_size() == 0 ? "e" : ""; },
+        &unused);
+  }
+  return removed;
+}
+
+std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error) {
+  std::int64_t removed = 0;
+  auto* resources = request->mutable_resource_logs();
+  for (auto& rl : *resources) {
+    auto* scopes = rl.mutable_scope_logs();
+    int here = 0;
+    for (auto& sl : *scopes) here += RemoveIf(sl.mutable_log_records(), LogProblem, first_error);
+    removed += here;
+    if (here > 0) {
+      std::string unused;
+      RemoveIf(
+          scopes,
+          [](const otlp_logs::ScopeLogs& sl) { return sl.log_records_size() == 0 ? "e" : ""; },
+          &unused);
+    }
+  }
+  if (removed > 0) {
+    std::string unused;
+    RemoveIf(
+        resources,
+        [](const otlp_logs::ResourceLogs& rl) { return rl.scope_logs_size() == 0 ? "e" : ""; },
+        &unused);
+  }
+  return removed;
+}
+
+std::int64_t RemoveInvalid(MetricsRequest*, std::string*) { return 0; }
+
+template <typename Request>
+IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
+                                  Request&& request) noexcept {
+  ReceiverCounters& c = stats_->at(transport, signal);
+  c.requests.fetch_add(1, std::memory_order_relaxed);
+  IngestResult result;
+  std::string first_error;
+  result.rejected = RemoveInvalid(&request, &first_error);
+  result.accepted = static_cast<std::int64_t>(CountItems(request));
+  if (result.rejected > 0) {
+    c.refused_items.fetch_add(static_cast<std::uint64_t>(result.rejected),
+                              std::memory_order_relaxed);
+    result.error_message =
+        fmt::format("{} of {} {} refused; first: {}", result.rejected,
+                    result.rejected + result.accepted, ItemNoun(signal), first_error);
+  }
+  if (result.accepted == 0) return result;
+  c.items.fetch_add(static_cast<std::uint64_t>(result.accepted), std::memory_order_relaxed);
+  if (sink == nullptr) {
+    c.dropped_items.fetch_add(static_cast<std::uint64_t>(result.accepted),
+                              std::memory_order_relaxed);
+    return result;
+  }
+  sink->Submit(std::move(request));
+  return result;
+}
+
+IngestResult Ingestor::Accept(Transport transport, TracesRequest&& request) noexcept {
+  return AcceptImpl(transport, Signal::kTraces, sinks_.traces, std::move(request));
+}
+IngestResult Ingestor::Accept(Transport transport, LogsRequest&& request) noexcept {
+  return AcceptImpl(transport, Signal::kLogs, sinks_.logs, std::move(request));
+}
+IngestResult Ingestor::Accept(Transport transport, MetricsRequest&& request) noexcept {
+  return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
+}
+
+void Ingestor::CountMalformed(Transport transport, Signal signal) noexcept {
+  ReceiverCounters& c = stats_->at(transport, signal);
+  c.requests.fetch_add(1, std::memory_order_relaxed);
+  c.malformed_requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string ResponseProto(const IngestResult& result) {
+  if (result.rejected == 0) return {};
+  return exporting::EncodePartialSuccessProto({result.rejected, result.error_message});
+}
+
+std::string ResponseJson(Signal signal, const IngestResult& result) {
+  if (result.rejected == 0) return "{}";
+  std::string out = fmt::format(R"({{"partialSuccess":{{"{}":"{}","errorMessage":)",
+                                RejectedField(signal), result.rejected);
+  otlp_json::AppendString(&out, result.error_message);
+  out += "}}";
+  return out;
+}
+
+std::string StatusProto(int code, std::string_view message) {
+  using google::protobuf::internal::WireFormatLite;
+  std::string out;
+  google::protobuf::io::StringOutputStream zs(&out);
+  {
+    google::protobuf::io::CodedOutputStream cos(&zs);
+    if (code != 0) WireFormatLite::WriteInt32(1, code, &cos);
+    if (!message.empty()) WireFormatLite::WriteString(2, std::string(message), &cos);
+  }
+  return out;
+}
+
+std::string StatusJson(int code, std::string_view message) {
+  std::string out = fmt::format(R"({{"code":{},"message":)", code);
+  otlp_json::AppendString(&out, message);
+  out += "}";
+  return out;
+}
+
+}  // namespace infertel::receiver

@@ -1,0 +1,110 @@
+#pragma once
+// The transport-independent half of the OTLP receiver: checks a decoded Export*ServiceRequest,
+// removes the items OTLP calls invalid, hands the rest by move to the signal's sink, and counts
+// everything in ReceiverStats. The gRPC and HTTP front ends only decode and answer.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/stats.h"
+#include "core/telemetry.h"
+#include "pipeline/exporter.h"
+
+namespace infertel::receiver {
+
+enum class Transport { kGrpc = 0, kHttp = 1 };
+enum class Signal { kTraces = 0, kLogs = 1, kMetrics = 2 };
+
+std::string_view TransportName(Transport t);  // "grpc" | "http"
+std::string_view SignalName(Signal s);        // "traces" | "logs" | "metrics"
+
+// Counters for one transport and signal.
+struct ReceiverCounters {
+  std::atomic<std::uint64_t> requests{0};            // every request, malformed ones included
+  std::atomic<std::uint64_t> items{0};               // spans/log records/metrics accepted
+  std::atomic<std::uint64_t> refused_items{0};       // items removed as invalid
+  std::atomic<std::uint64_t> malformed_requests{0};  // undecodable, too large, wrong type
+  std::atomic<std::uint64_t> dropped_items{0};       // accepted, but no sink for the signal
+};
+
+// The receiver's self-metrics, registered as infertel_receiver_{requests,items,refused_items,
+// malformed_requests,dropped_items}_total{transport,signal}. Thread-safe (atomics).
+struct ReceiverStats {
+  std::array<std::array<ReceiverCounters, 3>, 2> cells;
+  ReceiverCounters& at(Transport t, Signal s) {
+    return cells[static_cast<int>(t)][static_cast<int>(s)];
+  }
+  const ReceiverCounters& at(Transport t, Signal s) const {
+    return cells[static_cast<int>(t)][static_cast<int>(s)];
+  }
+  // `this` must outlive `registry`'s use of it.
+  void Register(StatsRegistry* registry) const;
+};
+
+// Where accepted requests go. `traces` is required; a null `logs` or `metrics` sink means that
+// signal is answered with success and its items are counted as dropped. Not owned.
+struct ReceiverSinks {
+  pipeline::TraceSink* traces = nullptr;
+  pipeline::LogSink* logs = nullptr;
+  pipeline::MetricSink* metrics = nullptr;
+};
+
+// The outcome of one decoded request.
+struct IngestResult {
+  std::int64_t accepted = 0;  // items passed on (or dropped for lack of a sink)
+  std::int64_t rejected = 0;  // invalid items removed
+  // Empty when nothing was rejected; otherwise how many and why the first one was refused.
+  std::string error_message;
+  // True when the request held items and every one was invalid: the transport answers with
+  // INVALID_ARGUMENT / 400 instead of a partial success.
+  bool all_rejected() const { return rejected > 0 && accepted == 0; }
+};
+
+// Validity rules (OTLP trace.proto / logs.proto):
+//  - span: trace_id 16 bytes not all zero, span_id 8 bytes not all zero, parent_span_id empty
+//    or 8 bytes. An empty trace_id or span_id is invalid (OTLP/JSON senders that omit the
+//    ids produce this).
+//  - log record: trace_id empty or 16 bytes, span_id empty or 8 bytes.
+//  - metrics: no item-level rule (anything that decodes is accepted).
+// Each function removes invalid items in place (and the scope/resource containers that become
+// empty by it), keeping the order of the rest, and returns the number removed; `*first_error`
+// gets the reason for the first one.
+std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error);
+std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error);
+std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error);
+
+// Validates, forwards and counts. Thread-safe; never blocks (sinks never block); noexcept.
+class Ingestor {
+ public:
+  Ingestor(ReceiverSinks sinks, ReceiverStats* stats) : sinks_(sinks), stats_(stats) {}
+
+  IngestResult Accept(Transport transport, TracesRequest&& request) noexcept;
+  IngestResult Accept(Transport transport, LogsRequest&& request) noexcept;
+  IngestResult Accept(Transport transport, MetricsRequest&& request) noexcept;
+  // Counts one request that was refused before decoding (undecodable, too large, bad type).
+  void CountMalformed(Transport transport, Signal signal) noexcept;
+
+ private:
+  template <typename Request>
+  IngestResult AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
+                          Request&& request) noexcept;
+
+  ReceiverSinks sinks_;
+  ReceiverStats* stats_;
+};
+
+// Response bodies. The compiled OTLP protos predate partial_success, so the protobuf form is
+// written from the wire format (empty when nothing was rejected).
+std::string ResponseProto(const IngestResult& result);
+// OTLP/JSON: `{}`, or `{"partialSuccess":{"rejectedSpans":"N","errorMessage":".."}}` with the
+// signal's rejected-count name (rejectedSpans, rejectedLogRecords, rejectedDataPoints).
+std::string ResponseJson(Signal signal, const IngestResult& result);
+// google.rpc.Status {code, message} for OTLP/HTTP error bodies: hand-encoded protobuf (the
+// message is not compiled here) and its JSON form.
+std::string StatusProto(int code, std::string_view message);
+std::string StatusJson(int code, std::string_view message);
+
+}  // namespace infertel::receiver

@@ -1,0 +1,78 @@
+#pragma once
+// The agent's OTLP receiver: engines (vLLM --otlp-traces-endpoint, SGLang --enable-trace) and any
+// other OTLP emitter send traces, logs and metrics here, over OTLP/gRPC and OTLP/HTTP (protobuf
+// or JSON, optionally gzip). Every accepted request is handed by move to the signal's sink;
+// spans and log records OTLP calls invalid are removed and reported back as a partial success.
+//
+// gRPC: opentelemetry.proto.collector.{trace,logs,metrics}.v1 Export, served with gRPC's
+// callback API on raw byte buffers, so undecodable payloads reach the receiver and are counted
+// (INVALID_ARGUMENT). Handlers run on gRPC's own executor and never block (decode, validate,
+// Submit). gRPC refuses messages above max_message_bytes itself (RESOURCE_EXHAUSTED) before the
+// handler: those are not counted here.
+// HTTP: POST /v1/traces, /v1/logs, /v1/metrics on a Boost.Beast server with its own io_context
+// and `threads` threads, keep-alive. Status codes: 200 (also for partial success), 400 malformed
+// body or every item invalid (body: google.rpc.Status, protobuf or JSON like the request),
+// 404 unknown path, 405 not POST, 413 body or inflated body above max_message_bytes, 415
+// unsupported Content-Type or Content-Encoding.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/stats.h"
+#include "receiver/ingest.h"
+
+namespace infertel::receiver {
+
+namespace internal {
+class GrpcFrontend;
+class HttpFrontend;
+}  // namespace internal
+
+struct OtlpReceiverOptions {
+  std::string grpc_address = "127.0.0.1:4317";  // HOST:PORT, port 0 = any; empty = no gRPC
+  std::string http_address = "127.0.0.1:4318";  // HOST:PORT, port 0 = any; empty = no HTTP
+  // Largest request accepted: the gRPC message, the HTTP body as sent and after gunzip.
+  std::size_t max_message_bytes = 16u << 20;
+  int threads = 1;                                      // HTTP io_context threads
+  std::size_t max_http_connections = 256;               // further connections are closed at once
+  std::chrono::milliseconds http_idle_timeout{60'000};  // keep-alive wait and body read
+};
+
+// Thread-safety: Start/Stop from one controlling thread; the accessors from any thread.
+class OtlpReceiver {
+ public:
+  // `sinks.traces` must be non-null; the sinks must outlive the receiver (or its Stop()).
+  OtlpReceiver(OtlpReceiverOptions options, ReceiverSinks sinks);
+  ~OtlpReceiver();  // Stop()
+  OtlpReceiver(const OtlpReceiver&) = delete;
+  OtlpReceiver& operator=(const OtlpReceiver&) = delete;
+
+  // Binds the enabled listeners and starts serving. False and *error (naming the address) when
+  // an address is malformed or cannot be bound; nothing is left running then.
+  bool Start(std::string* error);
+  // Stops accepting, cancels calls in flight (gRPC waits up to 1 s for them) and joins the
+  // threads. Idempotent. No Submit() happens after it returns.
+  void Stop();
+
+  // The ports actually bound (useful with port 0); 0 when the listener is off or not started.
+  std::uint16_t grpc_port() const { return grpc_port_; }
+  std::uint16_t http_port() const { return http_port_; }
+
+  const ReceiverStats& stats() const { return stats_; }
+  // Registers the infertel_receiver_* series; the receiver must outlive the registry's use.
+  void RegisterStats(StatsRegistry* registry) const { stats_.Register(registry); }
+
+ private:
+  OtlpReceiverOptions options_;
+  ReceiverStats stats_;
+  Ingestor ingestor_;
+  std::unique_ptr<internal::GrpcFrontend> grpc_;
+  std::unique_ptr<internal::HttpFrontend> http_;
+  std::uint16_t grpc_port_ = 0;
+  std::uint16_t http_port_ = 0;
+};
+
+}  // namespace infertel::receiver

@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "core/semconv.h"
+#include "engines/assembler.h"
+
+namespace infertel::engines {
+namespace {
+namespace sc = semconv;
+
+class CollectingSink : public pipeline::TraceSink {
+ public:
+  void Submit(TracesRequest&& r) noexcept override {
+    std::lock_guard lock(mu_);
+    for (auto& rs : r.resource_spans())
+      for (auto& ss : rs.scope_spans())
+        for (auto& s : ss.spans()) spans_.push_back({rs.resource(), ss.scope().name(), s});
+    cv_.notify_all();
+  }
+  struct Item {
+    Resource resource;
+    std::string scope;
+    Span span;
+  };
+  std::vector<Item> WaitFor(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return spans_.size() >= n; });
+    return spans_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Item> spans_;
+};
+
+TracesRequest EngineRequest(std::string_view request_id, std::string_view extra_span = "") {
+  TracesRequest req;
+  auto* rs = req.add_resource_spans();
+  AddAttr(rs->mutable_resource()->mutable_attributes(), "service.name", "vllm-server");
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name("vllm.tracing.otel");
+  Span* s = ss->add_spans();
+  s->set_name("llm_request");
+  s->set_kind(otlp_trace::Span::SPAN_KIND_SERVER);
+  TraceId t = NewTraceId();
+  SpanId id = NewSpanId();
+  s->set_trace_id(std::string(AsBytes(t)));
+  s->set_span_id(std::string(AsBytes(id)));
+  s->set_start_time_unix_nano(1'000'000'000);
+  s->set_end_time_unix_nano(1'200'000'000);
+  AddAttr(s->mutable_attributes(), sc::kGenAiRequestId, std::string("chatcmpl-") + std::string(request_id));
+  AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeToFirstToken, 0.05);
+  AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInQueue, 0.01);
+  AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInModelPrefill, 0.02);
+  AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInModelDecode, 0.1);
+  if (!extra_span.empty()) {
+    Span* o = ss->add_spans();
+    o->set_name(std::string(extra_span));
+    o->set_trace_id(s->trace_id());
+    o->set_span_id(std::string(AsBytes(NewSpanId())));
+  }
+  return req;
+}
+
+gateway::Exchange FinishedExchange(std::string request_id) {
+  gateway::Exchange ex;
+  ex.request_id = std::move(request_id);
+  ex.trace_id = NewTraceId();
+  ex.span_id = NewSpanId();
+  ex.start = Stopwatch::Start();
+  ex.request.model = "llama";
+  ex.response.usage.cached_tokens = 12;
+  ex.tracing_level = 1;
+  ex.engine_index = 0;
+  return ex;
+}
+
+class AssemblerTest : public ::testing::Test {
+ protected:
+  AssemblerTest()
+      : config_(std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings)) {}
+  std::unique_ptr<Assembler> Make(std::chrono::milliseconds window) {
+    AssemblerOptions o;
+    o.join_window = window;
+    return std::make_unique<Assembler>(o, &sink_, config_);
+  }
+  CollectingSink sink_;
+  std::shared_ptr<config::ConfigStore> config_;
+};
+
+TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {
+  auto a = Make(std::chrono::seconds(5));
+  auto ex = FinishedExchange("req-1");
+  a->OnExchangeFinished(ex);
+  a->Submit(EngineRequest("req-1"));
+  auto items = sink_.WaitFor(4, std::chrono::seconds(1));
+  ASSERT_EQ(items.size(), 4u);  // llm_request + wait + prefill + decode
+  const Span& s = items[0].span;
+  EXPECT_EQ(s.name(), "llm_request");
+  EXPECT_EQ(s.trace_id(), std::string(AsBytes(ex.trace_id)));
+  EXPECT_EQ(s.parent_span_id(), std::string(AsBytes(ex.span_id)));
+  EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiUsageCacheReadInputTokens)->int_value(), 12);
+  EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiRequestModelName)->string_value(), "llama");
+  EXPECT_EQ(items[0].scope, "vllm.tracing.otel");  // the engine's own scope and resource stay
+  EXPECT_EQ(FindAttr(items[0].resource.attributes(), "service.name")->string_value(), "vllm-server");
+  EXPECT_EQ(a->stats().joined.load(), 1u);
+}
+
+TEST_F(AssemblerTest, EngineSpanBeforeExchangeWaitsForIt) {
+  auto a = Make(std::chrono::seconds(5));
+  a->Submit(EngineRequest("req-2"));
+  EXPECT_EQ(sink_.WaitFor(1, std::chrono::milliseconds(200)).size(), 0u);
+  EXPECT_EQ(a->stats().waiting.load(), 1u);
+  auto ex = FinishedExchange("req-2");
+  a->OnExchangeFinished(ex);
+  auto items = sink_.WaitFor(4, std::chrono::seconds(1));
+  ASSERT_GE(items.size(), 1u);
+  EXPECT_EQ(items[0].span.parent_span_id(), std::string(AsBytes(ex.span_id)));
+  EXPECT_EQ(a->stats().joined.load(), 1u);
+}
+
+TEST_F(AssemblerTest, UnmatchedSpanIsExportedNormalizedAfterTheWindowAndCounted) {
+  auto a = Make(std::chrono::milliseconds(150));
+  auto req = EngineRequest("nobody");
+  std::string original_trace = req.resource_spans(0).scope_spans(0).spans(0).trace_id();
+  a->Submit(std::move(req));
+  auto items = sink_.WaitFor(1, std::chrono::seconds(3));
+  ASSERT_GE(items.size(), 1u);
+  EXPECT_EQ(items[0].span.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+  EXPECT_EQ(items[0].span.trace_id(), original_trace);
+  EXPECT_EQ(FindAttr(items[0].span.attributes(), sc::kGenAiLatencyTimeInQueue)->int_value(), 10'000'000);
+  EXPECT_EQ(a->stats().unmatched.load(), 1u);
+}
+
+TEST_F(AssemblerTest, UnrelatedSpansPassThroughUntouched) {
+  auto a = Make(std::chrono::seconds(5));
+  TracesRequest other;
+  auto* s = other.add_resource_spans()->add_scope_spans()->add_spans();
+  s->set_name("GET /api");
+  s->set_kind(otlp_trace::Span::SPAN_KIND_SERVER);
+  AddAttr(s->mutable_attributes(), "http.route", "/api");
+  std::string before = other.SerializeAsString();
+  a->Submit(std::move(other));
+  auto items = sink_.WaitFor(1, std::chrono::seconds(1));
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].span.kind(), otlp_trace::Span::SPAN_KIND_SERVER);
+  TracesRequest again;
+  *again.add_resource_spans()->add_scope_spans()->add_spans() = items[0].span;
+  EXPECT_EQ(again.SerializeAsString(), before);
+  EXPECT_EQ(a->stats().passthrough.load(), 1u);
+}
+
+TEST_F(AssemblerTest, MixedRequestSplitsEngineSpanFromOthers) {
+  auto a = Make(std::chrono::seconds(5));
+  a->OnExchangeFinished(FinishedExchange("req-3"));
+  a->Submit(EngineRequest("req-3", "Load model"));
+  auto items = sink_.WaitFor(5, std::chrono::seconds(1));
+  ASSERT_EQ(items.size(), 5u);
+  int llm = 0, other = 0;
+  for (auto& it : items) {
+    if (it.span.name() == "llm_request") ++llm;
+    if (it.span.name() == "Load model") ++other;
+  }
+  EXPECT_EQ(llm, 1);
+  EXPECT_EQ(other, 1);
+}
+
+TEST_F(AssemblerTest, TwoChildSequencesOfOneRequestJoinTheSameExchange) {
+  auto a = Make(std::chrono::seconds(5));
+  auto ex = FinishedExchange("req-n2");
+  a->OnExchangeFinished(ex);
+  a->Submit(EngineRequest("req-n2"));
+  a->Submit(EngineRequest("req-n2"));
+  auto items = sink_.WaitFor(8, std::chrono::seconds(1));
+  int joined = 0;
+  for (auto& it : items)
+    if (it.span.name() == "llm_request" && it.span.parent_span_id() == std::string(AsBytes(ex.span_id))) ++joined;
+  EXPECT_EQ(joined, 2);
+}
+
+}  // namespace
+}  // namespace infertel::engines

@@ -1,0 +1,228 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "core/semconv.h"
+#include "engines/assembler.h"
+#include "engines/vllm/vllm_spans.h"
+#include "export/otlp_json/otlp_json.h"
+
+namespace infertel::engines {
+namespace {
+namespace sc = semconv;
+
+std::string ReadFixture(const std::string& name) {
+  std::ifstream in(std::string(INFERTEL_FIXTURES_DIR) + "/" + name);
+  EXPECT_TRUE(in) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const AnyValue& Attr(const Span& s, std::string_view key) {
+  const AnyValue* v = FindAttr(s.attributes(), key);
+  static AnyValue missing;
+  EXPECT_NE(v, nullptr) << "missing " << key;
+  return v ? *v : missing;
+}
+
+// A V1 span as vLLM emits it (facts §1.3): SERVER, seconds.
+Span V1Span(std::string_view request_id) {
+  Span s;
+  s.set_name("llm_request");
+  s.set_kind(otlp_trace::Span::SPAN_KIND_SERVER);
+  TraceId t = NewTraceId();
+  SpanId id = NewSpanId();
+  s.set_trace_id(std::string(AsBytes(t)));
+  s.set_span_id(std::string(AsBytes(id)));
+  s.set_start_time_unix_nano(1'000'000'000'000ull);
+  s.set_end_time_unix_nano(1'000'000'000'000ull + 500'000'000ull);  // 0.5 s
+  auto* a = s.mutable_attributes();
+  AddAttr(a, sc::kGenAiRequestId, request_id);
+  AddAttr(a, sc::kGenAiLatencyTimeToFirstToken, 0.1);
+  AddAttr(a, sc::kGenAiLatencyE2e, 0.5);
+  AddAttr(a, sc::kGenAiLatencyTimeInQueue, 0.02);
+  AddAttr(a, sc::kGenAiLatencyTimeInModelPrefill, 0.05);
+  AddAttr(a, sc::kGenAiLatencyTimeInModelDecode, 0.39);
+  AddAttr(a, sc::kGenAiLatencyTimeInModelInference, 0.44);
+  AddAttr(a, sc::kGenAiUsagePromptTokens, std::int64_t{14});
+  AddAttr(a, sc::kGenAiUsageCompletionTokens, std::int64_t{8});
+  AddAttr(a, sc::kGenAiRequestMaxTokens, std::int64_t{64});
+  AddAttr(a, sc::kGenAiRequestN, std::int64_t{1});
+  return s;
+}
+
+TEST(VllmSpansTest, JoinKeysStripPrefixesAndSubPromptSuffix) {
+  Span s = V1Span("chatcmpl-abc-123");
+  EXPECT_EQ(vllm::JoinKeys(s), std::vector<std::string>{"abc-123"});
+  s = V1Span("cmpl-xyz_2");
+  EXPECT_EQ(vllm::JoinKeys(s), (std::vector<std::string>{"xyz_2", "xyz"}));
+  EXPECT_TRUE(vllm::IsVllmRequestSpan(s));
+  s.set_name("other");
+  EXPECT_FALSE(vllm::IsVllmRequestSpan(s));
+}
+
+TEST(VllmSpansTest, V1NormalizedWithRecordAndPhases) {
+  Span s = V1Span("chatcmpl-r1");
+  JoinRecord r;
+  r.request_id = "r1";
+  r.trace_id = NewTraceId();
+  r.entry_span_id = NewSpanId();
+  r.model = "llama";
+  r.cached_tokens = 0;
+  r.tracing_level = 1;
+  r.engine_index = 0;
+  vllm::NormalizeContext ctx;
+  ctx.record = &r;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+
+  EXPECT_EQ(s.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+  EXPECT_EQ(s.trace_id(), std::string(AsBytes(r.trace_id)));
+  EXPECT_EQ(s.parent_span_id(), std::string(AsBytes(r.entry_span_id)));
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyE2e).int_value(), 500'000'000);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeToFirstToken).int_value(), 100'000'000);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInModelInference).int_value(), 440'000'000);
+  EXPECT_EQ(Attr(s, sc::kGenAiRequestModelName).string_value(), "llama");
+  EXPECT_EQ(Attr(s, sc::kGenAiUsageCacheReadInputTokens).int_value(), 0);  // known zero is reported
+  EXPECT_EQ(Attr(s, sc::kGenAiEngineIndex).int_value(), 0);
+  EXPECT_EQ(Attr(s, sc::kGenAiPdRole).string_value(), "none");
+  // Absent from vLLM out of process: never invented.
+  for (auto k : {sc::kGenAiLatencyTimeInTokenize, sc::kGenAiLatencyTimeInDetokenize,
+                 sc::kGenAiLatencyTimeInKvTransfer, sc::kGenAiRequestPreemptionCount}) {
+    EXPECT_EQ(FindAttr(s.attributes(), k), nullptr) << k;
+  }
+
+  ASSERT_EQ(phases.size(), 3u);
+  const Span& wait = phases[0];
+  const Span& prefill = phases[1];
+  const Span& decode = phases[2];
+  EXPECT_EQ(wait.name(), "wait");
+  EXPECT_EQ(prefill.name(), "prefill");
+  EXPECT_EQ(decode.name(), "decode");
+  const std::uint64_t start = s.start_time_unix_nano();
+  EXPECT_EQ(decode.start_time_unix_nano(), start + 100'000'000);  // first token
+  EXPECT_EQ(decode.end_time_unix_nano(), start + 490'000'000);
+  EXPECT_EQ(prefill.start_time_unix_nano(), start + 50'000'000);
+  EXPECT_EQ(prefill.end_time_unix_nano(), start + 100'000'000);
+  EXPECT_EQ(wait.start_time_unix_nano(), start + 30'000'000);
+  EXPECT_EQ(wait.end_time_unix_nano(), start + 50'000'000);
+  for (const Span& p : phases) {
+    EXPECT_EQ(p.parent_span_id(), s.span_id());
+    EXPECT_EQ(p.trace_id(), s.trace_id());
+    EXPECT_EQ(p.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+    EXPECT_EQ(Attr(p, sc::kGenAiRequestId).string_value(), "chatcmpl-r1");
+    EXPECT_EQ(Attr(p, sc::kGenAiRequestModelName).string_value(), "llama");
+    EXPECT_EQ(Attr(p, sc::kGenAiEngineIndex).int_value(), 0);
+    EXPECT_EQ(Attr(p, sc::kGenAiPdRole).string_value(), "none");
+  }
+}
+
+TEST(VllmSpansTest, LevelZeroMakesNoPhasesAndPdRolesKeepTheirPhaseOnly) {
+  Span s = V1Span("chatcmpl-a");
+  vllm::NormalizeContext ctx;
+  ctx.level = 0;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  EXPECT_TRUE(phases.empty());
+  EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiUsageCacheReadInputTokens), nullptr);  // unknown: absent
+
+  Span p = V1Span("chatcmpl-b");
+  ctx.level = 1;
+  ctx.pd_role = "producer";
+  vllm::Normalize(&p, "vllm.tracing.otel", ctx, &phases);
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0].name(), "prefill");
+  EXPECT_EQ(Attr(p, sc::kGenAiLatencyTimeInModelDecode).int_value(), 0);
+  EXPECT_EQ(Attr(p, sc::kGenAiPdRole).string_value(), "producer");
+
+  phases.clear();
+  Span d = V1Span("chatcmpl-c");
+  ctx.pd_role = "consumer";
+  vllm::Normalize(&d, "vllm.tracing.otel", ctx, &phases);
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0].name(), "decode");
+  EXPECT_EQ(Attr(d, sc::kGenAiLatencyTimeInModelPrefill).int_value(), 0);
+}
+
+TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
+  Span s = V1Span("chatcmpl-e");
+  JoinRecord r;
+  r.tracing_level = 2;
+  r.engine_index = 0;
+  r.dispatch_wall_ns = s.start_time_unix_nano() + 1000;
+  for (int i = 0; i < 5; ++i) {
+    gateway::Exchange::Delta d;
+    d.mono_ns = s.start_time_unix_nano() + 100'000'000 + i * 1000;
+    d.texts = {"tok" + std::to_string(i)};
+    d.logprobs = {-0.5 * i};
+    r.deltas.push_back(d);
+  }
+  r.deltas_dropped = 2;
+  vllm::NormalizeContext ctx;
+  ctx.record = &r;
+  ctx.max_events = 4;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  ASSERT_EQ(s.events_size(), 4);
+  EXPECT_EQ(s.events(0).name(), "WAIT");
+  EXPECT_EQ(s.events(1).name(), "PREFILL");
+  EXPECT_EQ(s.events(2).name(), "DECODE");
+  EXPECT_EQ(s.dropped_events_count(), 4u);  // 1 WAIT + 5 deltas + 2 dropped upstream - 4 kept
+  const auto& ev = s.events(2);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenCount)->int_value(), 1);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenTexts)->array_value().values(0).string_value(), "tok1");
+  EXPECT_DOUBLE_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenLogprobs)->array_value().values(0).double_value(), -0.5);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiEngineIndex)->int_value(), 0);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenIds), nullptr);  // engine returned none
+}
+
+TEST(VllmSpansTest, RealV1SampleFromVllm029) {
+  TracesRequest req;
+  std::string err;
+  ASSERT_TRUE(otlp_json::DecodeTraces(ReadFixture("vllm-llm_request-otlp-0.29.0-SANITIZED.json"), &req, &err))
+      << err;
+  Span s = req.resource_spans(0).scope_spans(0).spans(0);
+  ASSERT_TRUE(vllm::IsVllmRequestSpan(s));
+  EXPECT_EQ(vllm::DetectShape(s, "", vllm::SpanShape::kAuto), vllm::SpanShape::kV1);
+  vllm::NormalizeContext ctx;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "", ctx, &phases);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeToFirstToken).int_value(), 115545988);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInQueue).int_value(), 54589);
+  EXPECT_EQ(Attr(s, sc::kGenAiUsagePromptTokens).int_value(), 14);
+  ASSERT_EQ(phases.size(), 3u);  // wait, prefill, decode at the default level 1
+  EXPECT_LE(phases[2].end_time_unix_nano(), s.end_time_unix_nano());
+}
+
+// The V0 sample (an otel-collector debug print from vLLM PR #7089) rebuilt as a span.
+TEST(VllmSpansTest, RealV0SampleKeepsSecondsAndHasNoPhases) {
+  std::string text = ReadFixture("vllm-llm_request-otelcol-debug-pr7089.txt");
+  Span s;
+  s.set_name("llm_request");
+  s.set_start_time_unix_nano(1);
+  s.set_end_time_unix_nano(4'000'000'001);
+  std::regex line(R"(-> ([a-z0-9_.]+): (Str|Double|Int)\(([^)]*)\))");
+  int n = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it, ++n) {
+    std::string key = (*it)[1], type = (*it)[2], value = (*it)[3];
+    if (type == "Str") AddAttr(s.mutable_attributes(), key, value);
+    if (type == "Double") AddAttr(s.mutable_attributes(), key, std::stod(value));
+    if (type == "Int") AddAttr(s.mutable_attributes(), key, static_cast<std::int64_t>(std::stoll(value)));
+  }
+  ASSERT_EQ(n, 16);
+  EXPECT_EQ(vllm::DetectShape(s, "vllm.llm_engine", vllm::SpanShape::kAuto), vllm::SpanShape::kV0);
+  vllm::NormalizeContext ctx;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.llm_engine", ctx, &phases);
+  EXPECT_TRUE(phases.empty());  // phases are V1 only
+  EXPECT_EQ(s.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+  EXPECT_DOUBLE_EQ(Attr(s, sc::kGenAiLatencyE2e).double_value(), 3.775825023651123);  // seconds
+  EXPECT_DOUBLE_EQ(Attr(s, sc::kGenAiLatencyTimeInModelExecute).double_value(), 3.6468167304992676);
+  EXPECT_EQ(Attr(s, sc::kGenAiUsageNumSequences).int_value(), 1);
+}
+
+}  // namespace
+}  // namespace infertel::engines

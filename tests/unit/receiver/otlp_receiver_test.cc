@@ -1,0 +1,585 @@
+#include "receiver/otlp_receiver.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "core/stats.h"
+#include "export/gzip.h"
+#include "export/otlp_json/otlp_json.h"
+#include "export/partial_success.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+
+namespace infertel::receiver {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+template <typename Request>
+class RecordingSink : public pipeline::Sink<Request> {
+ public:
+  void Submit(Request&& r) noexcept override {
+    std::lock_guard lock(mu_);
+    got_.push_back(std::move(r));
+  }
+  std::vector<Request> got() const {
+    std::lock_guard lock(mu_);
+    return got_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Request> got_;
+};
+
+std::string Id(std::size_t n, char fill) { return std::string(n, fill); }
+
+// A request with one resource and scope and the given (trace_id, span_id) pairs.
+TracesRequest Traces(const std::vector<std::pair<std::string, std::string>>& ids) {
+  TracesRequest r;
+  auto* ss = r.add_resource_spans()->add_scope_spans();
+  int i = 0;
+  for (const auto& [t, s] : ids) {
+    auto* span = ss->add_spans();
+    span->set_name("span" + std::to_string(i++));
+    span->set_trace_id(t);
+    span->set_span_id(s);
+  }
+  return r;
+}
+
+TracesRequest ValidTraces(int n) {
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (int i = 0; i < n; ++i) ids.push_back({Id(16, 'a' + i), Id(8, 'k' + i)});
+  return Traces(ids);
+}
+
+LogsRequest Logs(int n) {
+  LogsRequest r;
+  auto* sl = r.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < n; ++i) sl->add_log_records()->mutable_body()->set_string_value("hello");
+  return r;
+}
+
+MetricsRequest Metrics(int n) {
+  MetricsRequest r;
+  auto* sm = r.add_resource_metrics()->add_scope_metrics();
+  for (int i = 0; i < n; ++i) {
+    auto* m = sm->add_metrics();
+    m->set_name("m" + std::to_string(i));
+    m->mutable_gauge()->add_data_points()->set_as_int(i);
+  }
+  return r;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct HttpResult {
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// One request per connection unless `stream` is given.
+HttpResult Post(std::uint16_t port, const std::string& target, const std::string& content_type,
+                const std::string& body, const std::string& content_encoding = "",
+                bhttp::verb verb = bhttp::verb::post) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  bhttp::request<bhttp::string_body> req{verb, target, 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  if (!content_type.empty()) req.set(bhttp::field::content_type, content_type);
+  if (!content_encoding.empty()) req.set(bhttp::field::content_encoding, content_encoding);
+  req.body() = body;
+  req.prepare_payload();
+  bhttp::write(stream, req);
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(1 << 24);
+  boost::system::error_code ec;
+  bhttp::read(stream, buf, parser, ec);
+  HttpResult out;
+  if (ec) return out;
+  out.status = parser.get().result_int();
+  out.content_type = std::string(parser.get()[bhttp::field::content_type]);
+  out.body = parser.get().body();
+  return out;
+}
+
+class ReceiverTest : public ::testing::Test {
+ protected:
+  void StartReceiver(bool with_logs_metrics = true, std::size_t max_bytes = 64 * 1024) {
+    OtlpReceiverOptions o;
+    o.grpc_address = "127.0.0.1:0";
+    o.http_address = "127.0.0.1:0";
+    o.max_message_bytes = max_bytes;
+    o.threads = 2;
+    ReceiverSinks sinks{&traces_, with_logs_metrics ? &logs_ : nullptr,
+                        with_logs_metrics ? &metrics_ : nullptr};
+    receiver_ = std::make_unique<OtlpReceiver>(o, sinks);
+    std::string error;
+    ASSERT_TRUE(receiver_->Start(&error)) << error;
+    ASSERT_NE(receiver_->grpc_port(), 0);
+    ASSERT_NE(receiver_->http_port(), 0);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(receiver_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+  void TearDown() override {
+    if (receiver_) receiver_->Stop();
+  }
+  const ReceiverCounters& C(Transport t, Signal s) { return receiver_->stats().at(t, s); }
+  std::size_t SinkSpans() {
+    std::size_t n = 0;
+    for (const auto& r : traces_.got()) n += CountSpans(r);
+    return n;
+  }
+
+  RecordingSink<TracesRequest> traces_;
+  RecordingSink<LogsRequest> logs_;
+  RecordingSink<MetricsRequest> metrics_;
+  std::unique_ptr<OtlpReceiver> receiver_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// ---------- gRPC ----------
+
+TEST_F(ReceiverTest, GrpcTracesReachTheSinkAndAreCounted) {
+  StartReceiver();
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  TracesRequest req = ValidTraces(2);
+  grpc::Status st = stub->Export(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.ByteSizeLong(), 0u);  // no partial_success on full success
+  auto got = traces_.got();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].SerializeAsString(), req.SerializeAsString());
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).requests.load(), 1u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).items.load(), 2u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).requests.load(), 0u);
+}
+
+TEST_F(ReceiverTest, GrpcGzipIsAccepted) {
+  StartReceiver();
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  ASSERT_TRUE(stub->Export(&ctx, ValidTraces(3), &resp).ok());
+  EXPECT_EQ(SinkSpans(), 3u);
+}
+
+TEST_F(ReceiverTest, GrpcPartialSuccessPassesValidSpansOn) {
+  StartReceiver();
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  TracesRequest req =
+      Traces({{Id(16, 'a'), Id(8, 'b')}, {Id(5, 'c'), Id(8, 'd')}, {Id(16, 'e'), Id(8, 'f')}});
+  grpc::Status st = stub->Export(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // The compiled response has no partial_success field: it survives as an unknown field.
+  exporting::PartialSuccess ps;
+  ASSERT_TRUE(exporting::ParsePartialSuccessProto(resp.SerializeAsString(), &ps));
+  EXPECT_EQ(ps.rejected, 1);
+  EXPECT_NE(ps.error_message.find("trace_id has 5 bytes"), std::string::npos) << ps.error_message;
+  EXPECT_NE(ps.error_message.find("span1"), std::string::npos) << ps.error_message;
+  auto got = traces_.got();
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(CountSpans(got[0]), 2u);
+  EXPECT_EQ(got[0].resource_spans(0).scope_spans(0).spans(0).name(), "span0");
+  EXPECT_EQ(got[0].resource_spans(0).scope_spans(0).spans(1).name(), "span2");
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).items.load(), 2u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).refused_items.load(), 1u);
+}
+
+TEST_F(ReceiverTest, GrpcAllInvalidIsInvalidArgument) {
+  StartReceiver();
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  grpc::Status st = stub->Export(&ctx, Traces({{"", Id(8, 'b')}}), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("trace_id is empty"), std::string::npos) << st.error_message();
+  EXPECT_TRUE(traces_.got().empty());
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).refused_items.load(), 1u);
+}
+
+TEST_F(ReceiverTest, GrpcUndecodablePayloadIsCounted) {
+  StartReceiver();
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext ctx;
+  const std::string garbage =
+      "\x0a\x05"
+      "ab";  // a length-delimited field cut short
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", {}, &req,
+                 &resp, [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status st = done.get_future().get();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).malformed_requests.load(), 1u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).requests.load(), 1u);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, GrpcOversizedMessageIsRefusedByGrpc) {
+  StartReceiver(true, 4096);
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  TracesRequest req = ValidTraces(1);
+  req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0)->set_name(
+      std::string(10000, 'x'));
+  EXPECT_EQ(stub->Export(&ctx, req, &resp).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, GrpcLogsAndMetricsReachTheirSinks) {
+  StartReceiver();
+  {
+    auto stub = otlp_collector_logs::LogsService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    otlp_collector_logs::ExportLogsServiceResponse resp;
+    ASSERT_TRUE(stub->Export(&ctx, Logs(3), &resp).ok());
+  }
+  {
+    auto stub = otlp_collector_metrics::MetricsService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    otlp_collector_metrics::ExportMetricsServiceResponse resp;
+    ASSERT_TRUE(stub->Export(&ctx, Metrics(2), &resp).ok());
+  }
+  ASSERT_EQ(logs_.got().size(), 1u);
+  EXPECT_EQ(CountItems(logs_.got()[0]), 3u);
+  ASSERT_EQ(metrics_.got().size(), 1u);
+  EXPECT_EQ(CountItems(metrics_.got()[0]), 2u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kLogs).items.load(), 3u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kMetrics).items.load(), 2u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kLogs).dropped_items.load(), 0u);
+}
+
+TEST_F(ReceiverTest, SignalWithoutSinkIsAnsweredAndCountedAsDropped) {
+  StartReceiver(/*with_logs_metrics=*/false);
+  auto stub = otlp_collector_logs::LogsService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_logs::ExportLogsServiceResponse resp;
+  ASSERT_TRUE(stub->Export(&ctx, Logs(4), &resp).ok());
+  HttpResult r = Post(receiver_->http_port(), "/v1/metrics", "application/x-protobuf",
+                      Metrics(2).SerializeAsString());
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kLogs).dropped_items.load(), 4u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kMetrics).dropped_items.load(), 2u);
+  EXPECT_TRUE(logs_.got().empty());
+}
+
+// ---------- HTTP ----------
+
+TEST_F(ReceiverTest, HttpProtobufTraces) {
+  StartReceiver();
+  TracesRequest req = ValidTraces(2);
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_type, "application/x-protobuf");
+  EXPECT_TRUE(r.body.empty());
+  ASSERT_EQ(traces_.got().size(), 1u);
+  EXPECT_EQ(traces_.got()[0].SerializeAsString(), req.SerializeAsString());
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).items.load(), 2u);
+}
+
+TEST_F(ReceiverTest, HttpJsonTraces) {
+  StartReceiver();
+  TracesRequest req = ValidTraces(1);
+  HttpResult r = Post(receiver_->http_port(), "/v1/traces", "application/json; charset=utf-8",
+                      otlp_json::Encode(req));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(r.body, "{}");
+  ASSERT_EQ(traces_.got().size(), 1u);
+  EXPECT_EQ(traces_.got()[0].SerializeAsString(), req.SerializeAsString());
+}
+
+TEST_F(ReceiverTest, HttpGzipProtobufAndJson) {
+  StartReceiver();
+  std::string gz;
+  ASSERT_TRUE(exporting::GzipCompress(ValidTraces(2).SerializeAsString(), &gz));
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", gz, "gzip").status,
+            200u);
+  ASSERT_TRUE(exporting::GzipCompress(otlp_json::Encode(ValidTraces(1)), &gz));
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/json", gz, "gzip").status,
+            200u);
+  EXPECT_EQ(SinkSpans(), 3u);
+}
+
+TEST_F(ReceiverTest, HttpGzipBombIs413AndCorruptGzipIs400) {
+  StartReceiver(true, 64 * 1024);
+  std::string gz;
+  // 1 MiB of zeros wrapped in a valid span: compresses to ~1 KiB, inflates past the bound.
+  TracesRequest req = ValidTraces(1);
+  req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0)->set_name(
+      std::string(1 << 20, '\0'));
+  ASSERT_TRUE(exporting::GzipCompress(req.SerializeAsString(), &gz));
+  ASSERT_LT(gz.size(), 64u * 1024);
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", gz, "gzip").status,
+            413u);
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", "not gzip", "gzip")
+                .status,
+            400u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 2u);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, HttpMalformedProtobufIs400WithStatusBody) {
+  StartReceiver();
+  HttpResult r = Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+                      "\x0a\x05"
+                      "ab");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.content_type, "application/x-protobuf");
+  // google.rpc.Status: field 1 code = 3 (INVALID_ARGUMENT), field 2 the message.
+  ASSERT_GE(r.body.size(), 2u);
+  EXPECT_EQ(r.body.substr(0, 2), std::string("\x08\x03"));
+  EXPECT_NE(r.body.find("cannot decode ExportTraceServiceRequest"), std::string::npos);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 1u);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, HttpMalformedJsonIs400WithJsonStatus) {
+  StartReceiver();
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/logs", "application/json", "{\"resourceLogs\":[");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(r.body.rfind("{\"code\":3,\"message\":\"cannot decode OTLP/JSON", 0), 0u) << r.body;
+  EXPECT_EQ(C(Transport::kHttp, Signal::kLogs).malformed_requests.load(), 1u);
+}
+
+TEST_F(ReceiverTest, HttpWrongContentTypeIs415) {
+  StartReceiver();
+  HttpResult r = Post(receiver_->http_port(), "/v1/traces", "text/plain", "hello");
+  EXPECT_EQ(r.status, 415u);
+  r = Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+           ValidTraces(1).SerializeAsString(), "br");
+  EXPECT_EQ(r.status, 415u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 2u);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, HttpOversizedBodyIs413) {
+  StartReceiver(true, 4096);
+  TracesRequest req = ValidTraces(1);
+  req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0)->set_name(
+      std::string(10000, 'x'));
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
+  EXPECT_EQ(r.status, 413u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 1u);
+  EXPECT_TRUE(traces_.got().empty());
+}
+
+TEST_F(ReceiverTest, HttpUnknownPathIs404AndWrongMethodIs405) {
+  StartReceiver();
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/spans", "application/json", "{}").status, 404u);
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "", "", "", bhttp::verb::get).status, 405u);
+}
+
+TEST_F(ReceiverTest, HttpJsonPartialSuccess) {
+  StartReceiver();
+  TracesRequest req = Traces({{Id(16, 'a'), Id(8, 'b')}, {Id(16, 'c'), std::string(8, '\0')}});
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/traces", "application/json", otlp_json::Encode(req));
+  EXPECT_EQ(r.status, 200u);
+  exporting::PartialSuccess ps;
+  ASSERT_TRUE(exporting::ParsePartialSuccessJson(r.body, &ps)) << r.body;
+  EXPECT_EQ(ps.rejected, 1);
+  EXPECT_NE(ps.error_message.find("span_id is all zero"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"rejectedSpans\""), std::string::npos) << r.body;
+  EXPECT_EQ(SinkSpans(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).refused_items.load(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).items.load(), 1u);
+}
+
+TEST_F(ReceiverTest, HttpProtobufPartialSuccess) {
+  StartReceiver();
+  TracesRequest req = Traces({{Id(16, 'a'), Id(8, 'b')}, {Id(16, 'c'), Id(3, 'd')}});
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
+  EXPECT_EQ(r.status, 200u);
+  exporting::PartialSuccess ps;
+  ASSERT_TRUE(exporting::ParsePartialSuccessProto(r.body, &ps));
+  EXPECT_EQ(ps.rejected, 1);
+  EXPECT_EQ(SinkSpans(), 1u);
+}
+
+// The real vLLM 0.29.0 sample was sanitized without traceId/spanId. The OTLP/JSON decoder leaves
+// the ids empty; an empty trace_id is invalid, so the span is refused, visibly: 400 with the
+// reason, and counted.
+TEST_F(ReceiverTest, HttpVllmSampleWithoutIdsIsRefusedAndCounted) {
+  StartReceiver();
+  const std::string body =
+      ReadFile(std::string(INFERTEL_FIXTURES_DIR) + "/vllm-llm_request-otlp-0.29.0-SANITIZED.json");
+  ASSERT_FALSE(body.empty());
+  TracesRequest decoded;
+  std::string err;
+  ASSERT_TRUE(otlp_json::DecodeTraces(body, &decoded, &err)) << err;
+  ASSERT_EQ(CountSpans(decoded), 1u);
+  EXPECT_TRUE(decoded.resource_spans(0).scope_spans(0).spans(0).trace_id().empty());
+
+  HttpResult r = Post(receiver_->http_port(), "/v1/traces", "application/json", body);
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_NE(r.body.find("span 'llm_request': trace_id is empty"), std::string::npos) << r.body;
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).refused_items.load(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 0u);
+  EXPECT_TRUE(traces_.got().empty());
+
+  // The same sample with ids added passes through unchanged.
+  auto* span = decoded.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  span->set_trace_id(Id(16, 'q'));
+  span->set_span_id(Id(8, 'r'));
+  r = Post(receiver_->http_port(), "/v1/traces", "application/json", otlp_json::Encode(decoded));
+  EXPECT_EQ(r.status, 200u);
+  ASSERT_EQ(traces_.got().size(), 1u);
+  EXPECT_EQ(traces_.got()[0].SerializeAsString(), decoded.SerializeAsString());
+}
+
+TEST_F(ReceiverTest, HttpLogsAndMetricsJsonReachTheirSinks) {
+  StartReceiver();
+  EXPECT_EQ(Post(receiver_->http_port(), "/v1/logs", "application/json", otlp_json::Encode(Logs(2)))
+                .status,
+            200u);
+  EXPECT_EQ(
+      Post(receiver_->http_port(), "/v1/metrics", "application/json", otlp_json::Encode(Metrics(3)))
+          .status,
+      200u);
+  ASSERT_EQ(logs_.got().size(), 1u);
+  EXPECT_EQ(logs_.got()[0].SerializeAsString(), Logs(2).SerializeAsString());
+  ASSERT_EQ(metrics_.got().size(), 1u);
+  EXPECT_EQ(metrics_.got()[0].SerializeAsString(), Metrics(3).SerializeAsString());
+}
+
+TEST_F(ReceiverTest, HttpInvalidLogIdIsPartialSuccess) {
+  StartReceiver();
+  LogsRequest req = Logs(2);
+  req.mutable_resource_logs(0)->mutable_scope_logs(0)->mutable_log_records(1)->set_trace_id("xyz");
+  HttpResult r =
+      Post(receiver_->http_port(), "/v1/logs", "application/json", otlp_json::Encode(req));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find("\"rejectedLogRecords\":\"1\""), std::string::npos) << r.body;
+  EXPECT_EQ(CountItems(logs_.got().at(0)), 1u);
+}
+
+TEST_F(ReceiverTest, HttpKeepAliveServesSeveralRequests) {
+  StartReceiver();
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  beast::flat_buffer buf;
+  for (int i = 0; i < 3; ++i) {
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/traces", 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    req.set(bhttp::field::content_type, "application/x-protobuf");
+    req.body() = ValidTraces(1).SerializeAsString();
+    req.prepare_payload();
+    bhttp::write(stream, req);
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(stream, buf, res);
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_TRUE(res.keep_alive());
+  }
+  EXPECT_EQ(traces_.got().size(), 3u);
+}
+
+TEST_F(ReceiverTest, StatsAreRegisteredWithTransportAndSignalLabels) {
+  StartReceiver();
+  Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+       ValidTraces(2).SerializeAsString());
+  StatsRegistry registry;
+  receiver_->RegisterStats(&registry);
+  const std::string text = registry.Render();
+  EXPECT_NE(text.find("infertel_receiver_requests_total{transport=\"http\",signal=\"traces\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("infertel_receiver_items_total{transport=\"http\",signal=\"traces\"} 2"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("infertel_receiver_refused_items_total{transport=\"grpc\",signal=\"logs\"} 0"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "infertel_receiver_malformed_requests_total{transport=\"grpc\",signal=\"metrics\"}"),
+      std::string::npos);
+}
+
+TEST(OtlpReceiverStart, BusyPortAndBadAddressFail) {
+  RecordingSink<TracesRequest> sink;
+  OtlpReceiverOptions o;
+  o.grpc_address = "";
+  o.http_address = "127.0.0.1:0";
+  OtlpReceiver first(o, {&sink});
+  std::string error;
+  ASSERT_TRUE(first.Start(&error)) << error;
+  EXPECT_EQ(first.grpc_port(), 0);
+  o.http_address = "127.0.0.1:" + std::to_string(first.http_port());
+  OtlpReceiver second(o, {&sink});
+  EXPECT_FALSE(second.Start(&error));
+  EXPECT_NE(error.find(o.http_address), std::string::npos) << error;
+  o.http_address = "nonsense";
+  OtlpReceiver third(o, {&sink});
+  EXPECT_FALSE(third.Start(&error));
+}
+
+// ---------- validation ----------
+
+TEST(RemoveInvalid, KeepsOrderAndPrunesContainersEmptiedByRemoval) {
+  TracesRequest r;
+  auto* rs0 = r.add_resource_spans();
+  auto* bad_scope = rs0->add_scope_spans();
+  bad_scope->add_spans()->set_name("bad");  // no ids
+  auto* ok_scope = rs0->add_scope_spans();
+  for (const char* n : {"a", "x", "b"}) {
+    auto* s = ok_scope->add_spans();
+    s->set_name(n);
+    s->set_trace_id(Id(16, 't'));
+    s->set_span_id(Id(8, 's'));
+    if (std::string(n) == "x") s->set_parent_span_id(Id(4, 'p'));
+  }
+  r.add_resource_spans()->add_scope_spans();  // originally empty: left as sent
+  auto* rs2 = r.add_resource_spans();
+  rs2->add_scope_spans()->add_spans()->set_name("bad2");
+  std::string first;
+  EXPECT_EQ(RemoveInvalid(&r, &first), 3);
+  EXPECT_EQ(first, "span 'bad': trace_id is empty (missing), want 16 bytes");
+  ASSERT_EQ(r.resource_spans_size(), 2);
+  ASSERT_EQ(r.resource_spans(0).scope_spans_size(), 1);
+  const auto& spans = r.resource_spans(0).scope_spans(0).spans();
+  ASSERT_EQ(spans.size(), 2);
+  EXPECT_EQ(spans[0].name(), "a");
+  EXPECT_EQ(spans[1].name(), "b");
+  EXPECT_EQ(r.resource_spans(1).scope_spans_size(), 1);
+}
+
+}  // namespace
+}  // namespace infertel::receiver
