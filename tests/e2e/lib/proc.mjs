@@ -165,7 +165,9 @@ export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = 
  * `proc.adminUrl` the admin base URL. `otlp` = {endpoint, protocol}; `store` = path or false.
  */
 export async function startAgent({ upstream, otlp, store = false, exportDelayMs = 50, extra = [], env = {} } = {}) {
-  const args = ['agent', '--engine', 'vllm', '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0'];
+  // The OTLP receivers on OS-chosen ports, so that agents never fight over 4317/4318.
+  const args = ['agent', '--engine', 'vllm', '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0',
+    '--receiver-grpc', '127.0.0.1:0', '--receiver-http', '127.0.0.1:0'];
   if (store) args.push('--store', store);
   else args.push('--no-store');
   if (otlp) args.push('--otlp-endpoint', otlp.endpoint, '--otlp-protocol', otlp.protocol);
@@ -177,10 +179,14 @@ export async function startAgent({ upstream, otlp, store = false, exportDelayMs 
     waitFor: {
       url: new RegExp(`^infertel agent: gateway listening on ${URL_RE}`),
       adminUrl: new RegExp(`^infertel agent: admin listening on ${URL_RE}`),
+      receiverGrpc: /^infertel agent: OTLP gRPC receiver listening on ([0-9.]+:[0-9]+)/,
+      receiverHttp: new RegExp(`^infertel agent: OTLP HTTP receiver listening on ${URL_RE}`),
     },
   });
   p.url = p.urls.url;
   p.adminUrl = p.urls.adminUrl;
+  p.receiverGrpc = p.urls.receiverGrpc;  // HOST:PORT
+  p.receiverHttp = p.urls.receiverHttp;  // http://HOST:PORT
   return p;
 }
 
