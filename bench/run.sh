@@ -107,13 +107,21 @@ start_agent() {  # start_agent NAME UPSTREAM_PORT STORE_ARGS... → sets AGENT_P
   local name=$1 up=$2
   shift 2
   "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
-    --listen 127.0.0.1:0 --admin 127.0.0.1:0 --threads "$AGENT_THREADS" "$@" \
+    --listen 127.0.0.1:0 --admin 127.0.0.1:0 --threads "$AGENT_THREADS" "${AGENT_EXTRA[@]}" "$@" \
     >"$TMP/$name.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
   AGENT_PORT=$(wait_line "$TMP/$name.log" 'gateway listening on' | port_of)
   wait_port "$AGENT_PORT"
 }
+
+# Flags of newer agents: no OTLP receivers (they would collide on 4317/4318 and are not on
+# the measured path) and no version probe of the bench upstream.
+AGENT_EXTRA=()
+AGENT_HELP=$("$INFERTEL" agent --help 2>&1 || true)
+grep -q -- '--receiver-grpc' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--receiver-grpc off)
+grep -q -- '--receiver-http' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--receiver-http off)
+grep -q -- '--engine-version' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--engine-version v1)
 
 UP_PORT=$("$LOADGEN" freeport)
 start_nginx nginx "$UP_PORT"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <optional>
 
 #include "export/gzip.h"
@@ -181,7 +182,9 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
   bool unread_body = false;
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.body_limit(o.max_message_bytes);
+    // Unlimited while reading the header so that a large Content-Length reaches CheckHeader
+    // (and a 413) instead of failing the header read; bounded before the body is read.
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     stream.expires_after(o.http_idle_timeout);
     co_await bhttp::async_read_header(stream, buffer, parser,
                                       asio::redirect_error(asio::use_awaitable, ec));
@@ -195,6 +198,7 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     bool keep_alive = !res && parser.get().keep_alive();
     unread_body = res.has_value();
     if (!res) {
+      parser.body_limit(o.max_message_bytes);
       if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
         co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));

@@ -399,6 +399,51 @@ TEST_F(ReceiverTest, HttpOversizedBodyIs413) {
   EXPECT_TRUE(traces_.got().empty());
 }
 
+TEST_F(ReceiverTest, HttpOversizedChunkedBodyIs413) {
+  StartReceiver(true, 4096);
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/traces", 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  req.set(bhttp::field::content_type, "application/x-protobuf");
+  req.body() = std::string(10000, 'x');
+  req.chunked(true);  // no Content-Length: the limit applies while the body is read
+  bhttp::write(stream, req);
+  beast::flat_buffer buf;
+  bhttp::response<bhttp::string_body> res;
+  bhttp::read(stream, buf, res);
+  EXPECT_EQ(res.result_int(), 413u);
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 1u);
+}
+
+TEST_F(ReceiverTest, HttpExpectContinueIsHonoured) {
+  StartReceiver();
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/traces", 11};
+  req.set(bhttp::field::host, "127.0.0.1");
+  req.set(bhttp::field::content_type, "application/x-protobuf");
+  req.set(bhttp::field::expect, "100-continue");
+  req.body() = ValidTraces(1).SerializeAsString();
+  req.prepare_payload();
+  bhttp::request_serializer<bhttp::string_body> sr(req);
+  bhttp::write_header(stream, sr);
+  beast::flat_buffer buf;
+  {
+    bhttp::response<bhttp::empty_body> interim;
+    bhttp::read(stream, buf, interim);
+    ASSERT_EQ(interim.result_int(), 100u);
+  }
+  bhttp::write(stream, sr);
+  bhttp::response<bhttp::string_body> res;
+  bhttp::read(stream, buf, res);
+  EXPECT_EQ(res.result_int(), 200u);
+  EXPECT_EQ(SinkSpans(), 1u);
+}
+
 TEST_F(ReceiverTest, HttpUnknownPathIs404AndWrongMethodIs405) {
   StartReceiver();
   EXPECT_EQ(Post(receiver_->http_port(), "/v1/spans", "application/json", "{}").status, 404u);
