@@ -18,7 +18,7 @@
 #   closed  closed-loop maximum throughput with $CLOSED_CONNS connections
 #   stream  $STREAMS concurrent SSE streams, an event every $INTERVAL_MS ms per stream
 # and prints added latency (proxy − direct) and the ratios against the issue 7 targets.
-# Every process it starts is stopped on exit. Whole run: about 3 minutes.
+# Every process it starts is stopped on exit. Whole run: about 3.5 minutes (2 without the sim).
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)

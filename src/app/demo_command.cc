@@ -20,6 +20,8 @@
 #include "export/sqlite/sqlite_store.h"
 #include "sim/sim_server.h"
 
+#include <sqlite3.h>
+
 namespace infertel {
 namespace {
 
@@ -178,27 +180,27 @@ void ClientLoop(int id, const DemoFlags& f, std::uint16_t port, std::chrono::ste
   }
 }
 
+// A free loopback port, for the simulator to take right after (the agent needs its URL
+// before it exists, and it needs the agent's receiver address).
+std::uint16_t FreePort() {
+  asio::io_context io;
+  tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
 void Run(const DemoFlags& f) {
-  sim::SimOptions so;
-  so.engine = "vllm";
-  so.model = f.model;
-  so.engine_config.seed = f.seed;
-  so.host = "127.0.0.1";
-  so.port = 0;
   std::string error;
-  auto sim = sim::SimServer::Start(so, &error);
-  if (!sim) {
-    std::fprintf(stderr, "infertel demo: simulator: %s\n", error.c_str());
-    throw CLI::RuntimeError(1);
-  }
+  const std::uint16_t sim_port = FreePort();
 
   AgentOptions ao;
   gateway::UpstreamConfig uc;
   uc.engine = gateway::EngineKind::kVllm;
-  uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim->port()));
+  uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim_port));
   uc.listen = {"127.0.0.1", 0};
   ao.upstreams.push_back(uc);
   ao.admin = {"127.0.0.1", 0};
+  ao.receiver.grpc_address = "127.0.0.1:0";
+  ao.receiver.http_address = "";
   ao.exports = exporting::ExportOptionsFromEnv(config::ProcessEnv());
   ao.exports.store_path = f.store;
   ao.exports.store_enabled = true;
@@ -212,8 +214,29 @@ void Run(const DemoFlags& f) {
     std::fprintf(stderr, "infertel demo: agent: %s\n", error.c_str());
     throw CLI::RuntimeError(1);
   }
+
+  // The simulated vLLM sends its native llm_request spans to the agent's receiver, as a real
+  // vLLM started with --otlp-traces-endpoint does; a short batch delay keeps the demo brisk.
+  sim::SimOptions so;
+  so.engine = "vllm";
+  so.model = f.model;
+  so.port = sim_port;
+  so.engine_config.seed = f.seed;
+  so.enable_prompt_tokens_details = true;
+  so.otlp_traces_endpoint = fmt::format("grpc://127.0.0.1:{}", agent.ReceiverGrpcPort());
+  so.env = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "OTEL_BSP_SCHEDULE_DELAY") return std::string("200");
+    if (name == "OTEL_SERVICE_NAME") return std::string("vllm-demo");
+    return std::nullopt;
+  };
+  auto sim = sim::SimServer::Start(so, &error);
+  if (!sim) {
+    std::fprintf(stderr, "infertel demo: simulator: %s\n", error.c_str());
+    throw CLI::RuntimeError(1);
+  }
   std::uint16_t port = agent.GatewayPorts().at(0);
-  std::printf("infertel demo: simulated vLLM on 127.0.0.1:%u, agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
+  std::printf("infertel demo: simulated vLLM on 127.0.0.1:%u (native spans to the agent's receiver), "
+              "agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
               sim->port(), port, agent.AdminPort());
   std::printf("infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, tools, aborts)\n",
               f.clients, f.duration_s);
@@ -236,18 +259,35 @@ void Run(const DemoFlags& f) {
   }
   for (auto& t : clients) t.join();
   if (tty) std::fprintf(stderr, "\n");
-  agent.Flush(std::chrono::seconds(5));
+  sim->Stop();  // flushes the simulator's last native spans to the agent
+  agent.Stop();  // joins what is still waiting and flushes every exporter
   auto s = ttft.Get();
-  agent.Stop();
-  sim->Stop();
 
   exporting::SqliteStore store;
   std::string serr;
   std::int64_t spans = -1;
   std::string tree;
+  std::int64_t engine_spans = 0;
   if (store.Open(f.store, &serr)) {
     spans = store.CountSpans();
-    tree = exporting::RenderTraceTrees(store, 1, "");
+    // Show a request the engine finished: its trace has the entry span, vLLM's llm_request
+    // and the phases.
+    sqlite3_stmt* st = nullptr;
+    std::string trace_id;
+    if (sqlite3_prepare_v2(store.handle(),
+                           "SELECT trace_id, (SELECT count(*) FROM spans WHERE name = 'llm_request') FROM spans "
+                           "WHERE name = 'llm_request' AND parent_span_id IS NOT NULL "
+                           "ORDER BY start_time_unix_nano DESC LIMIT 1",
+                           -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      trace_id = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      engine_spans = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    exporting::TraceQuery q;
+    q.limit = 1;
+    q.trace_id = trace_id;
+    tree = exporting::RenderTraceTrees(store, q);
   }
   std::printf("\n== infertel demo summary\n");
   std::printf("requests sent        %llu (%llu failed, %llu aborted by the client on purpose)\n",
@@ -255,13 +295,14 @@ void Run(const DemoFlags& f) {
               static_cast<unsigned long long>(counters.failures.load()),
               static_cast<unsigned long long>(counters.aborted.load()));
   std::printf("exchanges observed   %zu (%zu with status ERROR)\n", s.exchanges, s.errors);
-  std::printf("spans stored         %lld\n", static_cast<long long>(spans));
+  std::printf("spans stored         %lld (%lld from the engine: llm_request, joined to entry spans)\n",
+              static_cast<long long>(spans), static_cast<long long>(engine_spans));
   std::printf("TTFT at the gateway  p50 %.2f ms, p99 %.2f ms over %zu streams\n", s.p50, s.p99, s.streams);
   std::printf("store                %s (browse: infertel traces --store %s)\n",
               std::filesystem::absolute(f.store).c_str(), f.store.c_str());
-  std::printf("\n== most recent trace\n%s", tree.c_str());
-  if (counters.requests.load() == 0 || spans <= 0) {
-    std::fprintf(stderr, "infertel demo: no traffic or no spans stored\n");
+  std::printf("\n== a recent trace (entry span, the engine's span, its phases)\n%s", tree.c_str());
+  if (counters.requests.load() == 0 || spans <= 0 || engine_spans <= 0) {
+    std::fprintf(stderr, "infertel demo: no traffic, no spans or no engine spans stored\n");
     throw CLI::RuntimeError(1);
   }
 }

@@ -60,13 +60,14 @@ void BuildEntrySpan(const Exchange& ex, Span* span) {
     if (!rs.output_messages_json.empty()) AddAttr(a, sc::kGenAiOutputMessages, rs.output_messages_json);
   }
 
+  if (!rq.parsed) {
+    // Forwarded untouched, but the span says why it knows less.
+    AddAttr(a, sc::kInfertelParseError, rq.parse_error);
+  }
   if (ex.outcome != Outcome::kOk) {
     AddAttr(a, sc::kErrorType, ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
     span->mutable_status()->set_code(otlp_trace::Status::STATUS_CODE_ERROR);
     span->mutable_status()->set_message(ex.error_message);
-  } else if (!rq.parsed) {
-    // Forwarded untouched, but the span says why it knows less.
-    AddAttr(a, sc::kInfertelParseError, rq.parse_error);
   }
 }
 

@@ -85,6 +85,10 @@ struct Pooled {
 struct Gateway::Impl {
   struct UpstreamState {
     UpstreamConfig config;
+    // Set once the engine has returned a cached-token count: it runs with cache reporting on
+    // (vLLM --enable-prompt-tokens-details, SGLang --enable-cache-report), so a later
+    // response without one means none were cached.
+    std::shared_ptr<std::atomic<bool>> reports_cached = std::make_shared<std::atomic<bool>>(false);
     tcp::resolver::results_type endpoints;
     std::unique_ptr<tcp::acceptor> acceptor;
     std::uint16_t port = 0;
@@ -702,6 +706,13 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       ex.stream_deltas = observer.delta_count();
     } else if (!observed_overflow && !ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+    }
+    auto& usage = ex.response.usage;
+    if (usage.cached_tokens && *usage.cached_tokens > 0) {
+      upstreams[ui].reports_cached->store(true, std::memory_order_relaxed);
+    } else if (!usage.cached_tokens && usage.input_tokens &&
+               upstreams[ui].reports_cached->load(std::memory_order_relaxed)) {
+      usage.cached_tokens = 0;
     }
     if (client_write_failed || watch.client_gone) {
       stats().client_aborts.fetch_add(1, std::memory_order_relaxed);

@@ -13,8 +13,9 @@
 // and `threads` threads, keep-alive. Status codes: 200 (also for partial success), 400 malformed
 // body or every item invalid (body: google.rpc.Status, protobuf or JSON like the request),
 // 404 unknown path, 405 not POST, 413 body or inflated body above max_message_bytes, 415
-// unsupported Content-Type or Content-Encoding. 400/413/415 count as malformed requests of
-// the path's signal; 404 and 405 are not counted (no signal, or not an export attempt).
+// unsupported Content-Type or Content-Encoding. Undecodable bodies (400), 413 and 415 count as
+// malformed requests of the path's signal; a 400 because every item was invalid counts the items
+// as refused; 404 and 405 are not counted (no signal, or not an export attempt).
 // Empty ids: an OTLP/JSON span without traceId/spanId decodes with empty ids, which OTLP calls
 // invalid; it is refused and counted (refused_items), never forwarded, never given a made-up id.
 

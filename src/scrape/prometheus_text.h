@@ -3,6 +3,7 @@
 // engines serve it on /metrics. Tolerant by design: a malformed line is skipped and counted,
 // never fatal; what could be read is returned.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +13,16 @@
 
 namespace infertel::scrape {
 
-enum class MetricType { kUntyped, kCounter, kGauge, kHistogram, kSummary, kInfo, kStateSet, kGaugeHistogram };
+enum class MetricType {
+  kUntyped,
+  kCounter,
+  kGauge,
+  kHistogram,
+  kSummary,
+  kInfo,
+  kStateSet,
+  kGaugeHistogram
+};
 std::string_view MetricTypeName(MetricType t);
 
 using Labels = std::vector<std::pair<std::string, std::string>>;  // in exposition order
@@ -39,11 +49,32 @@ struct ParseResult {
   std::vector<Family> families;  // in exposition order
   std::size_t malformed_lines = 0;
   std::vector<std::string> errors;  // the first few problems, "line N: why"
+
+  // The family with exactly this name, or nullptr. Linear in the number of families.
+  const Family* Find(std::string_view name) const;
 };
 
-// Parses a whole scrape. Samples are grouped under the family whose # TYPE/# HELP preceded
-// them, or whose name is their base name (_total, _bucket, _sum, _count, _created, _info);
-// samples with no such family form an untyped family of their own.
+// Lines longer than this are not parsed; each counts as one malformed line.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+// At most this many entries are kept in ParseResult::errors (malformed_lines counts them all).
+inline constexpr std::size_t kMaxParseErrors = 20;
+
+struct ParseOptions {
+  // The body was served as application/openmetrics-text: integer sample timestamps are then
+  // seconds, not milliseconds. (Timestamps with a fraction or exponent are always read as
+  // OpenMetrics seconds; plain integers as 0.0.4 milliseconds unless this is set.)
+  bool openmetrics = false;
+};
+
+// Parses a whole scrape in one pass. Samples are grouped under the family whose # TYPE/# HELP
+// preceded them when their name is that family's name or it plus _total, _created, _bucket,
+// _count, _sum, _info, _gcount or _gsum; otherwise under the family named by their base name
+// (for _created also <base>_total); samples with no such family form an untyped family named
+// after the sample. `# EOF` ends the parse. Exemplars (` # {...} v` after the value) are
+// ignored. Malformed lines (bad names or label syntax, unterminated quotes, bad values or
+// timestamps, lines over kMaxLineBytes) are skipped and counted; parsing never fails.
+// Thread-safe (no shared state); the result owns copies of everything it holds.
 ParseResult ParsePrometheusText(std::string_view text);
+ParseResult ParsePrometheusText(std::string_view text, const ParseOptions& options);
 
 }  // namespace infertel::scrape

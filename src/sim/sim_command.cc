@@ -150,6 +150,9 @@ void AddSimCommand(CLI::App& app) {
                   "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc|http/protobuf)");
   cmd->add_option("--collect-detailed-traces", o.collect_detailed_traces,
                   "Detailed V0 span timings: model, worker, all (comma-separated)");
+  cmd->add_flag("--drop-trace-context", o.drop_trace_context,
+                "Ignore the incoming traceparent: native spans start new traces (as some vLLM "
+                "releases do)");
   cmd->add_option("--kv-role", o.kv_role, "PD role: kv_producer, kv_consumer or kv_both")
       ->check(CLI::IsMember({"kv_producer", "kv_consumer", "kv_both"}));
   cmd->add_option("--kv-transfer-config", o.kv_transfer_config,

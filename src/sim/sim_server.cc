@@ -142,9 +142,17 @@ std::unique_ptr<SimServer> SimServer::Start(const SimOptions& options, std::stri
   impl.surface = std::make_unique<VllmSurface>(impl.engine.get(), vo);
   VllmSurface* surface = impl.surface.get();
   impl.engine->Start();
+  const bool drop_context = options.drop_trace_context;
   impl.http = HttpServer::Start(
       options.host, options.port, options.io_threads,
-      [surface](HttpConnection& c, HttpRequest& r) { return surface->Handle(c, r); }, error);
+      [surface, drop_context](HttpConnection& c, HttpRequest& r) {
+        if (drop_context) {
+          r.erase("traceparent");
+          r.erase("tracestate");
+        }
+        return surface->Handle(c, r);
+      },
+      error);
   if (!impl.http) {
     impl.engine->Stop();
     if (impl.spans) impl.spans->Shutdown();

@@ -32,6 +32,9 @@ struct SimOptions {
   std::string otlp_traces_endpoint;
   // vLLM's --collect-detailed-traces: comma list of model, worker, all (V0 shape only).
   std::string collect_detailed_traces;
+  // Imitates vLLM releases that lose the incoming trace context: `traceparent` and
+  // `tracestate` are ignored, so every native span is the root of a new trace.
+  bool drop_trace_context = false;
   // PD role (vLLM's kv_transfer_config.kv_role): "", kv_producer, kv_consumer or kv_both.
   // Either directly or from a --kv-transfer-config JSON object.
   std::string kv_role;

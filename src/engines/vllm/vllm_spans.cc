@@ -221,14 +221,19 @@ void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& 
     span->set_parent_span_id(std::string(AsBytes(r->entry_span_id)));
   }
 
+  // gen_ai.pd_role is never set by vLLM: a span carrying it was normalized already (by an
+  // infertel upstream of this one) and its durations are nanoseconds.
+  const bool already_normalized = FindAttr(span->attributes(), sc::kGenAiPdRole) != nullptr;
   if (shape == SpanShape::kV1) {
     for (std::string_view key : kV1Durations) {
       KeyValue* kv = Find(span, key);
-      if (kv == nullptr) continue;
-      // A second emitter may already send integers; only vLLM's seconds are converted.
+      if (kv == nullptr || already_normalized) continue;
+      // vLLM's durations are seconds. An SDK that encodes whole numbers as integers (the
+      // OpenTelemetry JS SDK does) sends 1.0 s as intValue 1: seconds as well.
       if (kv->value().has_double_value()) {
-        std::int64_t ns = SecondsToNanos(kv->value().double_value());
-        kv->mutable_value()->set_int_value(ns);
+        kv->mutable_value()->set_int_value(SecondsToNanos(kv->value().double_value()));
+      } else if (kv->value().has_int_value()) {
+        kv->mutable_value()->set_int_value(SecondsToNanos(static_cast<double>(kv->value().int_value())));
       }
     }
     if (r != nullptr && r->model && !FindAttr(span->attributes(), sc::kGenAiRequestModelName)) {

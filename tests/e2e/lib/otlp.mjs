@@ -5,7 +5,8 @@
 //   {traceId, spanId, parentSpanId (lowercase hex, '' when absent), name, kind (number),
 //    startTimeUnixNano, endTimeUnixNano (BigInt), status: {code, message}, attributes (plain
 //    object), attributeTypes ({key: 'string'|'int'|'double'|'bool'|'bytes'|'kvlist'|
-//    'array<T>'}), events, links, resource (plain object), scope: {name, version}, raw}
+//    'array<T>'}), events, links, resource (plain object), scope: {name, version}, raw (the
+//    decoded Span), resourceRaw, scopeRaw (the decoded Resource and InstrumentationScope)}
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -144,6 +145,8 @@ export function flattenTraces(req, { json = false, transport = '' } = {}) {
           scope,
           transport,
           raw: s,
+          resourceRaw: rs.resource,
+          scopeRaw: sc,
         });
       }
     }

@@ -146,9 +146,13 @@ export async function startInfertel(args, { name = args[0], env = {}, waitFor = 
 
 const URL_RE = '(http://[0-9.]+:[0-9]+)';
 
-/** `infertel sim --engine vllm`; resolves with the Proc, `proc.url` the base URL. */
-export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = [], env = {} } = {}) {
-  const args = ['sim', '--engine', 'vllm', '--listen', '127.0.0.1:0', '--model', model, '--seed', String(seed)];
+/**
+ * `infertel sim --engine vllm`; resolves with the Proc, `proc.url` the base URL. `listen`
+ * (HOST:PORT) fixes the address, e.g. a port reserved with closedPort() for an agent that was
+ * started first.
+ */
+export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = [], env = {}, listen = '127.0.0.1:0' } = {}) {
+  const args = ['sim', '--engine', 'vllm', '--listen', listen, '--model', model, '--seed', String(seed)];
   if (speed !== undefined) args.push('--speed', String(speed));
   args.push(...extra);
   const p = await startInfertel(args, {

@@ -179,6 +179,22 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenIds), nullptr);  // engine returned none
 }
 
+TEST(VllmSpansTest, IntegerSecondsFromAnotherSdkAndAlreadyNormalizedSpans) {
+  Span s = V1Span("chatcmpl-i");
+  for (auto& kv : *s.mutable_attributes())
+    if (kv.key() == sc::kGenAiLatencyE2e) kv.mutable_value()->set_int_value(1);  // 1.0 s sent as an int
+  vllm::NormalizeContext ctx;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "", ctx, &phases);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyE2e).int_value(), 1'000'000'000);
+  // Normalizing again (an infertel behind another) changes nothing.
+  Span again = s;
+  phases.clear();
+  vllm::Normalize(&again, "", ctx, &phases);
+  EXPECT_EQ(Attr(again, sc::kGenAiLatencyE2e).int_value(), 1'000'000'000);
+  EXPECT_EQ(Attr(again, sc::kGenAiLatencyTimeToFirstToken).int_value(), 100'000'000);
+}
+
 TEST(VllmSpansTest, RealV1SampleFromVllm029) {
   TracesRequest req;
   std::string err;

