@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "core/semconv.h"
 #include "gateway/entry_span.h"
@@ -253,6 +254,57 @@ TEST_F(GatewayTest, NonOpenAiPathsAreForwardedWithoutAnExchange) {
   }
   EXPECT_EQ(gateway_->stats().observed.load(), 0u);
   EXPECT_EQ(gateway_->stats().requests.load(), 3u);
+}
+
+}  // namespace
+}  // namespace infertel::gateway
+
+namespace infertel::gateway {
+namespace {
+
+// Several upstreams: each listener forwards to its own engine and tags exchanges with it.
+TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
+  std::string error;
+  auto a = http::SimpleServer::Start(
+      {"127.0.0.1", 0}, [](const http::StringRequest&) { return http::MakeResponse(200, "from-a"); }, &error);
+  auto b = http::SimpleServer::Start(
+      {"127.0.0.1", 0}, [](const http::StringRequest&) { return http::MakeResponse(200, "from-b"); }, &error);
+  ASSERT_TRUE(a && b) << error;
+  GatewayOptions opts;
+  opts.threads = 2;
+  for (auto [name, port, engine] : {std::tuple{"a", a->port(), EngineKind::kVllm},
+                                    std::tuple{"b", b->port(), EngineKind::kSglang}}) {
+    UpstreamConfig uc;
+    uc.name = name;
+    uc.engine = engine;
+    uc.url = *http::ParseUrl("http://127.0.0.1:" + std::to_string(port));
+    uc.listen = {"127.0.0.1", 0};
+    opts.upstreams.push_back(uc);
+  }
+  Recorder rec;
+  Gateway gw(opts, std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings));
+  gw.AddListener(&rec);
+  ASSERT_TRUE(gw.Start(&error)) << error;
+  auto ports = gw.Ports();
+  ASSERT_EQ(ports.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    asio::io_context io;
+    beast::tcp_stream s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), ports[i]));
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/embeddings", 11};
+    req.set(bhttp::field::host, "t");
+    req.body() = R"({"model":"e","input":"x"})";
+    req.prepare_payload();
+    bhttp::write(s, req);
+    beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(s, buf, res);
+    EXPECT_EQ(res.body(), i == 0 ? "from-a" : "from-b");
+    Exchange ex = rec.WaitOne(i);
+    EXPECT_EQ(ex.upstream_name, i == 0 ? "a" : "b");
+    EXPECT_EQ(ex.engine, i == 0 ? EngineKind::kVllm : EngineKind::kSglang);
+    EXPECT_EQ(ex.op, openai::Operation::kEmbeddings);
+  }
 }
 
 }  // namespace
