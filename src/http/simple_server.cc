@@ -1,5 +1,7 @@
 #include "http/simple_server.h"
 
+#include "core/json.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 
@@ -98,29 +100,13 @@ StringResponse MakeResponse(unsigned status, std::string body, std::string_view 
   return res;
 }
 
-void AppendJsonEscaped(std::string* out, std::string_view s) {
-  for (char c : s) {
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          *out += fmt::format("\\u{:04x}", static_cast<int>(c));
-        else
-          *out += c;
-    }
-  }
-}
 
 std::string JsonErrorBody(unsigned status, std::string_view type, std::string_view message) {
-  std::string out = R"({"error":{"message":")";
-  AppendJsonEscaped(&out, message);
-  out += R"(","type":")";
-  AppendJsonEscaped(&out, type);
-  out += fmt::format(R"(","param":null,"code":{}}}}})", status);
+  std::string out = R"({"error":{"message":)";
+  AppendJsonString(&out, message);
+  out += R"(,"type":)";
+  AppendJsonString(&out, type);
+  out += fmt::format(R"(,"param":null,"code":{}}}}})", status);
   return out;
 }
 

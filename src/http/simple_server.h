@@ -50,7 +50,5 @@ StringResponse MakeResponse(unsigned status, std::string body,
                             unsigned version = 11);
 // An OpenAI-style JSON error body: {"error":{"message":..,"type":..,"code":status}}.
 std::string JsonErrorBody(unsigned status, std::string_view type, std::string_view message);
-// Escapes a string for inclusion inside JSON quotes.
-void AppendJsonEscaped(std::string* out, std::string_view s);
 
 }  // namespace infertel::http

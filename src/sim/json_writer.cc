@@ -1,46 +1,14 @@
 #include "sim/json_writer.h"
 
+#include "core/json.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace infertel::sim {
 
-void AppendJsonString(std::string* out, std::string_view value) {
-  out->push_back('"');
-  for (unsigned char c : value) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append(fmt::format("\\u{:04x}", c));
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
+void AppendJsonString(std::string* out, std::string_view value) { infertel::AppendJsonString(out, value); }
 
 void JsonWriter::Separate() {
   if (need_comma_) out_.push_back(',');

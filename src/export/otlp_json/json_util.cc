@@ -1,50 +1,14 @@
 #include "export/otlp_json/json_util.h"
 
+#include "core/json.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace infertel::otlp_json {
 
-void AppendString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      default:
-        if (u < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[u >> 4]);
-          out->push_back(kHex[u & 15]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
+void AppendString(std::string* out, std::string_view s) { AppendJsonString(out, s); }
 
 void AppendDouble(std::string* out, double v) {
   if (!std::isfinite(v)) {

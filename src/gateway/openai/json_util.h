@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/json.h"
 #include <vector>
 
 #include "gateway/openai/openai.h"
@@ -50,9 +52,6 @@ bool IsNull(simdjson::dom::element e);
 // error when absent.
 bool Member(simdjson::dom::object obj, std::string_view key, simdjson::dom::element* out);
 
-// Appends `s` as a quoted JSON string. Escapes quotes, backslashes and control characters;
-// replaces each invalid UTF-8 sequence with U+FFFD.
-void AppendJsonString(std::string* out, std::string_view s);
 
 // Appends `piece` to *dst while *dst holds at most `max_chars` code points; *count tracks the
 // code points already in *dst. Returns false once something was cut.

@@ -412,7 +412,7 @@ std::optional<std::string> RewriteRequest(const RequestInfo& info, std::string_v
         for (auto field : so) {
           if (field.key == "include_usage") continue;
           if (field.key == "continuous_usage_stats" && info.continuous_usage_stats) continue;
-          internal::AppendJsonString(&added, field.key);
+          AppendJsonString(&added, field.key);
           added.push_back(':');
           added += simdjson::minify(field.value);
           added.push_back(',');
