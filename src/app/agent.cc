@@ -55,7 +55,8 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
           return false;
         }
         uc.url = *url;
-        auto listen = u["listen"] ? http::ParseHostPort(u["listen"].as<std::string>()) : std::nullopt;
+        auto listen =
+            u["listen"] ? http::ParseHostPort(u["listen"].as<std::string>()) : std::nullopt;
         if (!listen) {
           *error = fmt::format("{}: upstreams[{}].listen: expected HOST:PORT", path, i);
           return false;
@@ -71,8 +72,10 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
         }
         if (u["engine_version"]) {
           uc.engine_version = u["engine_version"].as<std::string>();
-          if (uc.engine_version != "auto" && uc.engine_version != "v0" && uc.engine_version != "v1") {
-            *error = fmt::format("{}: upstreams[{}].engine_version: expected auto, v0 or v1", path, i);
+          if (uc.engine_version != "auto" && uc.engine_version != "v0" &&
+              uc.engine_version != "v1") {
+            *error =
+                fmt::format("{}: upstreams[{}].engine_version: expected auto, v0 or v1", path, i);
             return false;
           }
         }
@@ -133,7 +136,8 @@ bool Agent::Start(std::string* error) {
     try {
       aopts.max_span_events = std::stoul(limit);
     } catch (const std::exception&) {
-      spdlog::warn("OTEL_SPAN_EVENT_COUNT_LIMIT='{}' is not a number; using {}", limit, aopts.max_span_events);
+      spdlog::warn("OTEL_SPAN_EVENT_COUNT_LIMIT='{}' is not a number; using {}", limit,
+                   aopts.max_span_events);
     }
   }
   im.assembler = std::make_unique<engines::Assembler>(aopts, im.pipelines->traces.get(), config_);
@@ -150,10 +154,12 @@ bool Agent::Start(std::string* error) {
       std::string err;
       for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
         if (auto v = engines::vllm::ProbeVersion(u.url, &err)) {
-          if (auto shape = engines::vllm::ShapeFromVersion(*v)) assembler->SetShapeHint(u.name, *shape);
+          if (auto shape = engines::vllm::ShapeFromVersion(*v))
+            assembler->SetShapeHint(u.name, *shape);
           return;
         }
-        for (int i = 0; i < 10 && !stop->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        for (int i = 0; i < 10 && !stop->load(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
   }
@@ -167,7 +173,8 @@ bool Agent::Start(std::string* error) {
     im.receiver->RegisterStats(&stats_);
   }
 
-  im.entry_spans = std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
+  im.entry_spans =
+      std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
   gateway::GatewayOptions gopts;
   gopts.upstreams = options_.upstreams;
   gopts.threads = options_.threads;
@@ -185,9 +192,11 @@ bool Agent::Start(std::string* error) {
         std::string_view target = req.target();
         if (target == "/healthz") return http::MakeResponse(200, "ok\n");
         if (target == "/metrics") {
-          return http::MakeResponse(200, stats_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+          return http::MakeResponse(200, stats_.Render(),
+                                    "text/plain; version=0.0.4; charset=utf-8");
         }
-        return http::MakeResponse(404, http::JsonErrorBody(404, "NotFound", "no such admin endpoint"),
+        return http::MakeResponse(404,
+                                  http::JsonErrorBody(404, "NotFound", "no such admin endpoint"),
                                   "application/json");
       },
       error);
@@ -217,8 +226,12 @@ std::vector<std::uint16_t> Agent::GatewayPorts() const {
 
 std::string Agent::ExportSummary() const { return exporting::Describe(options_.exports); }
 
-std::uint16_t Agent::ReceiverGrpcPort() const { return impl_->receiver ? impl_->receiver->grpc_port() : 0; }
-std::uint16_t Agent::ReceiverHttpPort() const { return impl_->receiver ? impl_->receiver->http_port() : 0; }
+std::uint16_t Agent::ReceiverGrpcPort() const {
+  return impl_->receiver ? impl_->receiver->grpc_port() : 0;
+}
+std::uint16_t Agent::ReceiverHttpPort() const {
+  return impl_->receiver ? impl_->receiver->http_port() : 0;
+}
 
 std::uint16_t Agent::AdminPort() const { return impl_->admin ? impl_->admin->port() : 0; }
 

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "config/settings.h"
-#include "engines/assembler.h"
-#include "receiver/otlp_receiver.h"
 #include "core/stats.h"
+#include "engines/assembler.h"
 #include "export/factory.h"
 #include "gateway/gateway.h"
 #include "http/url.h"
+#include "receiver/otlp_receiver.h"
 
 namespace infertel {
 
@@ -39,7 +39,9 @@ class Agent {
   ~Agent();
 
   // Adds a listener to every finished exchange (before Start); not owned.
-  void AddExchangeListener(gateway::ExchangeListener* listener) { extra_listeners_.push_back(listener); }
+  void AddExchangeListener(gateway::ExchangeListener* listener) {
+    extra_listeners_.push_back(listener);
+  }
   // Starts pipelines, gateways and the admin server; false and *error on failure.
   bool Start(std::string* error);
   void Stop();

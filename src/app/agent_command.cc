@@ -1,7 +1,7 @@
 // `infertel agent`: the gateway in front of an engine, with its telemetry pipelines.
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -43,10 +43,12 @@ void Run(const AgentFlags& f) {
   if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) Fail(2, error);
   auto env = config::ProcessEnv();
   opts.exports = f.exports;
-  if (f.export_delay_ms >= 0) opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
+  if (f.export_delay_ms >= 0)
+    opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
   const std::string& proto = opts.exports.otlp_protocol;
   if (proto != "grpc" && proto != "http/protobuf" && proto != "http/json") {
-    Fail(2, fmt::format("--otlp-protocol: expected grpc, http/protobuf or http/json, got '{}'", proto));
+    Fail(2, fmt::format("--otlp-protocol: expected grpc, http/protobuf or http/json, got '{}'",
+                        proto));
   }
 
   if (!f.upstream.empty()) {
@@ -70,7 +72,8 @@ void Run(const AgentFlags& f) {
     uc.name = "default";
     opts.upstreams.insert(opts.upstreams.begin(), uc);
   }
-  if (opts.upstreams.empty()) Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
+  if (opts.upstreams.empty())
+    Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
   auto admin = http::ParseHostPort(f.admin);
   if (!admin) Fail(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
   opts.admin = *admin;
@@ -98,15 +101,17 @@ void Run(const AgentFlags& f) {
                 std::string(gateway::EngineKindName(ups[i].engine)).c_str(),
                 ups[i].url.HostPort().c_str());
   }
-  std::printf("infertel agent: admin listening on http://%s:%u\n", agent.options().admin.host.c_str(),
-              agent.AdminPort());
+  std::printf("infertel agent: admin listening on http://%s:%u\n",
+              agent.options().admin.host.c_str(), agent.AdminPort());
   if (agent.ReceiverGrpcPort() != 0) {
     std::printf("infertel agent: OTLP gRPC receiver listening on %s:%u\n",
-                http::ParseHostPort(agent.options().receiver.grpc_address)->host.c_str(), agent.ReceiverGrpcPort());
+                http::ParseHostPort(agent.options().receiver.grpc_address)->host.c_str(),
+                agent.ReceiverGrpcPort());
   }
   if (agent.ReceiverHttpPort() != 0) {
     std::printf("infertel agent: OTLP HTTP receiver listening on http://%s:%u\n",
-                http::ParseHostPort(agent.options().receiver.http_address)->host.c_str(), agent.ReceiverHttpPort());
+                http::ParseHostPort(agent.options().receiver.http_address)->host.c_str(),
+                agent.ReceiverHttpPort());
   }
   std::printf("infertel agent: exporting to %s\n", agent.ExportSummary().c_str());
   std::fflush(stdout);
@@ -118,14 +123,17 @@ void Run(const AgentFlags& f) {
 
 void AddAgentCommand(CLI::App& app) {
   auto flags = std::make_shared<AgentFlags>();
-  CLI::App* sub = app.add_subcommand("agent", "Run the gateway and telemetry pipelines in front of an engine");
+  CLI::App* sub =
+      app.add_subcommand("agent", "Run the gateway and telemetry pipelines in front of an engine");
   sub->add_option("--engine", flags->engine, "Engine kind of --upstream: vllm or sglang")
       ->capture_default_str();
   sub->add_option("--upstream", flags->upstream, "Engine URL, e.g. http://127.0.0.1:8000");
-  sub->add_option("--listen", flags->listen, "Gateway address HOST:PORT for clients")->capture_default_str();
+  sub->add_option("--listen", flags->listen, "Gateway address HOST:PORT for clients")
+      ->capture_default_str();
   sub->add_option("--admin", flags->admin, "Admin address HOST:PORT (/healthz, /metrics)")
       ->capture_default_str();
-  sub->add_option("--config", flags->config_file, "Agent file (YAML): upstreams, admin, store, otlp");
+  sub->add_option("--config", flags->config_file,
+                  "Agent file (YAML): upstreams, admin, store, otlp");
   sub->add_option("--pd-role", flags->pd_role, "PD role of --upstream: producer, consumer or none")
       ->check(CLI::IsMember({"producer", "consumer", "none"}))
       ->capture_default_str();

@@ -12,7 +12,8 @@ namespace infertel {
 void AddConfigCommand(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
-      "config", "Print the effective configuration (console > env > default) and each value's source");
+      "config",
+      "Print the effective configuration (console > env > default) and each value's source");
   sub->add_flag("--markdown", *markdown, "Print the key table of docs/configuration.md instead");
   sub->callback([markdown] {
     if (*markdown) {

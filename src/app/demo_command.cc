@@ -1,11 +1,11 @@
 // `infertel demo`: the simulator as vLLM, the agent in front of it, a mixed workload from
 // several client threads, then a summary and one trace tree from the embedded store.
 
+#include <fmt/format.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
-#include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -61,7 +61,9 @@ class TtftCollector : public gateway::ExchangeListener {
     if (!ttft_ms_.empty()) {
       std::vector<double> v = ttft_ms_;
       std::sort(v.begin(), v.end());
-      auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))]; };
+      auto at = [&](double q) {
+        return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))];
+      };
       s.p50 = at(0.50);
       s.p99 = at(0.99);
     }
@@ -79,8 +81,8 @@ struct Counters {
 };
 
 // One request from a demo client; `abort_after_events` > 0 closes the connection mid-stream.
-bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target, const std::string& body,
-             bool stream, int abort_after_events) {
+bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target,
+             const std::string& body, bool stream, int abort_after_events) {
   beast::tcp_stream s(io);
   beast::error_code ec;
   s.expires_after(std::chrono::seconds(30));
@@ -116,13 +118,13 @@ bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target
   return p.get().result_int() < 400;
 }
 
-void ClientLoop(int id, const DemoFlags& f, std::uint16_t port, std::chrono::steady_clock::time_point end,
-                Counters& c) {
+void ClientLoop(int id, const DemoFlags& f, std::uint16_t port,
+                std::chrono::steady_clock::time_point end, Counters& c) {
   asio::io_context io;
   std::mt19937_64 rng(f.seed * 7919 + static_cast<std::uint64_t>(id));
   std::uniform_int_distribution<int> pct(0, 99);
-  const char* topics[] = {"the KV cache", "continuous batching", "prefix caching", "speculative decoding",
-                          "tensor parallelism", "chunked prefill"};
+  const char* topics[] = {"the KV cache",         "continuous batching", "prefix caching",
+                          "speculative decoding", "tensor parallelism",  "chunked prefill"};
   while (std::chrono::steady_clock::now() < end) {
     int r = pct(rng);
     std::string topic = topics[rng() % std::size(topics)];
@@ -131,14 +133,16 @@ void ClientLoop(int id, const DemoFlags& f, std::uint16_t port, std::chrono::ste
     int abort_after = 0;
     int max_tokens = 16 + static_cast<int>(rng() % 48);
     // A shared system prompt makes prefix-cache hits happen.
-    std::string sys = R"({"role":"system","content":"You are a concise assistant for inference engineers."})";
+    std::string sys =
+        R"({"role":"system","content":"You are a concise assistant for inference engineers."})";
     if (r < 35) {
       stream = true;
       target = "/v1/chat/completions";
       bool usage = r % 2 == 0;
       body = fmt::format(
           R"({{"model":"{}","messages":[{},{{"role":"user","content":"Explain {} briefly."}}],"stream":true,{}"max_tokens":{},"temperature":0.7,"user":"demo-{}"}})",
-          f.model, sys, topic, usage ? R"("stream_options":{"include_usage":true},)" : "", max_tokens, id);
+          f.model, sys, topic, usage ? R"("stream_options":{"include_usage":true},)" : "",
+          max_tokens, id);
     } else if (r < 55) {
       target = "/v1/chat/completions";
       body = fmt::format(
@@ -147,18 +151,22 @@ void ClientLoop(int id, const DemoFlags& f, std::uint16_t port, std::chrono::ste
     } else if (r < 70) {
       stream = r % 2 == 0;
       target = "/v1/completions";
-      body = fmt::format(R"({{"model":"{}","prompt":"A short note on {}:","max_tokens":{},"stream":{}}})",
-                         f.model, topic, max_tokens, stream ? "true" : "false");
+      body = fmt::format(
+          R"({{"model":"{}","prompt":"A short note on {}:","max_tokens":{},"stream":{}}})", f.model,
+          topic, max_tokens, stream ? "true" : "false");
     } else if (r < 80) {
       target = "/v1/embeddings";
-      body = fmt::format(R"({{"model":"{}","input":["{}","inference observability"]}})", f.model, topic);
+      body = fmt::format(R"({{"model":"{}","input":["{}","inference observability"]}})", f.model,
+                         topic);
     } else if (r < 88) {
       target = r % 2 == 0 ? "/v1/rerank" : "/v1/score";
-      body = r % 2 == 0
-                 ? fmt::format(R"({{"model":"{}","query":"{}","documents":["GPU memory","batching","tokens"]}})",
-                               f.model, topic)
-                 : fmt::format(R"({{"model":"{}","text_1":"{}","text_2":["GPU memory","batching"]}})", f.model,
-                               topic);
+      body =
+          r % 2 == 0
+              ? fmt::format(
+                    R"({{"model":"{}","query":"{}","documents":["GPU memory","batching","tokens"]}})",
+                    f.model, topic)
+              : fmt::format(R"({{"model":"{}","text_1":"{}","text_2":["GPU memory","batching"]}})",
+                            f.model, topic);
     } else if (r < 95) {
       stream = r % 2 == 0;
       target = "/v1/chat/completions";
@@ -235,11 +243,14 @@ void Run(const DemoFlags& f) {
     throw CLI::RuntimeError(1);
   }
   std::uint16_t port = agent.GatewayPorts().at(0);
-  std::printf("infertel demo: simulated vLLM on 127.0.0.1:%u (native spans to the agent's receiver), "
-              "agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
-              sim->port(), port, agent.AdminPort());
-  std::printf("infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, tools, aborts)\n",
-              f.clients, f.duration_s);
+  std::printf(
+      "infertel demo: simulated vLLM on 127.0.0.1:%u (native spans to the agent's receiver), "
+      "agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
+      sim->port(), port, agent.AdminPort());
+  std::printf(
+      "infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, "
+      "tools, aborts)\n",
+      f.clients, f.duration_s);
   std::fflush(stdout);
 
   Counters counters;
@@ -252,14 +263,15 @@ void Run(const DemoFlags& f) {
   while (std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 5000));
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "%s[demo] %5.1fs  requests %llu  failed %llu  aborted by client %llu%s", tty ? "\r" : "",
-                 std::min(t, f.duration_s), static_cast<unsigned long long>(counters.requests.load()),
+    std::fprintf(stderr, "%s[demo] %5.1fs  requests %llu  failed %llu  aborted by client %llu%s",
+                 tty ? "\r" : "", std::min(t, f.duration_s),
+                 static_cast<unsigned long long>(counters.requests.load()),
                  static_cast<unsigned long long>(counters.failures.load()),
                  static_cast<unsigned long long>(counters.aborted.load()), tty ? "" : "\n");
   }
   for (auto& t : clients) t.join();
   if (tty) std::fprintf(stderr, "\n");
-  sim->Stop();  // flushes the simulator's last native spans to the agent
+  sim->Stop();   // flushes the simulator's last native spans to the agent
   agent.Stop();  // joins what is still waiting and flushes every exporter
   auto s = ttft.Get();
 
@@ -274,11 +286,12 @@ void Run(const DemoFlags& f) {
     // and the phases.
     sqlite3_stmt* st = nullptr;
     std::string trace_id;
-    if (sqlite3_prepare_v2(store.handle(),
-                           "SELECT trace_id, (SELECT count(*) FROM spans WHERE name = 'llm_request') FROM spans "
-                           "WHERE name = 'llm_request' AND parent_span_id IS NOT NULL "
-                           "ORDER BY start_time_unix_nano DESC LIMIT 1",
-                           -1, &st, nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(
+            store.handle(),
+            "SELECT trace_id, (SELECT count(*) FROM spans WHERE name = 'llm_request') FROM spans "
+            "WHERE name = 'llm_request' AND parent_span_id IS NOT NULL "
+            "ORDER BY start_time_unix_nano DESC LIMIT 1",
+            -1, &st, nullptr) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
       trace_id = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
       engine_spans = sqlite3_column_int64(st, 1);
@@ -295,9 +308,11 @@ void Run(const DemoFlags& f) {
               static_cast<unsigned long long>(counters.failures.load()),
               static_cast<unsigned long long>(counters.aborted.load()));
   std::printf("exchanges observed   %zu (%zu with status ERROR)\n", s.exchanges, s.errors);
-  std::printf("spans stored         %lld (%lld from the engine: llm_request, joined to entry spans)\n",
-              static_cast<long long>(spans), static_cast<long long>(engine_spans));
-  std::printf("TTFT at the gateway  p50 %.2f ms, p99 %.2f ms over %zu streams\n", s.p50, s.p99, s.streams);
+  std::printf(
+      "spans stored         %lld (%lld from the engine: llm_request, joined to entry spans)\n",
+      static_cast<long long>(spans), static_cast<long long>(engine_spans));
+  std::printf("TTFT at the gateway  p50 %.2f ms, p99 %.2f ms over %zu streams\n", s.p50, s.p99,
+              s.streams);
   std::printf("store                %s (browse: infertel traces --store %s)\n",
               std::filesystem::absolute(f.store).c_str(), f.store.c_str());
   std::printf("\n== a recent trace (entry span, the engine's span, its phases)\n%s", tree.c_str());
@@ -311,12 +326,15 @@ void Run(const DemoFlags& f) {
 
 void AddDemoCommand(CLI::App& app) {
   auto flags = std::make_shared<DemoFlags>();
-  CLI::App* sub = app.add_subcommand("demo", "Simulated vLLM + agent + traffic, then a summary and a trace");
+  CLI::App* sub =
+      app.add_subcommand("demo", "Simulated vLLM + agent + traffic, then a summary and a trace");
   sub->add_option("--duration", flags->duration_s, "Seconds of traffic")->capture_default_str();
   sub->add_option("--clients", flags->clients, "Concurrent clients")->capture_default_str();
   sub->add_option("--store", flags->store, "Embedded store path")->capture_default_str();
-  sub->add_option("--model", flags->model, "Model name the simulator serves")->capture_default_str();
-  sub->add_option("--seed", flags->seed, "Seed for the simulator and the workload")->capture_default_str();
+  sub->add_option("--model", flags->model, "Model name the simulator serves")
+      ->capture_default_str();
+  sub->add_option("--seed", flags->seed, "Seed for the simulator and the workload")
+      ->capture_default_str();
   sub->callback([flags] { Run(*flags); });
 }
 

@@ -1,7 +1,7 @@
 #include "app/signals.h"
 
-#include <csignal>
 #include <pthread.h>
+#include <csignal>
 
 namespace infertel {
 

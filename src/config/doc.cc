@@ -8,8 +8,10 @@ namespace {
 std::string Cell(std::string_view s) { return s.empty() ? "—" : fmt::format("`{}`", s); }
 std::string Type(const KeySpec& k) {
   switch (k.type) {
-    case ValueType::kBool: return "bool";
-    case ValueType::kInt: return fmt::format("int {}..{}", k.min, k.max);
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kInt:
+      return fmt::format("int {}..{}", k.min, k.max);
     case ValueType::kEnum: {
       std::string s(k.allowed);
       for (auto& c : s)
@@ -26,12 +28,13 @@ std::string KeysMarkdownTable() {
       "| spec | console key | env var | type | default | applies | engine | description |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const KeySpec& k : AllKeys()) {
-    out += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} |\n", k.spec_section, k.console_key,
-                       Cell(k.env_var), Type(k),
-                       k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
-                       k.apply == Apply::kLive ? "live" : "restart",
-                       k.engine == Engine::kAny ? std::string("all") : std::string(EngineName(k.engine)),
-                       k.description);
+    out += fmt::format(
+        "| {} | `{}` | {} | {} | {} | {} | {} | {} |\n", k.spec_section, k.console_key,
+        Cell(k.env_var), Type(k),
+        k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
+        k.apply == Apply::kLive ? "live" : "restart",
+        k.engine == Engine::kAny ? std::string("all") : std::string(EngineName(k.engine)),
+        k.description);
   }
   return out;
 }
@@ -41,8 +44,9 @@ std::string DescribeSettings(const Settings& s) {
   for (const KeySpec& k : AllKeys()) {
     const auto& e = s.At(k.key);
     out += fmt::format("{:<62} {:<14} {:<8} {:<7} {}\n", k.console_key,
-                       s.IsSet(k.key) ? FormatValue(e.value) : "(engine's own)", SourceName(e.source),
-                       k.apply == Apply::kLive ? "live" : "restart", k.env_var.empty() ? "-" : k.env_var);
+                       s.IsSet(k.key) ? FormatValue(e.value) : "(engine's own)",
+                       SourceName(e.source), k.apply == Apply::kLive ? "live" : "restart",
+                       k.env_var.empty() ? "-" : k.env_var);
   }
   return out;
 }

@@ -51,10 +51,10 @@ struct KeySpec {
   std::string_view default_value;
   Apply apply;
   Engine engine;
-  std::int64_t min = 0, max = 0;       // kInt range
-  std::string_view allowed;            // kEnum: canonical values, '|' separated
-  bool engine_knob = false;            // applied through the engine's own endpoints
-  std::string_view spec_section;       // C1..C4, or "infertel" for keys of our own
+  std::int64_t min = 0, max = 0;  // kInt range
+  std::string_view allowed;       // kEnum: canonical values, '|' separated
+  bool engine_knob = false;       // applied through the engine's own endpoints
+  std::string_view spec_section;  // C1..C4, or "infertel" for keys of our own
   std::string_view description;
 };
 

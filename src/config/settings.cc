@@ -12,7 +12,8 @@ namespace {
 
 std::string Upper(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   return out;
 }
 
@@ -24,12 +25,15 @@ std::string_view Trim(std::string_view s) {
 
 std::string Accepted(const KeySpec& spec) {
   switch (spec.type) {
-    case ValueType::kBool: return "true or false";
-    case ValueType::kInt: return fmt::format("an integer from {} to {}", spec.min, spec.max);
+    case ValueType::kBool:
+      return "true or false";
+    case ValueType::kInt:
+      return fmt::format("an integer from {} to {}", spec.min, spec.max);
     case ValueType::kEnum: {
       std::string s(spec.allowed);
       std::replace(s.begin(), s.end(), '|', ',');
-      if (spec.key == Key::kMessageContentCaptureStrategy) s += " (or SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT)";
+      if (spec.key == Key::kMessageContentCaptureStrategy)
+        s += " (or SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT)";
       return "one of " + s;
     }
   }
@@ -40,9 +44,12 @@ std::string Accepted(const KeySpec& spec) {
 
 std::string_view SourceName(Source s) {
   switch (s) {
-    case Source::kDefault: return "default";
-    case Source::kEnv: return "env";
-    case Source::kConsole: return "console";
+    case Source::kDefault:
+      return "default";
+    case Source::kEnv:
+      return "env";
+    case Source::kConsole:
+      return "console";
   }
   return "default";
 }
@@ -50,7 +57,8 @@ std::string_view SourceName(Source s) {
 std::variant<Value, std::string> ParseValue(const KeySpec& spec, std::string_view raw) {
   std::string_view text = Trim(raw);
   auto error = [&] {
-    return fmt::format("invalid value '{}' for {}: expected {}", raw, spec.console_key, Accepted(spec));
+    return fmt::format("invalid value '{}' for {}: expected {}", raw, spec.console_key,
+                       Accepted(spec));
   };
   switch (spec.type) {
     case ValueType::kBool: {
@@ -133,7 +141,8 @@ Resolution Resolve(const EnvLookup& env, const std::map<Key, std::string>& conso
           e.value = *v;
           e.source = Source::kEnv;
         } else {
-          r.errors.push_back(fmt::format("{} (from {})", std::get<std::string>(parsed), spec.env_var));
+          r.errors.push_back(
+              fmt::format("{} (from {})", std::get<std::string>(parsed), spec.env_var));
         }
       }
     }

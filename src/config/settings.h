@@ -37,8 +37,8 @@ class Settings {
     Source source = Source::kDefault;
   };
 
-  bool GetBool(Key k) const;  // false when unset
-  std::int64_t GetInt(Key k) const;  // 0 when unset
+  bool GetBool(Key k) const;                // false when unset
+  std::int64_t GetInt(Key k) const;         // 0 when unset
   std::string_view GetString(Key k) const;  // "" when unset
   bool IsSet(Key k) const { return !std::holds_alternative<std::monostate>(At(k).value); }
   const Entry& At(Key k) const { return entries_[static_cast<std::size_t>(k)]; }
@@ -66,7 +66,9 @@ class ConfigStore {
   using Listener = std::function<void(const Settings& old_settings, const Settings& new_settings)>;
 
   explicit ConfigStore(Settings initial);
-  std::shared_ptr<const Settings> Current() const { return current_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Settings> Current() const {
+    return current_.load(std::memory_order_acquire);
+  }
   void Publish(Settings next);
   void Subscribe(Listener listener);
 

@@ -18,7 +18,9 @@ struct Stopwatch {
 
   static Stopwatch Start();
   // Wall-clock time of a monotonic reading taken after Start().
-  std::uint64_t WallAt(std::uint64_t mono_ns) const { return wall_start_ns + (mono_ns - mono_start_ns); }
+  std::uint64_t WallAt(std::uint64_t mono_ns) const {
+    return wall_start_ns + (mono_ns - mono_start_ns);
+  }
   std::uint64_t ElapsedNanos() const { return MonoNanos() - mono_start_ns; }
 };
 

@@ -18,7 +18,8 @@ void Fill(std::array<std::uint8_t, N>& out) {
   do {
     for (std::size_t i = 0; i < N; i += 8) {
       std::uint64_t v = Rng()();
-      for (std::size_t j = 0; j < 8 && i + j < N; ++j) out[i + j] = static_cast<std::uint8_t>(v >> (8 * j));
+      for (std::size_t j = 0; j < 8 && i + j < N; ++j)
+        out[i + j] = static_cast<std::uint8_t>(v >> (8 * j));
     }
   } while (std::all_of(out.begin(), out.end(), [](auto b) { return b == 0; }));
 }

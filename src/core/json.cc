@@ -34,7 +34,6 @@ std::size_t Utf8SeqLen(std::string_view s, std::size_t i) {
   return len;
 }
 
-
 void AppendJsonString(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');

@@ -48,11 +48,13 @@ inline constexpr std::string_view kErrorType = "error.type";
 
 // M4.1 (SGLang entry span) additions.
 inline constexpr std::string_view kGenAiRequestId = "gen_ai.request.id";
-inline constexpr std::string_view kGenAiUsageCacheReadInputTokens = "gen_ai.usage.cache_read.input_tokens";
+inline constexpr std::string_view kGenAiUsageCacheReadInputTokens =
+    "gen_ai.usage.cache_read.input_tokens";
 inline constexpr std::string_view kGenAiLatencyE2e = "gen_ai.latency.e2e";
 inline constexpr std::string_view kGenAiResponseTokensStreamed = "gen_ai.response.tokens_streamed";
 inline constexpr std::string_view kGenAiRequestHasToolCalls = "gen_ai.request.has_tool_calls";
-inline constexpr std::string_view kGenAiRequestToolCallDetected = "gen_ai.request.tool_call_detected";
+inline constexpr std::string_view kGenAiRequestToolCallDetected =
+    "gen_ai.request.tool_call_detected";
 inline constexpr std::string_view kGenAiRequestToolCallsCount = "gen_ai.request.tool_calls_count";
 // gen_ai.completions.{i}.tool_calls.{j}.name / .arguments
 inline constexpr std::string_view kGenAiCompletionsPrefix = "gen_ai.completions.";
@@ -67,16 +69,24 @@ inline constexpr std::string_view kGenAiUsageNumSequences = "gen_ai.usage.num_se
 inline constexpr std::string_view kGenAiUsagePromptTokens = "gen_ai.usage.prompt_tokens";
 inline constexpr std::string_view kGenAiUsageCompletionTokens = "gen_ai.usage.completion_tokens";
 inline constexpr std::string_view kGenAiLatencyTimeInQueue = "gen_ai.latency.time_in_queue";
-inline constexpr std::string_view kGenAiLatencyTimeToFirstToken = "gen_ai.latency.time_to_first_token";
+inline constexpr std::string_view kGenAiLatencyTimeToFirstToken =
+    "gen_ai.latency.time_to_first_token";
 inline constexpr std::string_view kGenAiLatencyTimeInScheduler = "gen_ai.latency.time_in_scheduler";
-inline constexpr std::string_view kGenAiLatencyTimeInModelForward = "gen_ai.latency.time_in_model_forward";
-inline constexpr std::string_view kGenAiLatencyTimeInModelExecute = "gen_ai.latency.time_in_model_execute";
-inline constexpr std::string_view kGenAiLatencyTimeInModelPrefill = "gen_ai.latency.time_in_model_prefill";
-inline constexpr std::string_view kGenAiLatencyTimeInModelDecode = "gen_ai.latency.time_in_model_decode";
-inline constexpr std::string_view kGenAiLatencyTimeInModelInference = "gen_ai.latency.time_in_model_inference";
+inline constexpr std::string_view kGenAiLatencyTimeInModelForward =
+    "gen_ai.latency.time_in_model_forward";
+inline constexpr std::string_view kGenAiLatencyTimeInModelExecute =
+    "gen_ai.latency.time_in_model_execute";
+inline constexpr std::string_view kGenAiLatencyTimeInModelPrefill =
+    "gen_ai.latency.time_in_model_prefill";
+inline constexpr std::string_view kGenAiLatencyTimeInModelDecode =
+    "gen_ai.latency.time_in_model_decode";
+inline constexpr std::string_view kGenAiLatencyTimeInModelInference =
+    "gen_ai.latency.time_in_model_inference";
 inline constexpr std::string_view kGenAiLatencyTimeInTokenize = "gen_ai.latency.time_in_tokenize";
-inline constexpr std::string_view kGenAiLatencyTimeInDetokenize = "gen_ai.latency.time_in_detokenize";
-inline constexpr std::string_view kGenAiLatencyTimeInKvTransfer = "gen_ai.latency.time_in_kv_transfer";
+inline constexpr std::string_view kGenAiLatencyTimeInDetokenize =
+    "gen_ai.latency.time_in_detokenize";
+inline constexpr std::string_view kGenAiLatencyTimeInKvTransfer =
+    "gen_ai.latency.time_in_kv_transfer";
 inline constexpr std::string_view kGenAiRequestPreemptionCount = "gen_ai.request.preemption_count";
 inline constexpr std::string_view kGenAiEngineIndex = "gen_ai.engine.index";
 inline constexpr std::string_view kGenAiPdRole = "gen_ai.pd_role";

@@ -27,20 +27,25 @@ JoinRecord MakeJoinRecord(const gateway::Exchange& ex) {
 
 void AssemblerStats::Register(StatsRegistry* r) const {
   using T = StatsRegistry::Type;
-  r->Add("infertel_assembler_engine_spans", "Engine request spans received", T::kCounter, "", &engine_spans);
-  r->Add("infertel_assembler_joined", "Engine spans joined to a gateway exchange", T::kCounter, "", &joined);
-  r->Add("infertel_assembler_unmatched", "Engine spans exported without a matching exchange", T::kCounter, "",
-         &unmatched);
-  r->Add("infertel_assembler_passthrough_spans", "Spans passed on unchanged", T::kCounter, "", &passthrough);
-  r->Add("infertel_assembler_derived_spans", "Phase spans derived from engine spans", T::kCounter, "",
-         &derived_spans);
+  r->Add("infertel_assembler_engine_spans", "Engine request spans received", T::kCounter, "",
+         &engine_spans);
+  r->Add("infertel_assembler_joined", "Engine spans joined to a gateway exchange", T::kCounter, "",
+         &joined);
+  r->Add("infertel_assembler_unmatched", "Engine spans exported without a matching exchange",
+         T::kCounter, "", &unmatched);
+  r->Add("infertel_assembler_passthrough_spans", "Spans passed on unchanged", T::kCounter, "",
+         &passthrough);
+  r->Add("infertel_assembler_derived_spans", "Phase spans derived from engine spans", T::kCounter,
+         "", &derived_spans);
   r->Add("infertel_assembler_released_early",
-         "Engine spans exported unmatched before their wait ended (waiting table full)", T::kCounter, "",
-         &released_early);
-  r->Add("infertel_assembler_records_evicted", "Join records evicted early by the size bound", T::kCounter, "",
-         &records_evicted);
-  r->Add("infertel_assembler_waiting_spans", "Engine spans waiting for their exchange", T::kGauge, "", &waiting);
-  r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "", &records);
+         "Engine spans exported unmatched before their wait ended (waiting table full)",
+         T::kCounter, "", &released_early);
+  r->Add("infertel_assembler_records_evicted", "Join records evicted early by the size bound",
+         T::kCounter, "", &records_evicted);
+  r->Add("infertel_assembler_waiting_spans", "Engine spans waiting for their exchange", T::kGauge,
+         "", &waiting);
+  r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "",
+         &records);
 }
 
 Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,

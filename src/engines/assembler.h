@@ -37,7 +37,7 @@ struct AssemblerOptions {
   std::chrono::seconds record_ttl{120};         // a finished exchange is kept this long
   std::size_t max_records = 200'000;
   std::size_t max_waiting_spans = 50'000;
-  std::size_t max_span_events = 128;            // OTEL_SPAN_EVENT_COUNT_LIMIT
+  std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
   // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
   // upstream, if there is exactly one.
   std::string default_pd_role = "none";

@@ -56,8 +56,10 @@ void BuildEntrySpan(const Exchange& ex, Span* span) {
   if (rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, *rs.usage.output_tokens);
   if (rs.usage.total_tokens) AddAttr(a, sc::kGenAiUsageTotalTokens, *rs.usage.total_tokens);
   if (ex.capture_content) {
-    if (!rq.input_messages_json.empty()) AddAttr(a, sc::kGenAiInputMessages, rq.input_messages_json);
-    if (!rs.output_messages_json.empty()) AddAttr(a, sc::kGenAiOutputMessages, rs.output_messages_json);
+    if (!rq.input_messages_json.empty())
+      AddAttr(a, sc::kGenAiInputMessages, rq.input_messages_json);
+    if (!rs.output_messages_json.empty())
+      AddAttr(a, sc::kGenAiOutputMessages, rs.output_messages_json);
   }
 
   if (!rq.parsed) {

@@ -19,12 +19,12 @@ std::string_view EngineKindName(EngineKind k);
 
 // How an exchange ended, from the client's point of view.
 enum class Outcome {
-  kOk,                  // the engine answered with a 2xx and the client got all of it
-  kEngineError,         // the engine answered with a non-2xx status or a stream error event
-  kClientAborted,       // the client went away before the response was complete
-  kUpstreamUnavailable, // connecting to or talking with the engine failed
-  kUpstreamTimeout,     // the engine did not answer in time
-  kRejected,            // the gateway refused the request (e.g. body too large)
+  kOk,                   // the engine answered with a 2xx and the client got all of it
+  kEngineError,          // the engine answered with a non-2xx status or a stream error event
+  kClientAborted,        // the client went away before the response was complete
+  kUpstreamUnavailable,  // connecting to or talking with the engine failed
+  kUpstreamTimeout,      // the engine did not answer in time
+  kRejected,             // the gateway refused the request (e.g. body too large)
 };
 
 struct Exchange {
@@ -46,13 +46,13 @@ struct Exchange {
   // Timing: a start on both clocks, and monotonic readings of later moments.
   Stopwatch start;
   std::uint64_t end_mono_ns = 0;
-  std::uint64_t upstream_sent_mono_ns = 0;   // request fully written to the engine
-  std::uint64_t first_token_mono_ns = 0;     // first content delta (streams) or 0
-  std::uint64_t response_header_mono_ns = 0; // engine's response header arrived
+  std::uint64_t upstream_sent_mono_ns = 0;    // request fully written to the engine
+  std::uint64_t first_token_mono_ns = 0;      // first content delta (streams) or 0
+  std::uint64_t response_header_mono_ns = 0;  // engine's response header arrived
 
   // Stream detail.
-  bool streamed = false;          // the response was an SSE stream
-  std::int64_t stream_deltas = 0; // data events that carried a delta
+  bool streamed = false;           // the response was an SSE stream
+  std::int64_t stream_deltas = 0;  // data events that carried a delta
   // Monotonic time of each delta event, bounded (for inter-token latency and level-2 events).
   std::vector<std::uint64_t> delta_mono_ns;
 

@@ -28,9 +28,10 @@ std::string_view EngineKindName(EngineKind k) {
 
 void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
   using T = StatsRegistry::Type;
-  r->Add("infertel_gateway_requests", "Requests received by the gateway", T::kCounter, labels, &requests);
-  r->Add("infertel_gateway_observed_exchanges", "OpenAI-API exchanges observed", T::kCounter, labels,
-         &observed);
+  r->Add("infertel_gateway_requests", "Requests received by the gateway", T::kCounter, labels,
+         &requests);
+  r->Add("infertel_gateway_observed_exchanges", "OpenAI-API exchanges observed", T::kCounter,
+         labels, &observed);
   r->Add("infertel_gateway_unparsed_bodies", "Request bodies forwarded without detail (not JSON)",
          T::kCounter, labels, &unparsed_bodies);
   r->Add("infertel_gateway_upstream_errors", "Connect or I/O failures toward the engine",
@@ -39,8 +40,8 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
          T::kCounter, labels, &client_aborts);
   r->Add("infertel_gateway_rejected", "Requests refused by the gateway (too large, malformed)",
          T::kCounter, labels, &rejected);
-  r->Add("infertel_gateway_upstream_connects", "New connections opened to the engine",
-         T::kCounter, labels, &upstream_connects);
+  r->Add("infertel_gateway_upstream_connects", "New connections opened to the engine", T::kCounter,
+         labels, &upstream_connects);
   r->Add("infertel_gateway_active_connections", "Client connections open now", T::kGauge, labels,
          &active_connections);
   r->Add("infertel_gateway_active_streams", "SSE responses in flight now", T::kGauge, labels,
@@ -130,7 +131,9 @@ struct Gateway::Impl {
 };
 
 Gateway::Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config)
-    : options_(std::move(options)), config_(std::move(config)), impl_(std::make_unique<Impl>(this)) {}
+    : options_(std::move(options)),
+      config_(std::move(config)),
+      impl_(std::make_unique<Impl>(this)) {}
 
 Gateway::~Gateway() { Stop(); }
 
@@ -155,10 +158,12 @@ bool Gateway::Start(std::string* error) {
     tcp::resolver resolver(im.accept_io);
     st.endpoints = resolver.resolve(uc.url.host, std::to_string(uc.url.port), ec);
     if (ec) {
-      *error = fmt::format("upstream {}: cannot resolve {}: {}", uc.name, uc.url.host, ec.message());
+      *error =
+          fmt::format("upstream {}: cannot resolve {}: {}", uc.name, uc.url.host, ec.message());
       return false;
     }
-    auto addr = asio::ip::make_address(uc.listen.host == "localhost" ? "127.0.0.1" : uc.listen.host, ec);
+    auto addr =
+        asio::ip::make_address(uc.listen.host == "localhost" ? "127.0.0.1" : uc.listen.host, ec);
     if (ec) {
       *error = fmt::format("bad listen host '{}'", uc.listen.host);
       return false;
@@ -170,7 +175,8 @@ bool Gateway::Start(std::string* error) {
     if (!ec) st.acceptor->bind(ep, ec);
     if (!ec) st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      *error = fmt::format("cannot listen on {}:{}: {}", uc.listen.host, uc.listen.port, ec.message());
+      *error =
+          fmt::format("cannot listen on {}:{}: {}", uc.listen.host, uc.listen.port, ec.message());
       return false;
     }
     st.port = st.acceptor->local_endpoint().port();
@@ -238,7 +244,8 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
     parser.header_limit(64 * 1024);
     client.expires_after(opts().client_idle_timeout);
     error_code ec;
-    co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read(client, buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec == bhttp::error::body_limit) {
       stats().requests.fetch_add(1, std::memory_order_relaxed);
       stats().rejected.fetch_add(1, std::memory_order_relaxed);
@@ -256,10 +263,11 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
     }
     if (ec) {
       stats().rejected.fetch_add(1, std::memory_order_relaxed);
-      co_await WriteSimple(client, 11, 400,
-                           http::JsonErrorBody(400, "BadRequest",
-                                               fmt::format("malformed HTTP request: {}", ec.message())),
-                           false);
+      co_await WriteSimple(
+          client, 11, 400,
+          http::JsonErrorBody(400, "BadRequest",
+                              fmt::format("malformed HTTP request: {}", ec.message())),
+          false);
       break;
     }
     client.expires_never();
@@ -274,8 +282,10 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
 }
 
 asio::awaitable<void> Gateway::Impl::WriteSimple(beast::tcp_stream& client, unsigned version,
-                                                 unsigned status, std::string body, bool keep_alive) {
-  auto res = http::MakeResponse(status, std::move(body), "application/json", version ? version : 11);
+                                                 unsigned status, std::string body,
+                                                 bool keep_alive) {
+  auto res =
+      http::MakeResponse(status, std::move(body), "application/json", version ? version : 11);
   res.keep_alive(keep_alive);
   res.prepare_payload();
   client.expires_after(std::chrono::seconds(30));
@@ -300,7 +310,8 @@ asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Wo
   Pooled c;
   c.stream = std::make_unique<beast::tcp_stream>(w->io);
   c.stream->expires_after(opts().connect_timeout);
-  co_await c.stream->async_connect(upstreams[ui].endpoints, asio::redirect_error(asio::use_awaitable, ec));
+  co_await c.stream->async_connect(upstreams[ui].endpoints,
+                                   asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return std::nullopt;
   c.stream->socket().set_option(tcp::no_delay(true), ec);
   ec = {};
@@ -367,11 +378,10 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   auto settings = gw->config_->Current();
   namespace oa = openai;
 
-  bool instrumented = settings->GetBool(uc.engine == EngineKind::kSglang
-                                            ? config::Key::kSglangEnabled
-                                            : config::Key::kVllmEnabled);
-  oa::Operation op = instrumented ? oa::OperationForPath(req.method_string(), req.target())
-                                  : oa::Operation::kNone;
+  bool instrumented = settings->GetBool(
+      uc.engine == EngineKind::kSglang ? config::Key::kSglangEnabled : config::Key::kVllmEnabled);
+  oa::Operation op =
+      instrumented ? oa::OperationForPath(req.method_string(), req.target()) : oa::Operation::kNone;
   const bool observe = op != oa::Operation::kNone;
 
   Exchange ex;
@@ -407,7 +417,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     stats().observed.fetch_add(1, std::memory_order_relaxed);
     oa::CaptureOptions capture;
     capture.capture_content = settings->GetBool(config::Key::kCaptureMessageContent);
-    capture.max_length = static_cast<std::size_t>(settings->GetInt(config::Key::kMessageContentMaxLength));
+    capture.max_length =
+        static_cast<std::size_t>(settings->GetInt(config::Key::kMessageContentMaxLength));
     capture.capture_multimodal = settings->GetBool(config::Key::kCaptureMultimodal);
     ex.capture_content = capture.capture_content;
     stream_opts.capture = capture;
@@ -422,7 +433,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     if (parent) {
       ex.trace_id = parent->trace_id;
       ex.parent_span_id = parent->span_id;
-      if (auto ts = req.find("tracestate"); ts != req.end()) ex.trace_state = std::string(ts->value());
+      if (auto ts = req.find("tracestate"); ts != req.end())
+        ex.trace_state = std::string(ts->value());
     } else {
       ex.trace_id = NewTraceId();
     }
@@ -467,8 +479,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
 
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
-  auto fail = [&](unsigned status, std::string_view type, std::string message, Outcome outcome)
-      -> asio::awaitable<bool> {
+  auto fail = [&](unsigned status, std::string_view type, std::string message,
+                  Outcome outcome) -> asio::awaitable<bool> {
     ex.http_status = status;
     ex.outcome = outcome;
     ex.error_type = std::string(type);
@@ -499,15 +511,16 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       if (!watch.running) {
         watch.running = true;
         asio::co_spawn(client.get_executor(),
-                       WatchClient(client, client_buffer, watch, conn->stream.get()), asio::detached);
+                       WatchClient(client, client_buffer, watch, conn->stream.get()),
+                       asio::detached);
       }
       co_await bhttp::async_read_header(*conn->stream, conn->buffer, *parser,
                                         asio::redirect_error(asio::use_awaitable, ec));
     }
     if (!ec || watch.client_gone) break;
-    bool stale = conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-                                  ec == asio::error::connection_reset ||
-                                  ec == asio::error::broken_pipe);
+    bool stale =
+        conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
     if (!stale) break;
     // The watcher holds a pointer to the old stream; repoint it by restarting later.
     co_await StopWatch(client, watch);
@@ -533,9 +546,10 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       co_return co_await fail(504, "GatewayTimeout", "engine did not answer in time",
                               Outcome::kUpstreamTimeout);
     }
-    co_return co_await fail(502, "BadGateway",
-                            fmt::format("engine at {} unavailable: {}", uc.url.HostPort(), ec.message()),
-                            Outcome::kUpstreamUnavailable);
+    co_return co_await fail(
+        502, "BadGateway",
+        fmt::format("engine at {} unavailable: {}", uc.url.HostPort(), ec.message()),
+        Outcome::kUpstreamUnavailable);
   }
   ex.response_header_mono_ns = MonoNanos();
   auto& rp = *parser;
@@ -552,7 +566,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     cres.insert(f.name(), f.name_string(), f.value());
   }
   const bool head_only = req.method() == bhttp::verb::head || ures.result_int() == 204 ||
-                         ures.result_int() == 304 || (ures.result_int() >= 100 && ures.result_int() < 200);
+                         ures.result_int() == 304 ||
+                         (ures.result_int() >= 100 && ures.result_int() < 200);
   const bool modify = observe && sse;
   bool chunked_out = false;
   bool close_delimited_out = false;
@@ -610,7 +625,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     error_code wec;
     client.expires_after(std::chrono::seconds(60));
     if (chunked_out) {
-      co_await asio::async_write(client, bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
+      co_await asio::async_write(client,
+                                 bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
                                  asio::redirect_error(asio::use_awaitable, wec));
     } else {
       co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
@@ -637,7 +653,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
           std::uint64_t now = MonoNanos();
           if (ex.first_token_mono_ns == 0) ex.first_token_mono_ns = now;
           for (auto i = before; i < observer.delta_count(); ++i)
-            if (ex.delta_mono_ns.size() < opts().max_delta_timestamps) ex.delta_mono_ns.push_back(now);
+            if (ex.delta_mono_ns.size() < opts().max_delta_timestamps)
+              ex.delta_mono_ns.push_back(now);
         }
         co_await write_out(out);
       } else if (hold_body) {
@@ -666,7 +683,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   }
   if (hold_body && !uec && !client_write_failed) {
     ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
-    if (auto stripped = oa::StripInjectedLogprobs(observed_body)) observed_body = std::move(*stripped);
+    if (auto stripped = oa::StripInjectedLogprobs(observed_body))
+      observed_body = std::move(*stripped);
     if (chunked_out) {
       cres.chunked(false);
       chunked_out = false;
@@ -721,24 +739,27 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       ex.error_message = "client closed the connection before the response was complete";
     } else if (uec) {
       stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
-      ex.outcome = uec == beast::error::timeout ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
+      ex.outcome =
+          uec == beast::error::timeout ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
       ex.error_type = uec == beast::error::timeout ? "timeout" : "upstream_connection_error";
       ex.error_message = fmt::format("engine response interrupted: {}", uec.message());
     } else if (ex.http_status >= 400) {
       ex.outcome = Outcome::kEngineError;
       ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
-      ex.error_message = ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
+      ex.error_message =
+          ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
     } else if (ex.response.error_type) {
       // A stream that carried an error event after a 200 header.
       ex.outcome = Outcome::kEngineError;
       ex.error_type = *ex.response.error_type;
-      ex.error_message = ex.response.error_message.value_or("engine reported an error in the stream");
+      ex.error_message =
+          ex.response.error_message.value_or("engine reported an error in the stream");
     }
     Finish(ex);
   } else if (client_write_failed || watch.client_gone) {
     stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   }
-  co_return complete && keep_client;
+  co_return complete&& keep_client;
 }
 
 }  // namespace infertel::gateway

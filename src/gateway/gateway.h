@@ -22,8 +22,8 @@ namespace infertel::gateway {
 struct UpstreamConfig {
   std::string name = "default";
   EngineKind engine = EngineKind::kVllm;
-  http::Url url;             // where the engine listens
-  http::HostPort listen;     // where the gateway listens for this engine's clients
+  http::Url url;                 // where the engine listens
+  http::HostPort listen;         // where the gateway listens for this engine's clients
   std::string pd_role = "none";  // producer | consumer | none (vLLM PD disaggregation)
   // Engine cores behind this upstream (vLLM data parallelism). With one, every request's
   // gen_ai.engine.index is 0; with more, it is known only when the client pins a rank with
@@ -36,29 +36,29 @@ struct UpstreamConfig {
 struct GatewayOptions {
   std::vector<UpstreamConfig> upstreams;
   int threads = 2;
-  std::size_t max_request_body = 32u << 20;     // above it: 413 with a JSON error
-  std::size_t max_observed_body = 16u << 20;    // response bytes kept for parsing
+  std::size_t max_request_body = 32u << 20;   // above it: 413 with a JSON error
+  std::size_t max_observed_body = 16u << 20;  // response bytes kept for parsing
   std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds response_timeout{600'000};  // request sent → response header
+  std::chrono::milliseconds response_timeout{600'000};     // request sent → response header
   std::chrono::milliseconds stream_idle_timeout{600'000};  // between two body reads
   std::chrono::milliseconds client_idle_timeout{75'000};   // keep-alive wait for a request
-  std::size_t max_idle_upstream_connections = 64;           // per worker and upstream
-  std::size_t max_delta_timestamps = 4096;                  // per exchange
+  std::size_t max_idle_upstream_connections = 64;          // per worker and upstream
+  std::size_t max_delta_timestamps = 4096;                 // per exchange
   // Level-2 token detail kept per exchange: OTEL_SPAN_EVENT_COUNT_LIMIT (default 128).
   std::size_t max_span_events = 128;
 };
 
 // Per-gateway counters, exposed on the admin /metrics.
 struct GatewayStats {
-  std::atomic<std::uint64_t> requests{0};             // every request forwarded or refused
-  std::atomic<std::uint64_t> observed{0};             // OpenAI-API exchanges observed
-  std::atomic<std::uint64_t> unparsed_bodies{0};      // request bodies that were not JSON
-  std::atomic<std::uint64_t> upstream_errors{0};      // connect/IO failures toward engines
-  std::atomic<std::uint64_t> client_aborts{0};        // clients gone before the response end
-  std::atomic<std::uint64_t> rejected{0};             // refused by the gateway (413, 400)
-  std::atomic<std::uint64_t> upstream_connects{0};    // new upstream connections opened
-  std::atomic<std::uint64_t> active_connections{0};   // client connections open now
-  std::atomic<std::uint64_t> active_streams{0};       // SSE responses in flight now
+  std::atomic<std::uint64_t> requests{0};            // every request forwarded or refused
+  std::atomic<std::uint64_t> observed{0};            // OpenAI-API exchanges observed
+  std::atomic<std::uint64_t> unparsed_bodies{0};     // request bodies that were not JSON
+  std::atomic<std::uint64_t> upstream_errors{0};     // connect/IO failures toward engines
+  std::atomic<std::uint64_t> client_aborts{0};       // clients gone before the response end
+  std::atomic<std::uint64_t> rejected{0};            // refused by the gateway (413, 400)
+  std::atomic<std::uint64_t> upstream_connects{0};   // new upstream connections opened
+  std::atomic<std::uint64_t> active_connections{0};  // client connections open now
+  std::atomic<std::uint64_t> active_streams{0};      // SSE responses in flight now
   void Register(StatsRegistry* registry, const std::string& labels) const;
 };
 

@@ -24,14 +24,16 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(1 << 20);
     stream.expires_after(std::chrono::seconds(60));
-    co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read(stream, buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
     StringRequest req = parser.release();
     StringResponse res;
     try {
       res = (*handler)(req);
     } catch (const std::exception& e) {
-      res = MakeResponse(500, JsonErrorBody(500, "InternalServerError", e.what()), "application/json");
+      res = MakeResponse(500, JsonErrorBody(500, "InternalServerError", e.what()),
+                         "application/json");
     }
     res.version(req.version());
     res.keep_alive(req.keep_alive());
@@ -45,7 +47,8 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
 asio::awaitable<void> Accept(tcp::acceptor acceptor, std::shared_ptr<Handler> handler) {
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket socket =
+        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;
     asio::co_spawn(acceptor.get_executor(), Serve(std::move(socket), handler), asio::detached);
@@ -77,7 +80,8 @@ std::unique_ptr<SimpleServer> SimpleServer::Start(const HostPort& address, Handl
   s->host_ = address.host;
   asio::co_spawn(s->io_, Accept(std::move(acceptor), std::make_shared<Handler>(std::move(handler))),
                  asio::detached);
-  for (int i = 0; i < std::max(1, threads); ++i) s->threads_.emplace_back([io = &s->io_] { io->run(); });
+  for (int i = 0; i < std::max(1, threads); ++i)
+    s->threads_.emplace_back([io = &s->io_] { io->run(); });
   return s;
 }
 
@@ -99,7 +103,6 @@ StringResponse MakeResponse(unsigned status, std::string body, std::string_view 
   res.prepare_payload();
   return res;
 }
-
 
 std::string JsonErrorBody(unsigned status, std::string_view type, std::string_view message) {
   std::string out = R"({"error":{"message":)";

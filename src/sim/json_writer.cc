@@ -8,7 +8,9 @@
 
 namespace infertel::sim {
 
-void AppendJsonString(std::string* out, std::string_view value) { infertel::AppendJsonString(out, value); }
+void AppendJsonString(std::string* out, std::string_view value) {
+  infertel::AppendJsonString(out, value);
+}
 
 void JsonWriter::Separate() {
   if (need_comma_) out_.push_back(',');

@@ -20,7 +20,8 @@ std::optional<SpanShape> ShapeFromVersion(std::string_view v) {
 }
 
 std::optional<std::string> ProbeVersion(const http::Url& base, std::string* error) {
-  http::SyncClient client(http::SyncTimeouts{std::chrono::milliseconds(2000), std::chrono::milliseconds(2000),
+  http::SyncClient client(http::SyncTimeouts{std::chrono::milliseconds(2000),
+                                             std::chrono::milliseconds(2000),
                                              std::chrono::milliseconds(2000)});
   http::Url url = base;
   url.path = "/version";

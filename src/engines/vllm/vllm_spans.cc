@@ -15,10 +15,10 @@ constexpr std::array<std::string_view, 4> kIdPrefixes = {"chatcmpl-", "cmpl-", "
 
 // The V1 latencies, converted from vLLM's seconds to integer nanoseconds (M1, M2.3).
 constexpr std::array<std::string_view, 9> kV1Durations = {
-    sc::kGenAiLatencyTimeToFirstToken,      sc::kGenAiLatencyE2e,
-    sc::kGenAiLatencyTimeInQueue,           sc::kGenAiLatencyTimeInModelPrefill,
-    sc::kGenAiLatencyTimeInModelDecode,     sc::kGenAiLatencyTimeInModelInference,
-    sc::kGenAiLatencyTimeInTokenize,        sc::kGenAiLatencyTimeInDetokenize,
+    sc::kGenAiLatencyTimeToFirstToken,  sc::kGenAiLatencyE2e,
+    sc::kGenAiLatencyTimeInQueue,       sc::kGenAiLatencyTimeInModelPrefill,
+    sc::kGenAiLatencyTimeInModelDecode, sc::kGenAiLatencyTimeInModelInference,
+    sc::kGenAiLatencyTimeInTokenize,    sc::kGenAiLatencyTimeInDetokenize,
     sc::kGenAiLatencyTimeInKvTransfer,
 };
 
@@ -61,8 +61,8 @@ void Set(Span* span, std::string_view key, T value) {
 std::int64_t SecondsToNanos(double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); }
 
 void PhaseAttributes(const Span& from, Span* phase) {
-  for (std::string_view key : {sc::kGenAiRequestId, sc::kGenAiRequestModelName, sc::kGenAiEngineIndex,
-                               sc::kGenAiPdRole}) {
+  for (std::string_view key :
+       {sc::kGenAiRequestId, sc::kGenAiRequestModelName, sc::kGenAiEngineIndex, sc::kGenAiPdRole}) {
     for (const auto& kv : from.attributes())
       if (kv.key() == key) *phase->add_attributes() = kv;
   }
@@ -100,10 +100,12 @@ void DerivePhases(const Span& span, const std::string& pd_role, std::vector<Span
   // Laid out around the first token as the front end saw it (start + TTFT): vLLM measures
   // queue/prefill/decode on the engine's monotonic clock, so only their lengths are known.
   const std::uint64_t first = std::clamp(s + *ttft, s, e);
-  const std::uint64_t prefill_start = prefill ? std::max(s, first - std::min(first - s, *prefill)) : first;
+  const std::uint64_t prefill_start =
+      prefill ? std::max(s, first - std::min(first - s, *prefill)) : first;
   const bool producer = pd_role == "producer", consumer = pd_role == "consumer";
   if (!producer && !consumer && queue) {
-    const std::uint64_t wait_start = std::max(s, prefill_start - std::min(prefill_start - s, *queue));
+    const std::uint64_t wait_start =
+        std::max(s, prefill_start - std::min(prefill_start - s, *queue));
     Span wait = MakePhase(span, sc::kSpanWait, wait_start, prefill_start);
     phases->push_back(wait);
     if (kv && *kv > 0) {
@@ -115,14 +117,16 @@ void DerivePhases(const Span& span, const std::string& pd_role, std::vector<Span
       phases->push_back(std::move(k));
     }
   }
-  if (!consumer && prefill) phases->push_back(MakePhase(span, sc::kSpanPrefill, prefill_start, first));
+  if (!consumer && prefill)
+    phases->push_back(MakePhase(span, sc::kSpanPrefill, prefill_start, first));
   if (!producer && decode) {
     phases->push_back(MakePhase(span, sc::kSpanDecode, first, std::min(e, first + *decode)));
   }
 }
 
 void AddTokenEvent(Span* span, std::string_view name, std::uint64_t time,
-                   const gateway::Exchange::Delta* d, const std::optional<std::int64_t>& engine_index) {
+                   const gateway::Exchange::Delta* d,
+                   const std::optional<std::int64_t>& engine_index) {
   auto* ev = span->add_events();
   ev->set_name(std::string(name));
   ev->set_time_unix_nano(time);
@@ -161,17 +165,19 @@ void AddEvents(Span* span, const JoinRecord& r, std::size_t max_events) {
     AddTokenEvent(span, sc::kEventWait, r.dispatch_wall_ns, nullptr, r.engine_index);
   for (std::size_t i = 0; i < r.deltas.size(); ++i) {
     if (!room()) continue;
-    AddTokenEvent(span, i == 0 ? sc::kEventPrefill : sc::kEventDecode, r.deltas[i].mono_ns, &r.deltas[i],
-                  r.engine_index);
+    AddTokenEvent(span, i == 0 ? sc::kEventPrefill : sc::kEventDecode, r.deltas[i].mono_ns,
+                  &r.deltas[i], r.engine_index);
   }
   total += r.deltas_dropped;
-  span->set_dropped_events_count(span->dropped_events_count() + static_cast<std::uint32_t>(total - kept));
+  span->set_dropped_events_count(span->dropped_events_count() +
+                                 static_cast<std::uint32_t>(total - kept));
 }
 
 }  // namespace
 
 bool IsVllmRequestSpan(const Span& span) {
-  return span.name() == sc::kSpanLlmRequest && FindAttr(span.attributes(), sc::kGenAiRequestId) != nullptr;
+  return span.name() == sc::kSpanLlmRequest &&
+         FindAttr(span.attributes(), sc::kGenAiRequestId) != nullptr;
 }
 
 std::vector<std::string> JoinKeys(const Span& span) {
@@ -187,8 +193,9 @@ std::vector<std::string> JoinKeys(const Span& span) {
   }
   keys.emplace_back(id);
   // Several prompts in one completions request become sub-requests `<id>_<i>`.
-  if (auto us = id.rfind('_'); us != std::string_view::npos && us + 1 < id.size() &&
-                               std::all_of(id.begin() + us + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (auto us = id.rfind('_');
+      us != std::string_view::npos && us + 1 < id.size() &&
+      std::all_of(id.begin() + us + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     keys.emplace_back(id.substr(0, us));
   }
   return keys;
@@ -196,18 +203,21 @@ std::vector<std::string> JoinKeys(const Span& span) {
 
 SpanShape DetectShape(const Span& span, std::string_view scope_name, SpanShape hint) {
   const auto& a = span.attributes();
-  if (FindAttr(a, sc::kGenAiLatencyTimeInModelPrefill) || FindAttr(a, sc::kGenAiLatencyTimeInModelDecode) ||
+  if (FindAttr(a, sc::kGenAiLatencyTimeInModelPrefill) ||
+      FindAttr(a, sc::kGenAiLatencyTimeInModelDecode) ||
       FindAttr(a, sc::kGenAiLatencyTimeInModelInference) || scope_name == kV1Scope) {
     return SpanShape::kV1;
   }
   if (FindAttr(a, sc::kGenAiUsageNumSequences) || FindAttr(a, sc::kGenAiResponseModel) ||
-      FindAttr(a, sc::kGenAiLatencyTimeInScheduler) || FindAttr(a, sc::kGenAiLatencyTimeInModelForward)) {
+      FindAttr(a, sc::kGenAiLatencyTimeInScheduler) ||
+      FindAttr(a, sc::kGenAiLatencyTimeInModelForward)) {
     return SpanShape::kV0;
   }
   return hint == SpanShape::kAuto ? SpanShape::kV1 : hint;
 }
 
-void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx, std::vector<Span>* phases) {
+void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+               std::vector<Span>* phases) {
   const JoinRecord* r = ctx.record;
   const SpanShape shape = DetectShape(*span, scope_name, ctx.shape);
   const int level = r ? r->tracing_level : ctx.level;
@@ -233,13 +243,15 @@ void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& 
       if (kv->value().has_double_value()) {
         kv->mutable_value()->set_int_value(SecondsToNanos(kv->value().double_value()));
       } else if (kv->value().has_int_value()) {
-        kv->mutable_value()->set_int_value(SecondsToNanos(static_cast<double>(kv->value().int_value())));
+        kv->mutable_value()->set_int_value(
+            SecondsToNanos(static_cast<double>(kv->value().int_value())));
       }
     }
     if (r != nullptr && r->model && !FindAttr(span->attributes(), sc::kGenAiRequestModelName)) {
       Set(span, sc::kGenAiRequestModelName, std::string_view(*r->model));
     }
-    if (r != nullptr && r->cached_tokens) Set(span, sc::kGenAiUsageCacheReadInputTokens, *r->cached_tokens);
+    if (r != nullptr && r->cached_tokens)
+      Set(span, sc::kGenAiUsageCacheReadInputTokens, *r->cached_tokens);
     if (engine_index) Set(span, sc::kGenAiEngineIndex, *engine_index);
     Set(span, sc::kGenAiPdRole, std::string_view(pd_role));
     // PD rules (M2.3): on a prefill node only prefill is meaningful, on a decode node only decode.

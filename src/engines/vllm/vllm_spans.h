@@ -31,10 +31,10 @@ SpanShape DetectShape(const Span& span, std::string_view scope_name, SpanShape h
 struct NormalizeContext {
   const JoinRecord* record = nullptr;  // nullptr: no gateway exchange matched
   SpanShape shape = SpanShape::kAuto;
-  int level = 1;                  // tracing level when unmatched (matched: the record's)
-  std::string pd_role = "none";   // when unmatched (matched: the record's)
+  int level = 1;                             // tracing level when unmatched (matched: the record's)
+  std::string pd_role = "none";              // when unmatched (matched: the record's)
   std::optional<std::int64_t> engine_index;  // when unmatched
-  std::size_t max_events = 128;   // OTEL_SPAN_EVENT_COUNT_LIMIT
+  std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
 
 // Normalizes `span` in place and appends the derived phase spans to *phases.

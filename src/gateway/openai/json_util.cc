@@ -161,7 +161,6 @@ bool Member(simdjson::dom::object obj, std::string_view key, simdjson::dom::elem
   return found;
 }
 
-
 bool AppendBounded(std::string* dst, std::size_t* count, std::string_view piece,
                    std::size_t max_chars) {
   if (piece.empty()) return true;

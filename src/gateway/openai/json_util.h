@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/json.h"
 #include <vector>
+#include "core/json.h"
 
 #include "gateway/openai/openai.h"
 
@@ -51,7 +51,6 @@ bool IsNull(simdjson::dom::element e);
 // The value of the LAST member named `key` (Python's json keeps the last duplicate), or an
 // error when absent.
 bool Member(simdjson::dom::object obj, std::string_view key, simdjson::dom::element* out);
-
 
 // Appends `piece` to *dst while *dst holds at most `max_chars` code points; *count tracks the
 // code points already in *dst. Returns false once something was cut.

@@ -48,7 +48,8 @@ std::vector<ToolCall> ReadToolCalls(object message, const CaptureOptions& captur
     if (Member(c, "id", &e)) call.id = Bounded(AsString(e).value_or(""), kMaxIdentifierChars);
     object fn;
     if (Member(c, "function", &e) && !e.get_object().get(fn)) {
-      if (Member(fn, "name", &e)) call.name = Bounded(AsString(e).value_or(""), kMaxIdentifierChars);
+      if (Member(fn, "name", &e))
+        call.name = Bounded(AsString(e).value_or(""), kMaxIdentifierChars);
       if (capture.capture_content && Member(fn, "arguments", &e)) {
         if (auto s = AsString(e)) {
           call.arguments = Bounded(*s, capture.max_length);

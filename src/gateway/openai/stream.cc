@@ -178,7 +178,8 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
               if ((id && !id->empty()) || (name && !name->empty()) || (args && !args->empty())) {
                 has_delta = true;
               }
-              if (id && !id->empty() && tc.id.empty()) tc.id = TruncateUtf8(*id, kMaxIdentifierChars);
+              if (id && !id->empty() && tc.id.empty())
+                tc.id = TruncateUtf8(*id, kMaxIdentifierChars);
               if (name && !name->empty() && tc.name.empty()) {
                 tc.name = TruncateUtf8(*name, kMaxIdentifierChars);
               }

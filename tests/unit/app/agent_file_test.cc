@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include "app/agent.h"
 
@@ -59,10 +59,12 @@ TEST(AgentFileTest, BadValuesNameTheirKey) {
     const char* yaml;
     const char* key;
   } cases[] = {
-      {"upstreams:\n  - engine: tgi\n    url: http://h:1\n    listen: 127.0.0.1:1\n", "upstreams[0].engine"},
+      {"upstreams:\n  - engine: tgi\n    url: http://h:1\n    listen: 127.0.0.1:1\n",
+       "upstreams[0].engine"},
       {"upstreams:\n  - url: nope://h\n    listen: 127.0.0.1:1\n", "upstreams[0].url"},
       {"upstreams:\n  - url: http://h:1\n    listen: 127.0.0.1\n", "upstreams[0].listen"},
-      {"upstreams:\n  - url: http://h:1\n    listen: 127.0.0.1:1\n    pd_role: both\n", "upstreams[0].pd_role"},
+      {"upstreams:\n  - url: http://h:1\n    listen: 127.0.0.1:1\n    pd_role: both\n",
+       "upstreams[0].pd_role"},
       {"admin: nowhere\n", "admin"},
       {"upstreams: {a: 1}\n", "upstreams"},
       {"upstreams: [\n", ""},  // not YAML at all

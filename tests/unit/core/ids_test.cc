@@ -21,17 +21,18 @@ TEST(TraceParentTest, ParsesAndFormatsRoundTrip) {
 
 TEST(TraceParentTest, RejectsMalformedAndZeroIds) {
   for (const char* bad : {
-           "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",          // no flags
-           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",            // zero trace id
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",            // zero span id
-           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",            // version ff
-           "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",            // bad hex
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",      // v00 with extra
+           "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",       // no flags
+           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",        // zero trace id
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",        // zero span id
+           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",        // version ff
+           "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",        // bad hex
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",  // v00 with extra
        }) {
     EXPECT_FALSE(TraceParent::Parse(bad).has_value()) << bad;
   }
   // A future version may append fields.
-  EXPECT_TRUE(TraceParent::Parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ab").has_value());
+  EXPECT_TRUE(
+      TraceParent::Parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ab").has_value());
 }
 
 TEST(IdsTest, NewIdsAreNonZeroAndDistinct) {

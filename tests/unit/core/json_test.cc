@@ -17,9 +17,13 @@ TEST(JsonStringTest, EscapesAndKeepsValidUtf8) {
 }
 
 TEST(JsonStringTest, InvalidUtf8BecomesReplacementCharacters) {
-  EXPECT_EQ(Json("a\xff" "b"), "\"a\xEF\xBF\xBD" "b\"");
-  EXPECT_EQ(Json("\xED\xA0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // an encoded surrogate
-  EXPECT_EQ(Json("\xE4\xBD"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");                  // cut sequence
+  EXPECT_EQ(Json("a\xff"
+                 "b"),
+            "\"a\xEF\xBF\xBD"
+            "b\"");
+  EXPECT_EQ(Json("\xED\xA0\x80"),
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");        // an encoded surrogate
+  EXPECT_EQ(Json("\xE4\xBD"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // cut sequence
   EXPECT_EQ(Utf8SeqLen("\xF0\x9F\x98\x80", 0), 4u);
   EXPECT_EQ(Utf8SeqLen("\xC0\xAF", 0), 0u);  // overlong
 }

@@ -24,7 +24,8 @@ class CollectingSink : public pipeline::TraceSink {
     std::string scope;
     Span span;
   };
-  std::vector<Item> WaitFor(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  std::vector<Item> WaitFor(std::size_t n,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, timeout, [&] { return spans_.size() >= n; });
     return spans_;
@@ -51,7 +52,8 @@ TracesRequest EngineRequest(std::string_view request_id, std::string_view extra_
   s->set_span_id(std::string(AsBytes(id)));
   s->set_start_time_unix_nano(1'000'000'000);
   s->set_end_time_unix_nano(1'200'000'000);
-  AddAttr(s->mutable_attributes(), sc::kGenAiRequestId, std::string("chatcmpl-") + std::string(request_id));
+  AddAttr(s->mutable_attributes(), sc::kGenAiRequestId,
+          std::string("chatcmpl-") + std::string(request_id));
   AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeToFirstToken, 0.05);
   AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInQueue, 0.01);
   AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInModelPrefill, 0.02);
@@ -105,7 +107,8 @@ TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {
   EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiUsageCacheReadInputTokens)->int_value(), 12);
   EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiRequestModelName)->string_value(), "llama");
   EXPECT_EQ(items[0].scope, "vllm.tracing.otel");  // the engine's own scope and resource stay
-  EXPECT_EQ(FindAttr(items[0].resource.attributes(), "service.name")->string_value(), "vllm-server");
+  EXPECT_EQ(FindAttr(items[0].resource.attributes(), "service.name")->string_value(),
+            "vllm-server");
   EXPECT_EQ(a->stats().joined.load(), 1u);
 }
 
@@ -131,7 +134,8 @@ TEST_F(AssemblerTest, UnmatchedSpanIsExportedNormalizedAfterTheWindowAndCounted)
   ASSERT_GE(items.size(), 1u);
   EXPECT_EQ(items[0].span.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
   EXPECT_EQ(items[0].span.trace_id(), original_trace);
-  EXPECT_EQ(FindAttr(items[0].span.attributes(), sc::kGenAiLatencyTimeInQueue)->int_value(), 10'000'000);
+  EXPECT_EQ(FindAttr(items[0].span.attributes(), sc::kGenAiLatencyTimeInQueue)->int_value(),
+            10'000'000);
   EXPECT_EQ(a->stats().unmatched.load(), 1u);
 }
 
@@ -177,7 +181,9 @@ TEST_F(AssemblerTest, TwoChildSequencesOfOneRequestJoinTheSameExchange) {
   auto items = sink_.WaitFor(8, std::chrono::seconds(1));
   int joined = 0;
   for (auto& it : items)
-    if (it.span.name() == "llm_request" && it.span.parent_span_id() == std::string(AsBytes(ex.span_id))) ++joined;
+    if (it.span.name() == "llm_request" &&
+        it.span.parent_span_id() == std::string(AsBytes(ex.span_id)))
+      ++joined;
   EXPECT_EQ(joined, 2);
 }
 

@@ -127,7 +127,8 @@ TEST(VllmSpansTest, LevelZeroMakesNoPhasesAndPdRolesKeepTheirPhaseOnly) {
   std::vector<Span> phases;
   vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
   EXPECT_TRUE(phases.empty());
-  EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiUsageCacheReadInputTokens), nullptr);  // unknown: absent
+  EXPECT_EQ(FindAttr(s.attributes(), sc::kGenAiUsageCacheReadInputTokens),
+            nullptr);  // unknown: absent
 
   Span p = V1Span("chatcmpl-b");
   ctx.level = 1;
@@ -173,8 +174,11 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
   EXPECT_EQ(s.dropped_events_count(), 4u);  // 1 WAIT + 5 deltas + 2 dropped upstream - 4 kept
   const auto& ev = s.events(2);
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenCount)->int_value(), 1);
-  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenTexts)->array_value().values(0).string_value(), "tok1");
-  EXPECT_DOUBLE_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenLogprobs)->array_value().values(0).double_value(), -0.5);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenTexts)->array_value().values(0).string_value(),
+            "tok1");
+  EXPECT_DOUBLE_EQ(
+      FindAttr(ev.attributes(), sc::kGenAiTokenLogprobs)->array_value().values(0).double_value(),
+      -0.5);
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiEngineIndex)->int_value(), 0);
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenIds), nullptr);  // engine returned none
 }
@@ -182,7 +186,8 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
 TEST(VllmSpansTest, IntegerSecondsFromAnotherSdkAndAlreadyNormalizedSpans) {
   Span s = V1Span("chatcmpl-i");
   for (auto& kv : *s.mutable_attributes())
-    if (kv.key() == sc::kGenAiLatencyE2e) kv.mutable_value()->set_int_value(1);  // 1.0 s sent as an int
+    if (kv.key() == sc::kGenAiLatencyE2e)
+      kv.mutable_value()->set_int_value(1);  // 1.0 s sent as an int
   vllm::NormalizeContext ctx;
   std::vector<Span> phases;
   vllm::Normalize(&s, "", ctx, &phases);
@@ -198,7 +203,8 @@ TEST(VllmSpansTest, IntegerSecondsFromAnotherSdkAndAlreadyNormalizedSpans) {
 TEST(VllmSpansTest, RealV1SampleFromVllm029) {
   TracesRequest req;
   std::string err;
-  ASSERT_TRUE(otlp_json::DecodeTraces(ReadFixture("vllm-llm_request-otlp-0.29.0-SANITIZED.json"), &req, &err))
+  ASSERT_TRUE(otlp_json::DecodeTraces(ReadFixture("vllm-llm_request-otlp-0.29.0-SANITIZED.json"),
+                                      &req, &err))
       << err;
   Span s = req.resource_spans(0).scope_spans(0).spans(0);
   ASSERT_TRUE(vllm::IsVllmRequestSpan(s));
@@ -226,7 +232,8 @@ TEST(VllmSpansTest, RealV0SampleKeepsSecondsAndHasNoPhases) {
     std::string key = (*it)[1], type = (*it)[2], value = (*it)[3];
     if (type == "Str") AddAttr(s.mutable_attributes(), key, value);
     if (type == "Double") AddAttr(s.mutable_attributes(), key, std::stod(value));
-    if (type == "Int") AddAttr(s.mutable_attributes(), key, static_cast<std::int64_t>(std::stoll(value)));
+    if (type == "Int")
+      AddAttr(s.mutable_attributes(), key, static_cast<std::int64_t>(std::stoll(value)));
   }
   ASSERT_EQ(n, 16);
   EXPECT_EQ(vllm::DetectShape(s, "vllm.llm_engine", vllm::SpanShape::kAuto), vllm::SpanShape::kV0);

@@ -34,7 +34,8 @@ class Recorder : public ExchangeListener {
   }
   Exchange WaitOne(std::size_t index = 0) {
     std::unique_lock lock(mu_);
-    bool ok = cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
+    bool ok =
+        cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
     EXPECT_TRUE(ok) << "no exchange finished";
     return ok ? exchanges_[index] : Exchange{};
   }
@@ -84,8 +85,9 @@ class GatewayTest : public ::testing::Test {
     ASSERT_TRUE(upstream_) << error;
   }
 
-  bhttp::response<bhttp::string_body> Post(const std::string& target, const std::string& body,
-                                           std::vector<std::pair<std::string, std::string>> headers = {}) {
+  bhttp::response<bhttp::string_body> Post(
+      const std::string& target, const std::string& body,
+      std::vector<std::pair<std::string, std::string>> headers = {}) {
     asio::io_context io;
     beast::tcp_stream s(io);
     s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
@@ -117,7 +119,8 @@ TEST_F(GatewayTest, ForwardsBodyUnchangedAndPropagatesTraceContext) {
     return http::MakeResponse(200, kChatResponse, "application/json");
   });
   StartGateway(upstream_->port());
-  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5})";
+  const std::string body =
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5})";
   auto res = Post("/v1/chat/completions", body,
                   {{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
                    {"X-Request-Id", "client-id-1"}});
@@ -163,14 +166,20 @@ TEST_F(GatewayTest, AddsRequestIdCarryingTheTraceIdWhenClientSentNone) {
 
 TEST_F(GatewayTest, StreamGetsUsageInjectedAndTheClientNeverSeesIt) {
   const std::string sse =
-      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
-      "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+      "data: "
+      "{\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":"
+      "null,"
       "\"finish_reason\":null}]}\n\n"
-      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
-      "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
+      "data: "
+      "{\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"logprobs\":null,\"finish_"
+      "reason\":\"stop\"}]}\n\n";
   const std::string usage =
-      "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
-      "\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":4,\"completion_tokens\":1}}\n\n";
+      "data: "
+      "{\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\","
+      "\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":4,\"completion_tokens\":1}}"
+      "\n\n";
   StartUpstream([&](const http::StringRequest&) {
     return http::MakeResponse(200, sse + usage + "data: [DONE]\n\n", "text/event-stream");
   });
@@ -189,7 +198,8 @@ TEST_F(GatewayTest, StreamGetsUsageInjectedAndTheClientNeverSeesIt) {
 }
 
 TEST_F(GatewayTest, BodyOverLimitGets413AndNothingReachesTheEngine) {
-  StartUpstream([](const http::StringRequest&) { return http::MakeResponse(200, "{}", "application/json"); });
+  StartUpstream(
+      [](const http::StringRequest&) { return http::MakeResponse(200, "{}", "application/json"); });
   StartGateway(upstream_->port());
   auto res = Post("/v1/chat/completions", std::string(2048, 'x'));
   EXPECT_EQ(res.result_int(), 413);
@@ -218,8 +228,9 @@ TEST_F(GatewayTest, UpstreamDownGives502JsonAndAnErrorExchange) {
 
 TEST_F(GatewayTest, UnparsableBodyIsForwardedUnchangedAndSaysWhy) {
   StartUpstream([](const http::StringRequest&) {
-    return http::MakeResponse(400, R"({"error":{"message":"bad json","type":"BadRequestError","param":null,"code":400}})",
-                              "application/json");
+    return http::MakeResponse(
+        400, R"({"error":{"message":"bad json","type":"BadRequestError","param":null,"code":400}})",
+        "application/json");
   });
   StartGateway(upstream_->port());
   auto res = Post("/v1/chat/completions", "{not json");
@@ -266,9 +277,11 @@ namespace {
 TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
   std::string error;
   auto a = http::SimpleServer::Start(
-      {"127.0.0.1", 0}, [](const http::StringRequest&) { return http::MakeResponse(200, "from-a"); }, &error);
+      {"127.0.0.1", 0},
+      [](const http::StringRequest&) { return http::MakeResponse(200, "from-a"); }, &error);
   auto b = http::SimpleServer::Start(
-      {"127.0.0.1", 0}, [](const http::StringRequest&) { return http::MakeResponse(200, "from-b"); }, &error);
+      {"127.0.0.1", 0},
+      [](const http::StringRequest&) { return http::MakeResponse(200, "from-b"); }, &error);
   ASSERT_TRUE(a && b) << error;
   GatewayOptions opts;
   opts.threads = 2;

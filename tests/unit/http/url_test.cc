@@ -40,8 +40,9 @@ TEST(UrlTest, HostPortRequiresPort) {
 }
 
 TEST(JsonErrorTest, EscapesAndShapes) {
-  EXPECT_EQ(JsonErrorBody(502, "BadGateway", "engine \"a\"\n down"),
-            R"({"error":{"message":"engine \"a\"\n down","type":"BadGateway","param":null,"code":502}})");
+  EXPECT_EQ(
+      JsonErrorBody(502, "BadGateway", "engine \"a\"\n down"),
+      R"({"error":{"message":"engine \"a\"\n down","type":"BadGateway","param":null,"code":502}})");
 }
 
 }  // namespace
