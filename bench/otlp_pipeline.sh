@@ -30,6 +30,9 @@ RSS_RATE=${BENCH_OTLP_RSS_RATE:-10000}
 BATCH=${BENCH_OTLP_BATCH:-512}
 SEND_THREADS=${BENCH_OTLP_SEND_THREADS:-4}
 JOIN_MS=${BENCH_OTLP_JOIN_WINDOW_MS:-100}
+# Empty: the agent's default export queue. Set (e.g. 65536) to size it above the bursts the
+# join window releases (see docs/performance.md).
+BSP_QUEUE=${BENCH_OTLP_BSP_QUEUE:-}
 TARGET_RATE=200000     # issue 7: spans/s per core
 TARGET_RSS_MIB=48      # issue 7: RSS at 10k spans/s
 
@@ -92,7 +95,8 @@ start_pair() {  # start_pair MODE TAG: a fresh sink and agent
   line=$(wait_line "$SINK_LOG" '^LISTEN port=')
   sink_port=${line#LISTEN port=}
   local env=()
-  [[ $mode == passthrough ]] && env=(OTEL_INSTRUMENTATION_VLLM_ENABLED=false)
+  [[ $mode == passthrough ]] && env+=(OTEL_INSTRUMENTATION_VLLM_ENABLED=false)
+  [[ -n $BSP_QUEUE ]] && env+=(OTEL_BSP_MAX_QUEUE_SIZE="$BSP_QUEUE")
   env "${env[@]}" "${PIN_AGENT[@]}" "$INFERTEL" agent --engine vllm --upstream http://127.0.0.1:1 \
     --listen 127.0.0.1:0 --admin 127.0.0.1:0 --receiver-grpc 127.0.0.1:0 --receiver-http off \
     --no-store --otlp-endpoint "http://127.0.0.1:$sink_port" --otlp-protocol grpc \
@@ -156,7 +160,7 @@ run_rss() {  # run_rss MODE
 }
 
 echo "otlp bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "otlp bench: agent on core(s) ${PIN_AGENT[2]}, sender and sink on ${PIN_LOAD[2]:-any}; batch $BATCH, join window $JOIN_MS ms"
+echo "otlp bench: agent on core(s) ${PIN_AGENT[2]}, sender and sink on ${PIN_LOAD[2]:-any}; batch $BATCH, join window $JOIN_MS ms, OTEL_BSP_MAX_QUEUE_SIZE ${BSP_QUEUE:-default}"
 for mode in normalize passthrough; do
   echo "otlp bench: $mode: max throughput (${MAX_DURATION} s)"
   run_max "$mode"

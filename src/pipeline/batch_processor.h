@@ -105,6 +105,19 @@ class BatchProcessor final : public Sink<Request> {
   // drops its oldest queued requests, counted as dropped{reason="queue_full"}.
   void Submit(Request&& request) noexcept override {
     if (lanes_.empty()) return;
+    // A request larger than one batch is cut into batch-sized pieces first, so that the
+    // queue's drop-oldest bound works piece by piece: one large request (e.g. thousands of
+    // engine spans released together) must not push itself out of the queue whole.
+    while (CountItems(request) > options_.max_batch_items) {
+      Request part;
+      TakeItems(&request, options_.max_batch_items, &part);
+      SubmitOne(std::move(part));
+    }
+    SubmitOne(std::move(request));
+  }
+
+ private:
+  void SubmitOne(Request&& request) noexcept {
     const std::size_t items = CountItems(request);
     if (items == 0) return;
     const std::size_t bytes = request.ByteSizeLong();
@@ -144,6 +157,7 @@ class BatchProcessor final : public Sink<Request> {
     }
   }
 
+ public:
   // Exports everything queued now, ignoring the schedule delay, and waits until every lane's
   // queue is empty and no export is in flight, or until `timeout`. Returns true when drained.
   bool Flush(std::chrono::milliseconds timeout) {

@@ -194,6 +194,31 @@ TEST(BatchProcessorTest, OverflowDropsTheOldestAndCountsThem) {
   EXPECT_EQ(p.Stats(0).queue_items.load(), 0u);
 }
 
+// Regression: one request larger than the whole queue (thousands of engine spans released at
+// once) used to push itself out whole; now only its oldest pieces go.
+TEST(BatchProcessorTest, ARequestLargerThanTheQueueKeepsItsNewestPieces) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(4, 0ms);
+  o.max_queue_items = 8;
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(1, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));  // in flight, blocked
+  p.Submit(MakeRequest(20, "big"));
+  EXPECT_EQ(p.Stats(0).dropped_queue_full.load(), 12u);
+  EXPECT_EQ(p.Stats(0).queue_items.load(), 8u);
+  s->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  std::lock_guard l(s->mu);
+  std::vector<std::string> names;
+  for (const auto& b : s->batches)
+    for (auto& n : SpanNames(b)) names.push_back(n);
+  ASSERT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.front(), "first0");
+  EXPECT_EQ(names[1], "big12");
+  EXPECT_EQ(names.back(), "big19");
+}
+
 TEST(BatchProcessorTest, ByteLimitDropsTheOldest) {
   auto s = std::make_shared<FakeState>();
   s->block = true;
