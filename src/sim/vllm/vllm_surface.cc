@@ -95,6 +95,25 @@ std::string ValidationMessage(std::string_view type, std::string_view loc, std::
          std::string(msg) + "'}]";
 }
 
+// The request body as a JSON object; false when it is not one (the caller answers 400).
+bool ParseBodyObject(simdjson::dom::parser& parser, const HttpRequest& req, object* body) {
+  element doc;
+  return parser.parse(req.body()).get(doc) == simdjson::SUCCESS &&
+         doc.get_object().get(*body) == simdjson::SUCCESS;
+}
+
+// FastAPI's message for a body that is not JSON.
+std::string JsonDecodeError() {
+  return ValidationMessage("json_invalid", "'body', 0", "JSON decode error");
+}
+
+// vLLM's 404 message when the body names a model this server does not serve.
+std::optional<std::string> UnknownModel(const object& body, const std::string& served) {
+  auto model = GetStr(body, "model");
+  if (!model || *model == served) return std::nullopt;
+  return "The model `" + *model + "` does not exist.";
+}
+
 void Usage(JsonWriter& w, int prompt, int completion, std::optional<int> cached,
            bool details_null) {
   w.BeginObject();
@@ -456,13 +475,10 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
   const std::uint64_t arrival_wall_ns = WallNanos();
   const bool v0 = options_.v0;
   simdjson::dom::parser parser;
-  element doc;
   object body;
-  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
-      doc.get_object().get(body) != simdjson::SUCCESS) {
+  if (!ParseBodyObject(parser, req, &body)) {
     co_return co_await Error(conn, req, http::status::bad_request,
-                             v0 ? "BadRequestError" : "Bad Request",
-                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+                             v0 ? "BadRequestError" : "Bad Request", JsonDecodeError());
   }
   const char* bad_request_validation = v0 ? "BadRequestError" : "Bad Request";
 
@@ -571,9 +587,9 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
       continuous_usage = include_usage && GetBool(soo, "continuous_usage_stats", false);
     }
   }
-  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
-    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
-                             "The model `" + *model + "` does not exist.", v0 ? "" : "model");
+  if (auto unknown = UnknownModel(body, options_.model)) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError", *unknown,
+                             v0 ? "" : "model");
   }
   const std::string model = options_.model;
   const int n = static_cast<int>(GetInt(body, "n").value_or(1));
@@ -954,17 +970,13 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
 
 net::awaitable<bool> VllmSurface::Embeddings(HttpConnection& conn, HttpRequest& req) {
   simdjson::dom::parser parser;
-  element doc;
   object body;
-  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
-      doc.get_object().get(body) != simdjson::SUCCESS) {
+  if (!ParseBodyObject(parser, req, &body)) {
     co_return co_await Error(conn, req, http::status::bad_request,
-                             options_.v0 ? "BadRequestError" : "Bad Request",
-                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+                             options_.v0 ? "BadRequestError" : "Bad Request", JsonDecodeError());
   }
-  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
-    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
-                             "The model `" + *model + "` does not exist.",
+  if (auto unknown = UnknownModel(body, options_.model)) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError", *unknown,
                              options_.v0 ? "" : "model");
   }
   std::vector<std::vector<TokenId>> inputs;
@@ -1025,16 +1037,14 @@ net::awaitable<bool> VllmSurface::Embeddings(HttpConnection& conn, HttpRequest& 
 
 net::awaitable<bool> VllmSurface::Rerank(HttpConnection& conn, HttpRequest& req) {
   simdjson::dom::parser parser;
-  element doc;
   object body;
-  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
-      doc.get_object().get(body) != simdjson::SUCCESS) {
+  if (!ParseBodyObject(parser, req, &body)) {
     co_return co_await Error(conn, req, http::status::bad_request, "Bad Request",
-                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+                             JsonDecodeError());
   }
-  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
-    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
-                             "The model `" + *model + "` does not exist.", "model");
+  if (auto unknown = UnknownModel(body, options_.model)) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError", *unknown,
+                             "model");
   }
   auto query = GetStr(body, "query");
   auto docs_el = Field(body, "documents");
@@ -1087,16 +1097,14 @@ net::awaitable<bool> VllmSurface::Rerank(HttpConnection& conn, HttpRequest& req)
 
 net::awaitable<bool> VllmSurface::Score(HttpConnection& conn, HttpRequest& req) {
   simdjson::dom::parser parser;
-  element doc;
   object body;
-  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
-      doc.get_object().get(body) != simdjson::SUCCESS) {
+  if (!ParseBodyObject(parser, req, &body)) {
     co_return co_await Error(conn, req, http::status::bad_request, "Bad Request",
-                             ValidationMessage("json_invalid", "'body', 0", "JSON decode error"));
+                             JsonDecodeError());
   }
-  if (auto model = GetStr(body, "model"); model && *model != options_.model) {
-    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError",
-                             "The model `" + *model + "` does not exist.", "model");
+  if (auto unknown = UnknownModel(body, options_.model)) {
+    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError", *unknown,
+                             "model");
   }
   auto texts_of = [&](std::string_view k1, std::string_view k2) {
     std::vector<std::string> out;
