@@ -60,11 +60,9 @@ void RunSim(SimFlags& f) {
       std::cerr << "infertel sim: bad --port\n";
       throw CLI::RuntimeError(2);
     }
-    o.port = static_cast<std::uint16_t>(f.port < 0 ? 8000 : f.port);
-  }
-  if (o.engine == "sglang") {
-    std::cerr << "infertel sim: --engine sglang is not available yet; use --engine vllm\n";
-    throw CLI::RuntimeError(2);
+    // Each engine's own default port.
+    o.port =
+        static_cast<std::uint16_t>(f.port < 0 ? (o.engine == "sglang" ? 30000 : 8000) : f.port);
   }
 
   // Threads started by libraries before this point may receive the signal, so a handler
@@ -95,25 +93,92 @@ void RunSim(SimFlags& f) {
   server->Stop();
 }
 
+// SGLang's server arguments (facts/sglang.md); they apply with --engine sglang.
+void AddSglangFlags(CLI::App* cmd, sim::SglangSimOptions& g) {
+  cmd->add_option("--sglang-version", g.version, "SGLang release imitated (spans, /metrics era)")
+      ->capture_default_str();
+  cmd->add_option("--served-model-name", g.served_model_name,
+                  "SGLang: served model name (default: the model path)");
+  cmd->add_flag("--enable-trace", g.enable_trace, "SGLang: native OpenTelemetry request tracing");
+  cmd->add_option("--trace-modules", g.trace_modules, "SGLang: traced modules")
+      ->capture_default_str();
+  cmd->add_flag("--enable-metrics", g.enable_metrics, "SGLang: serve Prometheus /metrics");
+  cmd->add_flag("--enable-metrics-for-all-schedulers", g.enable_metrics_for_all_schedulers,
+                "SGLang: scheduler metrics from every TP rank");
+  cmd->add_option("--decode-log-interval", g.decode_log_interval,
+                  "SGLang: decode batches between scheduler metric refreshes")
+      ->capture_default_str();
+  cmd->add_flag("--enable-cache-report", g.enable_cache_report,
+                "SGLang: usage.prompt_tokens_details.cached_tokens");
+  cmd->add_option("--tp,--tp-size", g.tp_size, "SGLang: tensor-parallel size (one scheduler each)")
+      ->capture_default_str();
+  cmd->add_option("--stream-interval", g.stream_interval, "SGLang: tokens per streamed chunk")
+      ->capture_default_str();
+  cmd->add_flag("--stream-response-default-include-usage", g.stream_response_default_include_usage,
+                "SGLang: streams end with a usage chunk unless the client says otherwise");
+  cmd->add_flag("--incremental-streaming-output", g.incremental_streaming_output,
+                "SGLang: /generate chunks carry only the new text");
+  cmd->add_flag("--log-requests", g.log_requests, "SGLang: request logs on stderr");
+  cmd->add_option("--log-requests-level", g.log_requests_level,
+                  "SGLang: request log detail 0-3 (default: the release's)");
+  cmd->add_option("--log-requests-format", g.log_requests_format, "SGLang: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--log-level", g.log_level, "SGLang: log level")->capture_default_str();
+  cmd->add_option("--disaggregation-mode", g.disaggregation_mode,
+                  "SGLang: PD role null, prefill or decode")
+      ->check(CLI::IsMember({"null", "prefill", "decode"}))
+      ->capture_default_str();
+  cmd->add_option("--speculative-algorithm", g.speculative_algorithm,
+                  "SGLang: speculative decoding (EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM)");
+  cmd->add_option("--speculative-num-steps", g.speculative_num_steps, "SGLang: draft steps")
+      ->capture_default_str();
+  cmd->add_option("--speculative-eagle-topk", g.speculative_eagle_topk, "SGLang: draft top-k")
+      ->capture_default_str();
+  cmd->add_option("--speculative-num-draft-tokens", g.speculative_num_draft_tokens,
+                  "SGLang: tokens verified per step (drafts + 1)")
+      ->capture_default_str();
+  cmd->add_option("--tool-call-parser", g.tool_call_parser,
+                  "SGLang: tool-call parser (tool calls need one)");
+  cmd->add_option("--reasoning-parser", g.reasoning_parser,
+                  "SGLang: reasoning parser (output starts with reasoning_content)");
+  cmd->add_flag("--disable-overlap-schedule", g.disable_overlap_schedule,
+                "SGLang: no overlap scheduler (a decode_waiting stage appears)");
+  cmd->add_option("--weight-version", g.weight_version, "SGLang: reported weight version")
+      ->capture_default_str();
+  cmd->add_option("--stream-abort-delay-ms", g.stream_abort_delay_ms,
+                  "Simulator: delay before a streamed request whose client left is aborted "
+                  "(SGLang: 2 s)")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void AddSimCommand(CLI::App& app) {
   auto flags = std::make_shared<SimFlags>();
   sim::SimOptions& o = flags->options;
   sim::EngineConfig& e = o.engine_config;
-  CLI::App* cmd = app.add_subcommand("sim", "Run the engine simulator (a stand-in for vLLM)");
+  CLI::App* cmd =
+      app.add_subcommand("sim", "Run the engine simulator (a stand-in for vLLM or SGLang)");
   cmd->add_option("--engine", o.engine, "Engine to simulate")
       ->check(CLI::IsMember({"vllm", "sglang"}))
       ->capture_default_str();
   cmd->add_option("--listen", flags->listen, "Listen address HOST:PORT (port 0: any)");
-  cmd->add_option("--host", flags->host, "Listen host (vLLM's flag; alternative to --listen)");
-  cmd->add_option("--port", flags->port, "Listen port (vLLM's flag; alternative to --listen)");
-  cmd->add_option("--model", o.model, "Served model name")->capture_default_str();
+  cmd->add_option("--host", flags->host,
+                  "Listen host (the engines' flag; alternative to --listen)");
+  cmd->add_option("--port", flags->port,
+                  "Listen port (the engines' flag; alternative to --listen; default 8000 for vLLM, "
+                  "30000 for SGLang)");
+  cmd->add_option("--model,--model-path", o.model,
+                  "Model (vLLM: served name; SGLang: --model-path, the served name unless "
+                  "--served-model-name)")
+      ->capture_default_str();
   cmd->add_option("--seed", e.seed, "Seed for generated text")->capture_default_str();
   cmd->add_option("--speed", e.speed, "Speed factor dividing every step time")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--max-num-seqs", e.max_num_seqs, "Cap on running sequences")
+  cmd->add_option("--max-num-seqs,--max-running-requests", e.max_num_seqs,
+                  "Cap on running sequences")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--num-kv-blocks", e.num_kv_blocks, "KV cache blocks")
@@ -122,7 +187,8 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--block-size", e.block_size, "Tokens per KV block")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Token budget per step")
+  cmd->add_option("--max-num-batched-tokens,--chunked-prefill-size", e.max_num_batched_tokens,
+                  "Token budget per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--step-fixed-ms", e.step_fixed_ms, "Fixed cost per step (ms)")
@@ -132,7 +198,7 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--decode-ms-per-token", e.decode_ms_per_token,
                   "Decode cost per running sequence per step (ms)")
       ->capture_default_str();
-  cmd->add_option("--max-model-len", e.max_model_len, "Context length")
+  cmd->add_option("--max-model-len,--context-length", e.max_model_len, "Context length")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--enable-prompt-tokens-details", o.enable_prompt_tokens_details,
@@ -146,7 +212,8 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--show-hidden-metrics-for-version", o.show_hidden_metrics_for_version,
                   "Re-enable metrics hidden since the given version (vLLM's flag)");
   cmd->add_option("--otlp-traces-endpoint", o.otlp_traces_endpoint,
-                  "Emit vLLM's native llm_request spans over OTLP to this endpoint "
+                  "Native spans over OTLP to this endpoint (vLLM: llm_request; SGLang: with "
+                  "--enable-trace, default localhost:4317) "
                   "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc|http/protobuf)");
   cmd->add_option("--collect-detailed-traces", o.collect_detailed_traces,
                   "Detailed V0 span timings: model, worker, all (comma-separated)");
@@ -157,6 +224,7 @@ void AddSimCommand(CLI::App& app) {
       ->check(CLI::IsMember({"kv_producer", "kv_consumer", "kv_both"}));
   cmd->add_option("--kv-transfer-config", o.kv_transfer_config,
                   "vLLM's KV-transfer config as JSON; only kv_role is used");
+  AddSglangFlags(cmd, o.sglang);
   cmd->callback([flags] { RunSim(*flags); });
 }
 

@@ -6,6 +6,9 @@
 #include <algorithm>
 
 #include "sim/http_server.h"
+#include "sim/sglang/sglang_metrics.h"
+#include "sim/sglang/sglang_surface.h"
+#include "sim/sglang/sglang_tracing.h"
 #include "sim/vllm/vllm_metrics.h"
 #include "sim/vllm/vllm_surface.h"
 #include "sim/vllm/vllm_tracing.h"
@@ -18,9 +21,11 @@ struct SimServer::Impl {
   // the metrics and the span processor.
   std::unique_ptr<BatchSpanProcessor> spans;
   std::unique_ptr<VllmMetrics> metrics;
+  std::unique_ptr<SglangMetrics> sg_metrics;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<VllmSurface> surface;
+  std::unique_ptr<SglangSurface> sg_surface;
   std::string kv_role;
 };
 
@@ -76,8 +81,9 @@ bool ResolveKvRole(const SimOptions& o, std::string* role, std::string* error) {
 }  // namespace
 
 std::unique_ptr<SimServer> SimServer::Start(const SimOptions& options, std::string* error) {
+  if (options.engine == "sglang") return StartSglang(options, error);
   if (options.engine != "vllm") {
-    *error = "engine '" + options.engine + "' is not simulated yet (supported: vllm)";
+    *error = "engine '" + options.engine + "' is not simulated (supported: vllm, sglang)";
     return nullptr;
   }
   if (options.engine_version != "v1" && options.engine_version != "v0") {
@@ -161,6 +167,137 @@ std::unique_ptr<SimServer> SimServer::Start(const SimOptions& options, std::stri
   return s;
 }
 
+std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std::string* error) {
+  const SglangSimOptions& f = options.sglang;
+  SglangVersion version;
+  if (!ParseSglangVersion(f.version, &version)) {
+    *error = "--sglang-version must look like 0.5.20, got '" + f.version + "'";
+    return nullptr;
+  }
+  const SglangEra era(version);
+  if (f.enable_trace && !era.tracing) {
+    // Releases before native tracing do not know the flag.
+    *error = "unrecognized arguments: --enable-trace (SGLang " + f.version + " has no tracing)";
+    return nullptr;
+  }
+  if (f.disaggregation_mode != "null" && f.disaggregation_mode != "prefill" &&
+      f.disaggregation_mode != "decode") {
+    *error = "--disaggregation-mode must be null, prefill or decode";
+    return nullptr;
+  }
+  if (f.tp_size < 1 || f.stream_interval < 1 || f.decode_log_interval < 1) {
+    *error = "--tp-size, --stream-interval and --decode-log-interval must be at least 1";
+    return nullptr;
+  }
+  if (f.log_requests_level > 3) {
+    *error = "--log-requests-level must be 0, 1, 2 or 3";
+    return nullptr;
+  }
+  const SimEnvFn env = options.env ? options.env : ProcessEnv();
+  const std::string served = f.served_model_name.empty() ? options.model : f.served_model_name;
+
+  std::unique_ptr<SimServer> s(new SimServer());
+  s->impl_ = std::make_unique<Impl>();
+  Impl& impl = *s->impl_;
+  impl.kv_role = f.disaggregation_mode == "null" ? "" : f.disaggregation_mode;
+  if (f.enable_trace) {
+    std::string endpoint = !f.otlp_traces_endpoint.empty()         ? f.otlp_traces_endpoint
+                           : !options.otlp_traces_endpoint.empty() ? options.otlp_traces_endpoint
+                                                                   : "localhost:4317";
+    auto cfg = SpanExportConfigFromEnv(endpoint, env, error);
+    if (!cfg) return nullptr;
+    // SGLang passes its own delay and batch size to the BatchSpanProcessor.
+    auto env_int = [&](std::string_view name, int def) {
+      auto v = env(name);
+      if (!v || v->empty()) return def;
+      try {
+        return std::stoi(*v);
+      } catch (...) {
+        return def;
+      }
+    };
+    cfg->batch.schedule_delay =
+        std::chrono::milliseconds(env_int("SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS", 500));
+    cfg->batch.max_export_batch_size = static_cast<std::size_t>(
+        std::max(1, env_int("SGLANG_OTLP_EXPORTER_MAX_EXPORT_BATCH_SIZE", 64)));
+    cfg->batch.max_queue_size =
+        std::max(cfg->batch.max_queue_size, cfg->batch.max_export_batch_size);
+    impl.spans = std::make_unique<BatchSpanProcessor>(
+        std::move(cfg->exporter), BuildSglangResource(env), std::string(kSglangScope), cfg->batch);
+  }
+  EngineConfig ec = options.engine_config;
+  ec.max_model_len = std::max(
+      1, std::min(ec.max_model_len, std::max(1, ec.num_kv_blocks) * std::max(1, ec.block_size)));
+  ec.record_steps = f.enable_trace || f.enable_metrics;
+  if (!f.speculative_algorithm.empty())
+    ec.spec_num_draft_tokens = std::max(1, f.speculative_num_draft_tokens - 1);
+  impl.engine = std::make_unique<Engine>(ec);
+
+  const int pid = static_cast<int>(getpid());
+  SglangTraceStyle style;
+  style.era = era;
+  style.host_id = SglangHostId();
+  style.tokenizer_tid = pid;
+  style.scheduler_tids.clear();
+  for (int r = 0; r < f.tp_size; ++r) style.scheduler_tids.push_back(pid + 1 + r);
+  style.overlap_schedule = !f.disable_overlap_schedule;
+
+  if (f.enable_metrics) {
+    SglangMetricsOptions mo;
+    mo.era = era.metrics;
+    mo.model_name = served;
+    mo.engine_type = f.disaggregation_mode == "null" ? "unified" : f.disaggregation_mode;
+    mo.tp_size = f.tp_size;
+    mo.all_schedulers = f.enable_metrics_for_all_schedulers;
+    mo.decode_log_interval = f.decode_log_interval;
+    mo.max_total_num_tokens = ec.num_kv_blocks * ec.block_size;
+    mo.max_running_requests = ec.max_num_seqs;
+    mo.context_len = impl.engine->config().max_model_len;
+    mo.spec = !f.speculative_algorithm.empty();
+    mo.scheduler_pids = style.scheduler_tids;
+    impl.sg_metrics = std::make_unique<SglangMetrics>(impl.engine.get(), mo);
+    impl.engine->SetObserver(impl.sg_metrics.get());
+  }
+
+  SglangSurfaceOptions so;
+  so.served_model_name = served;
+  so.model_path = options.model;
+  so.host = options.host;
+  so.port = options.port;
+  so.flags = f;
+  // What /server_info reports: the flag as given (either spelling), else SGLang's default.
+  so.flags.otlp_traces_endpoint =
+      !f.otlp_traces_endpoint.empty() ? f.otlp_traces_endpoint : options.otlp_traces_endpoint;
+  so.version = version;
+  so.metrics = impl.sg_metrics.get();
+  so.spans = impl.spans.get();
+  so.style = style;
+  so.env = env;
+  so.log_sink = options.log_sink;
+  so.initial_trace_level = 3;
+  if (era.trace_level_env) {
+    if (auto v = env("SGLANG_TRACE_LEVEL"); v && !v->empty()) {
+      try {
+        so.initial_trace_level = std::stoi(*v);
+      } catch (...) {
+      }
+    }
+  }
+  impl.sg_surface = std::make_unique<SglangSurface>(impl.engine.get(), so);
+  SglangSurface* surface = impl.sg_surface.get();
+  impl.engine->Start();
+  impl.http = HttpServer::Start(
+      options.host, options.port, options.io_threads,
+      [surface](HttpConnection& c, HttpRequest& r) { return surface->Handle(c, r); }, error);
+  if (!impl.http) {
+    impl.engine->Stop();
+    if (impl.spans) impl.spans->Shutdown();
+    return nullptr;
+  }
+  surface->set_port(impl.http->port());
+  return s;
+}
+
 SimServer::~SimServer() { Stop(); }
 
 std::uint16_t SimServer::port() const { return impl_->http->port(); }
@@ -168,6 +305,10 @@ std::uint16_t SimServer::port() const { return impl_->http->port(); }
 Engine& SimServer::engine() { return *impl_->engine; }
 
 const std::string& SimServer::kv_role() const { return impl_->kv_role; }
+
+int SimServer::sglang_trace_level() const {
+  return impl_->sg_surface ? impl_->sg_surface->trace_level() : -1;
+}
 
 void SimServer::Stop() {
   if (!impl_) return;

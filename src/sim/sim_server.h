@@ -12,11 +12,12 @@
 
 #include "sim/engine/engine.h"
 #include "sim/otlp/span_exporter.h"
+#include "sim/sglang/sglang_options.h"
 
 namespace infertel::sim {
 
 struct SimOptions {
-  std::string engine = "vllm";  // "vllm"; "sglang" comes with its own surface
+  std::string engine = "vllm";  // "vllm" or "sglang"
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0: chosen by the OS
   std::string model = "demo-model";
@@ -39,8 +40,13 @@ struct SimOptions {
   // Either directly or from a --kv-transfer-config JSON object.
   std::string kv_role;
   std::string kv_transfer_config;
-  // Environment lookup (OTEL_*); null: the process environment.
+  // Environment lookup (OTEL_*, SGLANG_*); null: the process environment.
   SimEnvFn env;
+  // SGLang mode (engine == "sglang"): its server arguments. Tracing uses
+  // sglang.otlp_traces_endpoint, else otlp_traces_endpoint, else SGLang's localhost:4317.
+  SglangSimOptions sglang;
+  // SGLang mode: where request logs go (null: stderr).
+  std::function<void(const std::string&)> log_sink;
 };
 
 class SimServer {
@@ -56,9 +62,12 @@ class SimServer {
   Engine& engine();
   // The effective PD role ("" when none).
   const std::string& kv_role() const;
+  // SGLang mode: the live trace level (-1 in vLLM mode).
+  int sglang_trace_level() const;
 
  private:
   SimServer() = default;
+  static std::unique_ptr<SimServer> StartSglang(const SimOptions& options, std::string* error);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

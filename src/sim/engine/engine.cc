@@ -48,12 +48,15 @@ struct Engine::Req {
   int eos_after = 0;  // natural length; 0 with ignore_eos
   std::string text;   // generated text after stop handling
   bool ever_scheduled = false;
+  std::vector<StepTrace> pending_steps;  // EngineConfig::record_steps
 };
 
 Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   if (!config_.mono_now) config_.mono_now = [] { return MonoNanos(); };
   if (!config_.wall_now) config_.wall_now = [] { return WallNanos(); };
   if (config_.speed <= 0) config_.speed = 1.0;
+  config_.spec_num_draft_tokens = std::max(0, config_.spec_num_draft_tokens);
+  config_.spec_accept_prob = std::clamp(config_.spec_accept_prob, 0.0, 1.0);
   config_.block_size = std::max(1, config_.block_size);
   config_.num_kv_blocks = std::max(1, config_.num_kv_blocks);
   config_.max_num_seqs = std::max(1, config_.max_num_seqs);
@@ -103,7 +106,8 @@ bool Engine::Submit(const std::string& id, std::vector<TokenId> prompt, Sampling
   return true;
 }
 
-bool Engine::Abort(const std::string& id) {
+bool Engine::Abort(const std::string& id, RequestRecord* record, std::vector<StepTrace>* pending,
+                   bool* was_waiting) {
   RequestRecord rec;
   EngineObserver* observer = nullptr;
   {
@@ -111,6 +115,9 @@ bool Engine::Abort(const std::string& id) {
     auto it = reqs_.find(id);
     if (it == reqs_.end()) return false;
     Req& r = *it->second;
+    if (was_waiting)
+      *was_waiting = std::find(running_.begin(), running_.end(), id) == running_.end();
+    if (pending) *pending = std::move(r.pending_steps);
     waiting_.remove(id);
     running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
     ReleaseBlocks(r);
@@ -121,6 +128,7 @@ bool Engine::Abort(const std::string& id) {
     ++stats_.aborted;
     observer = observer_;
   }
+  if (record) *record = rec;
   if (observer) observer->OnRequestAborted(rec);
   return true;
 }
@@ -172,10 +180,16 @@ bool Engine::EnsureBlocks(Req& r, int num_tokens) {
   return true;
 }
 
-void Engine::PreemptLocked(Req& r) {
+void Engine::PreemptLocked(Req& r, std::uint64_t now) {
   ReleaseBlocks(r);
   ++r.rec.preemptions;
   ++stats_.preemptions;
+  if (config_.record_steps) {
+    StepTrace t;
+    t.kind = StepTrace::Kind::kRetract;
+    t.start_mono_ns = t.end_mono_ns = now;
+    r.pending_steps.push_back(t);
+  }
 }
 
 void Engine::LookupPrefixLocked(Req& r) {
@@ -235,7 +249,10 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
   std::uint64_t duration_ns = 0;
   std::uint64_t forward_ns = 0;
   std::uint64_t scheduler_ns = 0;
+  std::uint64_t sched_mono = 0;
+  std::uint32_t prefill_bid = 0, decode_bid = 0;
   IterationStats iter;
+  BatchSummary batch;
   {
     std::lock_guard lk(mu_);
     const std::uint64_t sched_start = MonoNanos();
@@ -244,14 +261,21 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
     int prefill_tokens = 0, decodes = 0;
     bool preempted = false;
     const std::uint64_t now = Now();
+    sched_mono = now;
 
     auto account = [&](Req& r, int num_new) {
-      scheduled.push_back({r.id, num_new});
+      const bool decode = num_new == 1 && static_cast<int>(r.tokens.size()) > r.prompt_len;
+      scheduled.push_back({r.id, num_new, decode});
       budget -= num_new;
-      if (num_new == 1 && static_cast<int>(r.tokens.size()) > r.prompt_len)
+      if (decode) {
         ++decodes;
-      else
+        ++batch.num_decode_reqs;
+        batch.decode_sum_seq_lens += static_cast<std::int64_t>(r.tokens.size());
+      } else {
         prefill_tokens += num_new;
+        ++batch.num_prefill_reqs;
+        batch.num_prefill_tokens += num_new;
+      }
     };
 
     // Running requests first, oldest first; the newest is preempted when blocks run out.
@@ -262,7 +286,11 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
       while (!EnsureBlocks(r, r.computed + num_new)) {
         std::string victim = running_.back();
         running_.pop_back();
-        PreemptLocked(*reqs_.at(victim));
+        Req& v = *reqs_.at(victim);
+        ++batch.num_retracted;
+        batch.num_retracted_input_tokens += v.prompt_len;
+        batch.num_retracted_output_tokens += v.rec.generated_tokens;
+        PreemptLocked(v, now);
         waiting_.push_front(victim);
         preempted = true;
         if (victim == r.id) {
@@ -294,21 +322,35 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
         stats_.prefix_cache_hits += r.computed;
         r.ever_scheduled = true;
         r.rec.scheduled_mono_ns = now;
+        ++batch.num_new_reqs;
+        batch.num_new_cached_tokens += r.computed;
+        batch.num_new_input_tokens += r.prompt_len;
       }
       account(r, num_new);
     }
 
-    if (scheduled.empty()) return 0;
-    double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * prefill_tokens +
-                config_.decode_ms_per_token * decodes;
-    duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
-    forward_ns = static_cast<std::uint64_t>((ms - config_.step_fixed_ms) / config_.speed * 1e6);
+    if (scheduled.empty()) {
+      if (batch.num_retracted == 0) return 0;
+    } else {
+      // Speculative decoding makes a decode step dearer: the draft model runs and the target
+      // verifies every draft token.
+      const double decode_factor = 1.0 + 0.25 * config_.spec_num_draft_tokens;
+      double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * prefill_tokens +
+                  config_.decode_ms_per_token * decodes * decode_factor;
+      duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
+      forward_ns = static_cast<std::uint64_t>((ms - config_.step_fixed_ms) / config_.speed * 1e6);
+      ++stats_.steps;
+      if (config_.record_steps) {
+        // Batch ids: stable per step, distinct for the prefill and the decode part.
+        prefill_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2));
+        decode_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2 + 1));
+      }
+    }
     iter.num_preempted = static_cast<int>(stats_.preemptions - preemptions_before);
-    ++stats_.steps;
     scheduler_ns = MonoNanos() - sched_start;
   }
 
-  if (sleep) sleep(duration_ns);
+  if (sleep && duration_ns > 0) sleep(duration_ns);
 
   std::vector<std::pair<std::shared_ptr<OutputCallback>, RequestOutput>> outputs;
   std::vector<RequestRecord> finished_records;
@@ -318,6 +360,8 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
     observer = observer_;
     const std::uint64_t now = Now();
     iter.mono_ns = now;
+    batch.mono_ns = now;
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
     for (const Scheduled& s : scheduled) {
       auto it = reqs_.find(s.id);
       if (it == reqs_.end()) continue;  // aborted while the step ran
@@ -327,12 +371,35 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
       r.rec.forward_ns += forward_ns;
       r.rec.scheduler_ns += scheduler_ns;
       RegisterFullBlocksLocked(r);
-      if (r.computed < static_cast<int>(r.tokens.size())) continue;  // prefill chunk
+      StepTrace trace;
+      if (config_.record_steps) {
+        trace.kind = s.decode ? StepTrace::Kind::kDecode : StepTrace::Kind::kPrefill;
+        trace.start_mono_ns = sched_mono;
+        trace.end_mono_ns = now;
+        trace.batch_id = s.decode ? decode_bid : prefill_bid;
+        trace.batch_size = s.decode ? batch.num_decode_reqs : batch.num_prefill_reqs;
+        trace.num_tokens = s.num_new;
+      }
+      if (r.computed < static_cast<int>(r.tokens.size())) {  // prefill chunk
+        if (config_.record_steps) r.pending_steps.push_back(trace);
+        continue;
+      }
 
-      GeneratedToken tok = SampleLocked(r);
-      r.tokens.push_back(tok.id);
-      ++r.rec.generated_tokens;
-      ++iter.num_generation_tokens;
+      // A verify step keeps an accepted prefix of the drafts, plus the bonus token.
+      int accepted = 0;
+      if (s.decode && config_.spec_num_draft_tokens > 0) {
+        while (accepted < config_.spec_num_draft_tokens && unit(r.rng) < config_.spec_accept_prob)
+          ++accepted;
+        ++r.rec.spec_verify_ct;
+        r.rec.spec_proposed += config_.spec_num_draft_tokens;
+        r.rec.spec_accepted += accepted;
+        batch.spec_proposed += config_.spec_num_draft_tokens;
+        batch.spec_accepted += accepted;
+        ++batch.spec_verify_reqs;
+        trace.spec_proposed = config_.spec_num_draft_tokens;
+        trace.spec_accepted = accepted;
+      }
+
       if (r.rec.first_token_mono_ns == 0) {
         r.rec.first_token_mono_ns = now;
         iter.num_prompt_tokens += r.prompt_len;
@@ -342,31 +409,49 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
       r.rec.last_token_mono_ns = now;
 
       RequestOutput out;
-      std::size_t emitted = r.text.size();
-      std::string candidate = r.text + tok.text;
+      const std::size_t emitted = r.text.size();
       FinishReason reason = FinishReason::kNone;
-      for (const std::string& stop : r.sampling.stop) {
-        if (stop.empty()) continue;
-        std::size_t from = emitted >= stop.size() ? emitted - stop.size() + 1 : 0;
-        std::size_t pos = candidate.find(stop, from);
-        if (pos != std::string::npos) {
-          candidate.resize(pos + (r.sampling.include_stop_str_in_output ? stop.size() : 0));
-          reason = FinishReason::kStop;
-          out.stop_reason = stop;
-          break;
+      for (int k = 0; k <= accepted && reason == FinishReason::kNone; ++k) {
+        GeneratedToken tok = SampleLocked(r);
+        r.tokens.push_back(tok.id);
+        ++r.rec.generated_tokens;
+        ++iter.num_generation_tokens;
+        ++batch.num_generation_tokens;
+        const std::size_t before = r.text.size();
+        std::string candidate = r.text + tok.text;
+        for (const std::string& stop : r.sampling.stop) {
+          if (stop.empty()) continue;
+          std::size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+          std::size_t pos = candidate.find(stop, from);
+          if (pos != std::string::npos) {
+            candidate.resize(pos + (r.sampling.include_stop_str_in_output ? stop.size() : 0));
+            reason = FinishReason::kStop;
+            out.stop_reason = stop;
+            break;
+          }
         }
-      }
-      if (reason == FinishReason::kNone) {
-        if (r.rec.generated_tokens >= r.max_tokens ||
-            static_cast<int>(r.tokens.size()) >= config_.max_model_len) {
-          reason = FinishReason::kLength;
-        } else if (r.eos_after > 0 && r.rec.generated_tokens >= r.eos_after) {
-          reason = FinishReason::kStop;
+        if (reason == FinishReason::kNone) {
+          if (r.rec.generated_tokens >= r.max_tokens ||
+              static_cast<int>(r.tokens.size()) >= config_.max_model_len) {
+            reason = FinishReason::kLength;
+          } else if (r.eos_after > 0 && r.rec.generated_tokens >= r.eos_after) {
+            reason = FinishReason::kStop;
+          }
         }
+        r.text = std::move(candidate);
+        out.tokens.push_back(std::move(tok));
       }
-      r.text = std::move(candidate);
+      // The verify pass computed the KV of every accepted token; the newest one is computed
+      // by the next step, as after a plain decode step.
+      r.computed = static_cast<int>(r.tokens.size()) - 1;
+      if (config_.record_steps) {
+        if (s.decode) trace.num_tokens = static_cast<int>(out.tokens.size());
+        trace.prefill_done = !s.decode;
+        r.pending_steps.push_back(trace);
+        out.steps = std::move(r.pending_steps);
+        r.pending_steps.clear();
+      }
       out.text_delta = r.text.size() > emitted ? r.text.substr(emitted) : std::string();
-      out.tokens.push_back(std::move(tok));
       out.cached_tokens = r.rec.cached_tokens;
       if (reason != FinishReason::kNone) {
         out.finished = true;
@@ -389,6 +474,7 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
   if (observer) {
     for (const RequestRecord& rec : finished_records) observer->OnRequestFinished(rec);
     if (!outputs.empty() || iter.num_preempted > 0) observer->OnIteration(iter);
+    observer->OnBatch(batch);
     EngineStats s = Stats();
     observer->OnStep(static_cast<int>(s.running), static_cast<int>(s.waiting),
                      static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total);

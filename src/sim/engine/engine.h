@@ -37,6 +37,13 @@ struct EngineConfig {
   double decode_ms_per_token = 0.3;  // per running decode sequence
   double speed = 1.0;                // all step times are divided by this
   std::uint64_t seed = 0;
+  // Per-request step traces (RequestOutput::steps), for engines whose native spans have one
+  // span per scheduling stage (SGLang). Off by default: it costs a little per step.
+  bool record_steps = false;
+  // Speculative decoding: each decode step drafts this many tokens and keeps an accepted
+  // prefix of them plus one bonus token. 0: off.
+  int spec_num_draft_tokens = 0;
+  double spec_accept_prob = 0.7;  // chance that each successive draft token is accepted
   // Monotonic clock in nanoseconds; tests inject a fake one.
   std::function<std::uint64_t()> mono_now;
   // Wall clock in nanoseconds since the Unix epoch.
@@ -72,6 +79,11 @@ struct RequestRecord {
   int generated_tokens = 0;
   int preemptions = 0;
   int max_tokens = 0;
+  // Speculative decoding (EngineConfig::spec_num_draft_tokens > 0): verify steps, drafts
+  // proposed and drafts accepted.
+  int spec_verify_ct = 0;
+  int spec_proposed = 0;
+  int spec_accepted = 0;
   // Modelled time of the steps this request took part in, and the real time the scheduler
   // spent on them (vLLM V0's detailed traces: model execute/forward and scheduler time).
   std::uint64_t execute_ns = 0;
@@ -89,6 +101,39 @@ struct IterationStats {
   std::vector<double> inter_token_s;  // per non-first output: time since the previous output
 };
 
+// What one scheduling step did, the way SGLang's scheduler logs a batch.
+struct BatchSummary {
+  std::uint64_t mono_ns = 0;             // when the step's results were applied
+  int num_prefill_reqs = 0;              // requests in the prefill part of the step
+  int num_prefill_tokens = 0;            // tokens computed for them (excluding prefix-cache hits)
+  int num_new_reqs = 0;                  // requests scheduled for the first time
+  int num_new_cached_tokens = 0;         // prefix-cache hits of those, in tokens
+  int num_new_input_tokens = 0;          // their prompt lengths
+  int num_decode_reqs = 0;               // requests in the decode part of the step
+  int num_generation_tokens = 0;         // tokens generated this step
+  std::int64_t decode_sum_seq_lens = 0;  // sum of sequence lengths in the decode part
+  int num_retracted = 0;                 // requests preempted (retracted) this step
+  int num_retracted_input_tokens = 0;
+  int num_retracted_output_tokens = 0;
+  int spec_proposed = 0;  // speculative drafts proposed and accepted this step
+  int spec_accepted = 0;
+  int spec_verify_reqs = 0;  // requests that ran a verify step
+};
+
+// One scheduling event of one request, recorded with EngineConfig::record_steps.
+struct StepTrace {
+  enum class Kind { kPrefill, kDecode, kRetract };
+  Kind kind = Kind::kPrefill;
+  std::uint64_t start_mono_ns = 0;  // the batch was scheduled (retract: when it happened)
+  std::uint64_t end_mono_ns = 0;    // its results were applied
+  std::uint32_t batch_id = 0;       // one per batch (prefill and decode batches apart)
+  int batch_size = 0;               // requests in that batch
+  int num_tokens = 0;               // prefill: tokens computed; decode: tokens generated
+  bool prefill_done = false;        // prefill: this chunk completed the prompt
+  int spec_proposed = 0;            // decode with speculative decoding: drafts proposed
+  int spec_accepted = 0;            // and accepted
+};
+
 struct GeneratedToken {
   TokenId id = 0;
   std::string text;
@@ -104,6 +149,9 @@ struct RequestOutput {
   std::string stop_reason;  // the stop string that matched, empty otherwise
   int cached_tokens = 0;
   RequestRecord record;  // snapshot
+  // With EngineConfig::record_steps: the steps since the previous output of this request
+  // (prefill chunks that produced no token are delivered with the next output).
+  std::vector<StepTrace> steps;
 };
 
 using OutputCallback = std::function<void(const RequestOutput&)>;
@@ -118,6 +166,8 @@ class EngineObserver {
   virtual void OnStep(int num_running, int num_waiting, double kv_usage) {}
   // After every step that produced outputs, after the request callbacks of that step.
   virtual void OnIteration(const IterationStats& stats) {}
+  // After every non-empty step, before OnStep.
+  virtual void OnBatch(const BatchSummary& batch) {}
 };
 
 struct EngineStats {
@@ -139,8 +189,10 @@ class Engine {
   bool Submit(const std::string& id, std::vector<TokenId> prompt, SamplingSpec sampling,
               OutputCallback on_output);
   // Removes a live request, freeing its KV blocks. No further callback for it. Returns false
-  // if it is unknown (already finished).
-  bool Abort(const std::string& id);
+  // if it is unknown (already finished). `record` gets its final record, `pending` the step
+  // traces not yet delivered, and `was_waiting` whether it was queued (not running).
+  bool Abort(const std::string& id, RequestRecord* record = nullptr,
+             std::vector<StepTrace>* pending = nullptr, bool* was_waiting = nullptr);
 
   // Runs one scheduling step: schedules, waits the step's modelled duration through `sleep`
   // (nothing when null), then applies results and delivers callbacks. Returns the modelled
@@ -166,13 +218,14 @@ class Engine {
   struct Scheduled {
     std::string id;
     int num_new = 0;
+    bool decode = false;
   };
 
   int FreeBlockCount() const { return static_cast<int>(free_list_.size() + lru_.size()); }
   std::optional<int> AllocateBlock();
   void ReleaseBlocks(Req& r);
   bool EnsureBlocks(Req& r, int num_tokens);
-  void PreemptLocked(Req& r);
+  void PreemptLocked(Req& r, std::uint64_t now);
   void LookupPrefixLocked(Req& r);
   void RegisterFullBlocksLocked(Req& r);
   GeneratedToken SampleLocked(Req& r);

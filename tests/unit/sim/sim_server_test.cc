@@ -415,10 +415,10 @@ TEST_F(SimServerOptionsTest, ContextLengthFitsSmallKvCache) {
 
 TEST(SimServerStartTest, RejectsUnsimulatedEngine) {
   SimOptions o;
-  o.engine = "sglang";
+  o.engine = "tgi";
   std::string error;
   EXPECT_EQ(SimServer::Start(o, &error), nullptr);
-  EXPECT_NE(error.find("sglang"), std::string::npos);
+  EXPECT_NE(error.find("tgi"), std::string::npos);
 }
 
 }  // namespace
