@@ -1,0 +1,115 @@
+#include "metrics/exposition.h"
+
+#include <fmt/format.h>
+
+namespace infertel::metrics {
+namespace {
+
+void AppendEscaped(std::string* out, std::string_view v, bool help) {
+  for (char c : v) {
+    if (c == '\\') {
+      *out += "\\\\";
+    } else if (c == '\n') {
+      *out += "\\n";
+    } else if (c == '"' && !help) {
+      *out += "\\\"";
+    } else {
+      *out += c;
+    }
+  }
+}
+
+void AppendValue(std::string* out, double v) {
+  if (std::isnan(v)) {
+    *out += "NaN";
+  } else if (std::isinf(v)) {
+    *out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    fmt::format_to(std::back_inserter(*out), "{}", v);
+  }
+}
+
+}  // namespace
+
+std::string RenderPrometheus(std::span<const MetricPoint> points) {
+  std::string out;
+  out.reserve(points.size() * 96);
+  MetricId current = MetricId::kCount;
+  std::string name;
+  for (const auto& p : points) {
+    const MetricFamily& f = Family(p.id);
+    if (p.id != current) {
+      current = p.id;
+      name = PrometheusName(f);
+      out += "# HELP ";
+      out += name;
+      out += ' ';
+      AppendEscaped(&out, f.help, true);
+      out += " (";
+      out += f.unit;
+      out += ")\n# TYPE ";
+      out += name;
+      out += f.kind == MetricKind::kCounter ? " counter\n" : " gauge\n";
+    }
+    out += name;
+    if (!p.labels.empty()) {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, v] : p.labels) {
+        if (!first) out += ',';
+        first = false;
+        out += k;
+        out += "=\"";
+        AppendEscaped(&out, v, false);
+        out += '"';
+      }
+      out += '}';
+    }
+    out += ' ';
+    AppendValue(&out, p.value);
+    out += '\n';
+  }
+  return out;
+}
+
+MetricsRequest BuildOtlpMetrics(std::span<const MetricPoint> points, const Resource& resource,
+                                std::uint64_t start_unix_nano, std::uint64_t now_unix_nano,
+                                std::string_view scope_version) {
+  MetricsRequest req;
+  if (points.empty()) return req;
+  auto* rm = req.add_resource_metrics();
+  *rm->mutable_resource() = resource;
+  auto* sm = rm->add_scope_metrics();
+  sm->mutable_scope()->set_name("infertel");
+  sm->mutable_scope()->set_version(std::string(scope_version));
+  MetricId current = MetricId::kCount;
+  otlp_metrics::Metric* metric = nullptr;
+  for (const auto& p : points) {
+    const MetricFamily& f = Family(p.id);
+    if (p.id != current || !metric) {
+      current = p.id;
+      metric = sm->add_metrics();
+      metric->set_name(std::string(f.name));
+      metric->set_unit(std::string(f.unit));
+      metric->set_description(std::string(f.help));
+      if (f.kind == MetricKind::kCounter) {
+        auto* sum = metric->mutable_sum();
+        sum->set_is_monotonic(true);
+        sum->set_aggregation_temporality(
+            otlp_metrics::AggregationTemporality::AGGREGATION_TEMPORALITY_CUMULATIVE);
+      } else {
+        metric->mutable_gauge();
+      }
+    }
+    otlp_metrics::NumberDataPoint* dp = f.kind == MetricKind::kCounter
+                                            ? metric->mutable_sum()->add_data_points()
+                                            : metric->mutable_gauge()->add_data_points();
+    if (f.kind == MetricKind::kCounter) dp->set_start_time_unix_nano(start_unix_nano);
+    dp->set_time_unix_nano(now_unix_nano);
+    dp->set_as_double(p.value);
+    for (const auto& [k, v] : p.labels) AddAttr(dp->mutable_attributes(), k, v);
+  }
+  return req;
+}
+
+}  // namespace infertel::metrics

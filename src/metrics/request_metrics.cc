@@ -1,0 +1,118 @@
+#include "metrics/request_metrics.h"
+
+#include <string>
+
+namespace infertel::metrics {
+namespace {
+
+using gateway::EngineKind;
+using gateway::Outcome;
+using gateway::openai::Operation;
+
+constexpr double kNs = 1e9;
+
+MetricLabels ApiLabels(std::string_view model, std::string_view span_kind,
+                       std::string_view usage_type) {
+  MetricLabels l{{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
+                 {std::string(kDimCallType), std::string(kCallTypeGenAi)},
+                 {std::string(kDimModelNameApi), std::string(model)},
+                 {std::string(kDimRpcType), std::string(kRpcTypeLlm)},
+                 {std::string(kDimSpanKind), std::string(span_kind)},
+                 {std::string(kDimUsageType), std::string(usage_type)}};
+  return l;  // already sorted by key
+}
+
+MetricLabels EngineLabels(EngineKind engine, std::string_view model) {
+  if (engine == EngineKind::kSglang)
+    return {{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
+            {std::string(kDimCallType), std::string(kCallTypeGenAi)},
+            {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
+  return {{std::string(kDimCallType), std::string(kCallTypeGenAi)},
+          {std::string(kDimModelName), std::string(model)},
+          {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
+}
+
+}  // namespace
+
+bool MetricsEnabled(const config::Settings& s, gateway::EngineKind engine) {
+  if (engine == EngineKind::kSglang)
+    return s.GetBool(config::Key::kSglangEnabled) && s.GetBool(config::Key::kSglangMetricsEnabled);
+  return s.GetBool(config::Key::kVllmEnabled) && s.GetBool(config::Key::kVllmMetricsEnabled);
+}
+
+std::vector<MetricPoint> MeasureExchange(const gateway::Exchange& ex) {
+  std::vector<MetricPoint> out;
+  if (ex.op != Operation::kChat && ex.op != Operation::kTextCompletion &&
+      ex.op != Operation::kEmbeddings)
+    return out;
+  const bool ok = ex.outcome == Outcome::kOk;
+  const bool aborted = ex.outcome == Outcome::kClientAborted;
+  if (!ok && !aborted) return out;
+
+  std::string model = ex.response.model.value_or(ex.request.model.value_or(""));
+  const auto& usage = ex.response.usage;
+  std::optional<std::int64_t> input = usage.input_tokens;
+  std::optional<std::int64_t> output = usage.output_tokens;
+  // A stream cut short has no usage chunk: what was streamed is what was generated.
+  if (!output && ex.streamed && ex.op != Operation::kEmbeddings) output = ex.stream_deltas;
+
+  std::string_view span_kind = gateway::openai::SpanKindFor(ex.op);
+  if (input)
+    out.push_back({MetricId::kUsageTokens, ApiLabels(model, span_kind, kUsageTypeInput),
+                   static_cast<double>(*input)});
+  if (output && ex.op != Operation::kEmbeddings)
+    out.push_back({MetricId::kUsageTokens, ApiLabels(model, span_kind, kUsageTypeOutput),
+                   static_cast<double>(*output)});
+  if (ex.op == Operation::kEmbeddings) return out;
+
+  const MetricLabels labels = EngineLabels(ex.engine, model);
+  const std::uint64_t start = ex.start.mono_start_ns;
+  const bool has_first = ex.first_token_mono_ns > start;
+  const double e2e = ex.end_mono_ns > start ? (ex.end_mono_ns - start) / kNs : 0;
+  const double ttft = has_first ? (ex.first_token_mono_ns - start) / kNs : 0;
+  const std::uint64_t last_token =
+      ex.delta_mono_ns.empty() ? ex.first_token_mono_ns : ex.delta_mono_ns.back();
+
+  if (ex.engine == EngineKind::kSglang) {
+    out.push_back({MetricId::kSglangNumRequestsTotal, labels, 1});
+    if (input) out.push_back({MetricId::kSglangPromptTokensTotal, labels, double(*input)});
+    if (output) out.push_back({MetricId::kSglangGenerationTokensTotal, labels, double(*output)});
+    if (usage.cached_tokens)
+      out.push_back({MetricId::kSglangCachedTokensTotal, labels, double(*usage.cached_tokens)});
+    if (has_first) out.push_back({MetricId::kTimeToFirstToken, labels, ttft});
+    // The true gaps between streamed tokens add up to last − first delta.
+    if (has_first && ex.stream_deltas > 1 && last_token > ex.first_token_mono_ns)
+      out.push_back({MetricId::kSglangInterTokenLatency, labels,
+                     (last_token - ex.first_token_mono_ns) / kNs});
+    if (ok) {
+      out.push_back({MetricId::kRequestDuration, labels, e2e});
+      // M5: time per output token is the request average e2e / output tokens.
+      if (output && *output > 0)
+        out.push_back({MetricId::kTimePerOutputToken, labels, e2e / double(*output)});
+    }
+    return out;
+  }
+
+  if (has_first) out.push_back({MetricId::kFirstTokenSeconds, labels, ttft});
+  if (ok) {
+    out.push_back({MetricId::kRequestDuration, labels, e2e});
+    // vLLM's per-request TPOT: decode time over the tokens after the first.
+    if (has_first && output && *output > 1 && last_token > ex.first_token_mono_ns)
+      out.push_back({MetricId::kTimePerOutputToken, labels,
+                     (last_token - ex.first_token_mono_ns) / kNs / double(*output - 1)});
+  }
+  return out;
+}
+
+void RequestMetrics::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
+  auto settings = config_->Current();
+  if (!MetricsEnabled(*settings, ex.engine)) return;
+  try {
+    auto points = MeasureExchange(ex);
+    if (!points.empty()) store_->Add(ex.upstream_name, points);
+  } catch (const std::exception&) {
+    // Allocation failure: the measurement is lost, the exchange is not.
+  }
+}
+
+}  // namespace infertel::metrics

@@ -1,0 +1,98 @@
+#include "metrics/store.h"
+
+#include <mutex>
+
+namespace infertel::metrics {
+
+using Key = std::pair<MetricId, MetricLabels>;
+
+struct MetricStore::Source {
+  std::string name;
+  MetricScope engine;
+  mutable std::mutex mu;
+  std::map<Key, double> counters;  // guarded by mu
+  std::map<Key, double> gauges;    // guarded by mu
+};
+
+MetricStore::MetricStore() = default;
+MetricStore::~MetricStore() = default;
+
+void MetricStore::AddSource(std::string name, MetricScope engine) {
+  if (Find(name)) return;
+  auto s = std::make_unique<Source>();
+  s->name = std::move(name);
+  s->engine = engine;
+  sources_.push_back(std::move(s));
+}
+
+MetricStore::Source* MetricStore::Find(std::string_view name) const {
+  for (const auto& s : sources_)
+    if (s->name == name) return s.get();
+  return nullptr;
+}
+
+void MetricStore::Add(std::string_view source, std::span<const MetricPoint> deltas) {
+  Source* s = Find(source);
+  if (!s) return;
+  std::lock_guard lock(s->mu);
+  for (const auto& p : deltas) s->counters[{p.id, p.labels}] += p.value;
+}
+
+void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoint> totals) {
+  Source* s = Find(source);
+  if (!s) return;
+  std::lock_guard lock(s->mu);
+  for (const auto& p : totals) s->counters[{p.id, p.labels}] = p.value;
+}
+
+void MetricStore::ReplaceGauges(std::string_view source, std::vector<MetricPoint> gauges) {
+  Source* s = Find(source);
+  if (!s) return;
+  std::map<Key, double> next;
+  for (auto& p : gauges) next[{p.id, std::move(p.labels)}] = p.value;
+  std::lock_guard lock(s->mu);
+  s->gauges.swap(next);
+}
+
+std::vector<MetricPoint> MetricStore::Snapshot(
+    const std::function<bool(std::string_view, MetricScope)>& include) const {
+  struct Acc {
+    double sum = 0;
+    int n = 0;
+  };
+  std::map<Key, Acc> merged;
+  for (const auto& s : sources_) {
+    if (include && !include(s->name, s->engine)) continue;
+    std::lock_guard lock(s->mu);
+    for (const auto* m : {&s->counters, &s->gauges})
+      for (const auto& [key, value] : *m) {
+        Acc& a = merged[key];
+        a.sum += value;
+        ++a.n;
+      }
+  }
+  std::vector<MetricPoint> out;
+  out.reserve(merged.size());
+  for (auto& [key, a] : merged) {
+    double v = Family(key.first).merge == MergeRule::kMean ? a.sum / a.n : a.sum;
+    out.push_back({key.first, key.second, v});
+  }
+  return out;
+}
+
+double CounterTracker::Observe(const MetricPoint& reading) {
+  auto [it, inserted] = series_.try_emplace({reading.id, reading.labels});
+  State& st = it->second;
+  if (inserted) {
+    st.total = reading.value;
+  } else if (reading.value >= st.last) {
+    st.total += reading.value - st.last;
+  } else {
+    st.total += reading.value;
+    ++resets_;
+  }
+  st.last = reading.value;
+  return st.total;
+}
+
+}  // namespace infertel::metrics

@@ -1,0 +1,228 @@
+// The metric store, counter reset handling, gateway measurements and exposition.
+
+#include <gtest/gtest.h>
+
+#include "metrics/exposition.h"
+#include "metrics/request_metrics.h"
+#include "metrics/store.h"
+#include "scrape/prometheus_text.h"
+#include "testutil.h"
+
+namespace infertel::metrics {
+namespace {
+
+using testing::LabelOf;
+using testing::Of;
+
+MetricLabels L(std::initializer_list<std::pair<std::string, std::string>> l) {
+  MetricLabels labels(l);
+  SortLabels(&labels);
+  return labels;
+}
+
+TEST(Families, NamesUniqueAndPrometheusNames) {
+  std::set<std::string_view> names;
+  for (const auto& f : AllMetricFamilies()) EXPECT_TRUE(names.insert(f.name).second) << f.name;
+  EXPECT_EQ(PrometheusName(Family(MetricId::kVllmPromptTokens)), "gen_ai_vllm_prompt_tokens_total");
+  EXPECT_EQ(PrometheusName(Family(MetricId::kSglangPromptTokensTotal)), "prompt_tokens_total");
+  EXPECT_EQ(PrometheusName(Family(MetricId::kVllmNumRequestsRunning)),
+            "gen_ai_vllm_num_requests_running");
+  EXPECT_EQ(FindMetric("sglang_log_count"), MetricId::kSglangLogCount);
+  EXPECT_FALSE(FindMetric("nope"));
+}
+
+TEST(CounterTracker, CarriesTotalsAcrossEngineRestarts) {
+  CounterTracker t;
+  MetricPoint p{MetricId::kVllmPromptTokens, L({{"a", "1"}}), 100};
+  EXPECT_EQ(t.Observe(p), 100);  // the engine's value as is
+  p.value = 150;
+  EXPECT_EQ(t.Observe(p), 150);
+  p.value = 20;  // restarted: 20 since the restart
+  EXPECT_EQ(t.Observe(p), 170);
+  EXPECT_EQ(t.resets(), 1u);
+  p.value = 25;
+  EXPECT_EQ(t.Observe(p), 175);
+  MetricPoint other{MetricId::kVllmPromptTokens, L({{"a", "2"}}), 5};
+  EXPECT_EQ(t.Observe(other), 5);  // series are separate
+}
+
+TEST(MetricStore, MergesSourcesAndFiltersThem) {
+  MetricStore s;
+  s.AddSource("a", MetricScope::kVllm);
+  s.AddSource("b", MetricScope::kVllm);
+  s.AddSource("c", MetricScope::kSglang);
+  auto kv = L({{"callType", "gen_ai"}});
+  s.ReplaceGauges("a", {{MetricId::kVllmKvCacheUsagePerc, kv, 0.2},
+                        {MetricId::kVllmNumRequestsRunning, kv, 3}});
+  s.ReplaceGauges("b", {{MetricId::kVllmKvCacheUsagePerc, kv, 0.4},
+                        {MetricId::kVllmNumRequestsRunning, kv, 4}});
+  std::vector<MetricPoint> add{{MetricId::kSglangNumRequestsTotal, kv, 1}};
+  s.Add("c", add);
+  s.Add("c", add);
+  s.Add("unknown", add);  // ignored
+  auto all = s.Snapshot();
+  EXPECT_DOUBLE_EQ(Of(all, MetricId::kVllmKvCacheUsagePerc).at(0).value, 0.3);  // mean
+  EXPECT_EQ(Of(all, MetricId::kVllmNumRequestsRunning).at(0).value, 7);         // sum
+  EXPECT_EQ(Of(all, MetricId::kSglangNumRequestsTotal).at(0).value, 2);
+  auto vllm_only =
+      s.Snapshot([](std::string_view, MetricScope e) { return e == MetricScope::kVllm; });
+  EXPECT_TRUE(Of(vllm_only, MetricId::kSglangNumRequestsTotal).empty());
+  s.ReplaceGauges("a", {});
+  s.ReplaceGauges("b", {});
+  EXPECT_TRUE(Of(s.Snapshot(), MetricId::kVllmNumRequestsRunning).empty());  // no stale gauges
+  // In family order.
+  auto again = s.Snapshot();
+  for (std::size_t i = 1; i < again.size(); ++i) EXPECT_LE(again[i - 1].id, again[i].id);
+}
+
+gateway::Exchange StreamExchange(gateway::EngineKind engine) {
+  gateway::Exchange ex;
+  ex.upstream_name = "default";
+  ex.engine = engine;
+  ex.op = gateway::openai::Operation::kChat;
+  ex.request.model = "m";
+  ex.response.model = "m";
+  ex.response.usage.input_tokens = 10;
+  ex.response.usage.output_tokens = 5;
+  ex.response.usage.cached_tokens = 4;
+  ex.start.mono_start_ns = 1'000'000'000;
+  ex.first_token_mono_ns = 1'200'000'000;  // TTFT 0.2 s
+  ex.delta_mono_ns = {1'200'000'000, 1'300'000'000, 1'400'000'000, 1'500'000'000, 1'600'000'000};
+  ex.stream_deltas = 5;
+  ex.streamed = true;
+  ex.end_mono_ns = 2'000'000'000;  // e2e 1 s
+  ex.outcome = gateway::Outcome::kOk;
+  return ex;
+}
+
+TEST(MeasureExchange, Vllm) {
+  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kVllm));
+  auto in = Of(pts, MetricId::kUsageTokens, "usageType", "input");
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].value, 10);
+  EXPECT_EQ(LabelOf(in[0], "modelName"), "m");
+  EXPECT_EQ(LabelOf(in[0], "spanKind"), "LLM");
+  EXPECT_EQ(LabelOf(in[0], "callKind"), "custom_entry");
+  EXPECT_EQ(Of(pts, MetricId::kUsageTokens, "usageType", "output").at(0).value, 5);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kFirstTokenSeconds).at(0).value, 0.2);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kRequestDuration).at(0).value, 1.0);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 0.4 / 4);
+  EXPECT_EQ(LabelOf(Of(pts, MetricId::kRequestDuration)[0], "model_name"), "m");
+  EXPECT_TRUE(Of(pts, MetricId::kSglangNumRequestsTotal).empty());
+}
+
+TEST(MeasureExchange, Sglang) {
+  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kSglang));
+  EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
+  EXPECT_EQ(Of(pts, MetricId::kSglangPromptTokensTotal).at(0).value, 10);
+  EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 5);
+  EXPECT_EQ(Of(pts, MetricId::kSglangCachedTokensTotal).at(0).value, 4);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimeToFirstToken).at(0).value, 0.2);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kSglangInterTokenLatency).at(0).value, 0.4);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 1.0 / 5);  // e2e / out
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kRequestDuration).at(0).value, 1.0);
+  EXPECT_FALSE(LabelOf(Of(pts, MetricId::kRequestDuration)[0], "model_name"));
+  EXPECT_TRUE(Of(pts, MetricId::kFirstTokenSeconds).empty());
+}
+
+TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
+  auto ex = StreamExchange(gateway::EngineKind::kSglang);
+  ex.outcome = gateway::Outcome::kClientAborted;
+  ex.response.usage = {};
+  ex.stream_deltas = 3;
+  auto pts = MeasureExchange(ex);
+  EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
+  EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 3);  // what streamed
+  EXPECT_TRUE(Of(pts, MetricId::kRequestDuration).empty());
+  EXPECT_TRUE(Of(pts, MetricId::kSglangPromptTokensTotal).empty());  // unknown, not 0
+
+  for (auto outcome : {gateway::Outcome::kRejected, gateway::Outcome::kUpstreamUnavailable,
+                       gateway::Outcome::kEngineError}) {
+    ex.outcome = outcome;
+    EXPECT_TRUE(MeasureExchange(ex).empty());
+  }
+}
+
+TEST(MeasureExchange, EmbeddingsCountInputTokensOnly) {
+  gateway::Exchange ex;
+  ex.op = gateway::openai::Operation::kEmbeddings;
+  ex.request.model = "e";
+  ex.response.usage.input_tokens = 7;
+  auto pts = MeasureExchange(ex);
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_EQ(LabelOf(pts[0], "spanKind"), "EMBEDDING");
+  EXPECT_EQ(LabelOf(pts[0], "usageType"), "input");
+}
+
+TEST(MetricsEnabled, PluginAndMetricsSwitches) {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars](std::string_view k) -> std::optional<std::string> {
+      auto it = vars.find(std::string(k));
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    };
+  };
+  auto s = config::Resolve(env({})).settings;
+  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kVllm));
+  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+  s = config::Resolve(env({{"OTEL_INSTRUMENTATION_VLLM_METRICS_ENABLED", "false"}})).settings;
+  EXPECT_FALSE(MetricsEnabled(s, gateway::EngineKind::kVllm));
+  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+  s = config::Resolve(env({{"SGLANG_INSTRUMENTATION_ENABLED", "false"}})).settings;
+  EXPECT_FALSE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+}
+
+TEST(Exposition, PrometheusTextReadsBack) {
+  std::vector<MetricPoint> pts{
+      {MetricId::kUsageTokens, L({{"modelName", "a\"b\\c\nd"}, {"usageType", "input"}}), 12},
+      {MetricId::kVllmNumRequestsRunning, L({{"engine_index", "0"}}), 3},
+      {MetricId::kSglangPromptTokensTotal, L({{"callType", "gen_ai"}}), 1e6},
+  };
+  std::string text = RenderPrometheus(pts);
+  auto parsed = scrape::ParsePrometheusText(text);
+  EXPECT_EQ(parsed.malformed_lines, 0u) << text;
+  const auto* usage = parsed.Find("genai_llm_usage_tokens_total");
+  ASSERT_NE(usage, nullptr) << text;
+  EXPECT_EQ(usage->type, scrape::MetricType::kCounter);
+  ASSERT_EQ(usage->samples.size(), 1u);
+  EXPECT_EQ(*usage->samples[0].Label("modelName"), "a\"b\\c\nd");
+  EXPECT_EQ(usage->samples[0].value, 12);
+  const auto* running = parsed.Find("gen_ai_vllm_num_requests_running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->type, scrape::MetricType::kGauge);
+  const auto* prompt = parsed.Find("prompt_tokens_total");
+  ASSERT_NE(prompt, nullptr);  // not prompt_tokens_total_total
+  EXPECT_EQ(prompt->samples.at(0).value, 1e6);
+}
+
+TEST(Exposition, OtlpCumulativeSumsAndGauges) {
+  std::vector<MetricPoint> pts{
+      {MetricId::kUsageTokens, L({{"usageType", "input"}}), 12},
+      {MetricId::kUsageTokens, L({{"usageType", "output"}}), 5},
+      {MetricId::kVllmKvCacheUsagePerc, L({{"engine_index", "0"}}), 0.5},
+  };
+  Resource res;
+  AddAttr(res.mutable_attributes(), "service.name", "svc");
+  auto req = BuildOtlpMetrics(pts, res, 100, 200, "1.2.3");
+  ASSERT_EQ(req.resource_metrics_size(), 1);
+  const auto& sm = req.resource_metrics(0).scope_metrics(0);
+  EXPECT_EQ(sm.scope().name(), "infertel");
+  ASSERT_EQ(sm.metrics_size(), 2);
+  const auto& usage = sm.metrics(0);
+  EXPECT_EQ(usage.name(), "genai_llm_usage_tokens");  // the exact spec name
+  EXPECT_EQ(usage.unit(), "tokens");
+  ASSERT_TRUE(usage.has_sum());
+  EXPECT_TRUE(usage.sum().is_monotonic());
+  EXPECT_EQ(usage.sum().aggregation_temporality(),
+            otlp_metrics::AggregationTemporality::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  ASSERT_EQ(usage.sum().data_points_size(), 2);
+  EXPECT_EQ(usage.sum().data_points(0).start_time_unix_nano(), 100u);
+  EXPECT_EQ(usage.sum().data_points(1).as_double(), 5);
+  const auto& kv = sm.metrics(1);
+  ASSERT_TRUE(kv.has_gauge());
+  EXPECT_EQ(kv.gauge().data_points(0).as_double(), 0.5);
+  EXPECT_TRUE(BuildOtlpMetrics({}, res, 1, 2, "").resource_metrics().empty());
+}
+
+}  // namespace
+}  // namespace infertel::metrics

@@ -1,0 +1,95 @@
+// SGLang /metrics → spec M5 snapshots, on the real samples of every label era.
+
+#include <gtest/gtest.h>
+
+#include "engines/sglang/sglang_metrics.h"
+#include "testutil.h"
+
+namespace infertel::metrics {
+namespace {
+
+using engines::sglang::TranslateSnapshot;
+using testing::LabelOf;
+using testing::Of;
+using testing::ReadFixture;
+
+std::vector<MetricPoint> FromFixture(std::string_view name) {
+  return TranslateSnapshot(scrape::ParsePrometheusText(ReadFixture(name)));
+}
+
+double One(const std::vector<MetricPoint>& points, MetricId id) {
+  auto v = Of(points, id);
+  EXPECT_EQ(v.size(), 1u) << Family(id).name;
+  return v.empty() ? -1 : v[0].value;
+}
+
+TEST(SglangTranslate, FirstGenerationNamesAndPercentHitRate) {
+  auto out = FromFixture("sglang-metrics-0.3.5-docs.txt");
+  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 0.0);  // num_requests_running
+  EXPECT_EQ(One(out, MetricId::kSglangNumQueueReqs), 0.0);    // num_requests_waiting
+  EXPECT_EQ(One(out, MetricId::kSglangTokenUsage), 0.01);
+  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangCacheHitRate), 0.1061);  // 10.61 %
+  EXPECT_TRUE(Of(out, MetricId::kSglangNumUsedTokens).empty());       // 0.3.5 had none
+  for (const auto& p : out) {
+    EXPECT_EQ(LabelOf(p, "callType"), "gen_ai");
+    EXPECT_EQ(LabelOf(p, "callKind"), "custom_entry");
+    EXPECT_EQ(LabelOf(p, "rpcType"), "2100");
+    EXPECT_FALSE(LabelOf(p, "name"));
+  }
+}
+
+TEST(SglangTranslate, ModelNameEra) {
+  auto out = FromFixture("sglang-metrics-0.4.3-docs.txt");
+  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 162.0);
+  EXPECT_EQ(One(out, MetricId::kSglangNumQueueReqs), 2826.0);
+  EXPECT_EQ(One(out, MetricId::kSglangNumUsedTokens), 123859.0);
+  EXPECT_EQ(One(out, MetricId::kSglangTokenUsage), 0.28);
+  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangGenThroughput), 86.50814177726902);
+  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangCacheHitRate), 0.007507552643049313);
+  EXPECT_TRUE(Of(out, MetricId::kSglangSpecAcceptLength).empty());
+
+  auto v040 = FromFixture("sglang-metrics-0.4.0-docs.txt");
+  EXPECT_EQ(One(v040, MetricId::kSglangNumUsedTokens), 0.0);
+  EXPECT_EQ(One(v040, MetricId::kSglangCacheHitRate), 0.0);
+}
+
+TEST(SglangTranslate, DataParallelFragmentHasNoSnapshotFamilies) {
+  // The recent DP=8 fragment holds only num_retracted_reqs/num_paused_reqs: nothing of M5's
+  // snapshot families is there, so nothing is made up.
+  EXPECT_TRUE(FromFixture("sglang-metrics-dp8-aibrix-issue1614-FRAGMENT.txt").empty());
+}
+
+TEST(SglangTranslate, RecentLabelsOneSchedulerPerDpRank) {
+  auto parsed = scrape::ParsePrometheusText(
+      "# TYPE sglang:num_running_reqs gauge\n"
+      "sglang:num_running_reqs{dp_rank=\"0\",engine_type=\"unified\",model_name=\"m\",pp_rank="
+      "\"0\",tp_rank=\"0\"} 5\n"
+      "sglang:num_running_reqs{dp_rank=\"0\",engine_type=\"unified\",model_name=\"m\",pp_rank="
+      "\"0\",tp_rank=\"1\"} 5\n"
+      "sglang:num_running_reqs{dp_rank=\"1\",engine_type=\"unified\",model_name=\"m\",pp_rank="
+      "\"0\",tp_rank=\"2\"} 7\n"
+      "sglang:num_running_reqs{dp_rank=\"1\",engine_type=\"unified\",model_name=\"m\",pp_rank="
+      "\"0\",priority=\"3\",tp_rank=\"2\"} 2\n"
+      "# TYPE sglang:token_usage gauge\n"
+      "sglang:token_usage{dp_rank=\"0\",engine_type=\"unified\",model_name=\"m\",pp_rank=\"0\",tp_"
+      "rank=\"0\"} 0.2\n"
+      "sglang:token_usage{dp_rank=\"1\",engine_type=\"unified\",model_name=\"m\",pp_rank=\"0\",tp_"
+      "rank=\"2\"} 0.4\n"
+      "# TYPE sglang:spec_accept_length gauge\n"
+      "sglang:spec_accept_length{engine_type=\"unified\",model_name=\"m\",pp_rank=\"0\",tp_rank="
+      "\"0\"} 2.5\n");
+  auto out = TranslateSnapshot(parsed);
+  // TP rank 1 repeats rank 0's state; the priority breakdown repeats the total.
+  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 12.0);
+  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangTokenUsage), 0.3);  // a ratio: averaged
+  EXPECT_EQ(One(out, MetricId::kSglangSpecAcceptLength), 2.5);
+}
+
+TEST(SglangTranslate, NotSglang) {
+  EXPECT_TRUE(
+      TranslateSnapshot(scrape::ParsePrometheusText(ReadFixture("vllm-metrics-v1-ngc25.09.txt")))
+          .empty());
+}
+
+}  // namespace
+}  // namespace infertel::metrics
