@@ -1,0 +1,64 @@
+#pragma once
+// The agent's command-line flags, shared by `infertel agent` and `infertel launch`, and
+// starting an agent from them.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "app/agent.h"
+#include "console/console_service.h"
+#include "export/factory.h"
+
+namespace CLI {
+class App;
+}
+
+namespace infertel {
+
+struct AgentFlags {
+  std::string engine = "vllm";
+  std::string upstream;
+  std::string listen = "127.0.0.1:9000";
+  std::string admin = "127.0.0.1:9464";
+  std::string config_file;
+  std::string pd_role = "none";
+  exporting::ExportOptions exports;  // env first, then flags (AddExportFlags)
+  int threads = 2;
+  std::size_t max_body = 32u << 20;
+  int export_delay_ms = -1;
+  std::string receiver_grpc = "127.0.0.1:4317";
+  std::string receiver_http = "127.0.0.1:4318";
+  std::string engine_version = "auto";
+  int data_parallel_size = 1;
+  int join_window_ms = 3000;
+  std::string scrape_interval = "5s";
+  std::string scrape_timeout = "3s";
+  std::string metrics_url;
+  std::string metric_export_interval;  // default: OTEL_METRIC_EXPORT_INTERVAL, else 60s
+  std::string console_file;
+  std::string console_url;
+  int console_url_interval_ms = 5000;
+  std::string admin_token;  // default: INFERTEL_ADMIN_TOKEN
+};
+
+// Registers every agent flag on `sub`.
+void AddAgentFlags(CLI::App* sub, AgentFlags* flags);
+
+// A started agent with its console.
+struct AgentRun {
+  std::unique_ptr<Agent> agent;
+  std::unique_ptr<console::ConsoleService> console;
+  void Stop();
+};
+
+// Builds the agent's options from the flags, lets `adjust` change them (launch mode adds its
+// upstream there), and starts the agent and its console. On bad flags or a failed start it
+// prints "<who>: <why>" and throws CLI::RuntimeError with the exit code.
+std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& flags, std::string_view who,
+                                              const std::function<void(AgentOptions&)>& adjust);
+// Prints where the gateway, admin address and receivers listen (tests wait for these lines).
+void PrintAgentAddresses(Agent& agent, std::string_view who);
+
+}  // namespace infertel

@@ -1,0 +1,228 @@
+// End-to-end: `infertel launch -- <engine command>`. The engine is the simulator behind small
+// wrapper scripts named like the real entry points (`vllm serve MODEL …`,
+// `python3 -m sglang.launch_server …`), found first in PATH. One command; then the `openai`
+// client at the user's original port gets its answers, the trace (entry span + the engine's
+// native spans) reaches the OTLP backend and metrics appear; user-set flags are kept; signals
+// and exit codes pass through; an engine dying mid-load; the plugin switch off.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { startGrpcReceiver } from './lib/otlp.mjs';
+import { closedPort, pollUntil, requireBin, startInfertel, stopAll, tempDir } from './lib/proc.mjs';
+import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
+
+const MODEL = 'e2e-launch/model';
+const URL_RE = '(http://[^\\s]+)';
+let bin;
+let tmp;
+let binDir;
+
+function script(name, body) {
+  const p = path.join(binDir, name);
+  fs.writeFileSync(p, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return p;
+}
+
+before(() => {
+  bin = requireBin();
+  tmp = tempDir('infertel-launch-');
+  binDir = path.join(tmp.dir, 'bin');
+  fs.mkdirSync(binDir);
+  // `vllm serve MODEL [flags]` played by the simulator. LAUNCH_TEST_DELAY holds the start
+  // back (to see the gateway's 503 while the engine starts), LAUNCH_TEST_EXIT makes the
+  // engine fail at once, LAUNCH_TEST_ARGS records the command line it got.
+  script('vllm', `[ "$1" = serve ] || exit 2
+shift; model="$1"; shift
+[ -n "$LAUNCH_TEST_ARGS" ] && echo "$@" > "$LAUNCH_TEST_ARGS"
+[ -n "$LAUNCH_TEST_EXIT" ] && exit "$LAUNCH_TEST_EXIT"
+[ -n "$LAUNCH_TEST_DELAY" ] && sleep "$LAUNCH_TEST_DELAY"
+exec "${bin}" sim --engine vllm --model "$model" --speed "\${LAUNCH_TEST_SPEED:-50}" "$@"`);
+  // `python3 -m sglang.launch_server [flags]` played by the simulator.
+  script('python3', `[ "$1" = -m ] && [ "$2" = sglang.launch_server ] || exit 2
+shift 2
+[ -n "$LAUNCH_TEST_ARGS" ] && echo "$@" > "$LAUNCH_TEST_ARGS"
+exec "${bin}" sim --engine sglang --speed 50 "$@"`);
+});
+
+after(() => tmp?.cleanup());
+
+async function launch(cmd, { agentArgs = [], env = {} } = {}) {
+  const port = await closedPort();
+  const args = ['launch', '--no-store', '--admin', '127.0.0.1:0', '--export-delay-ms', '50', '--scrape-interval', '200ms', ...agentArgs, '--', ...cmd(port)];
+  const p = await startInfertel(args, {
+    name: 'launch',
+    env: { PATH: `${binDir}:${process.env.PATH}`, ...env },
+    waitFor: {
+      url: new RegExp(`^infertel launch: gateway listening on ${URL_RE}`),
+      adminUrl: new RegExp(`^infertel launch: admin listening on ${URL_RE}`),
+      line: /^infertel launch: (engine .*)$/,
+    },
+  });
+  p.port = port;
+  p.url = p.urls.url;
+  p.adminUrl = p.urls.adminUrl;
+  p.line = p.urls.line;
+  return p;
+}
+
+const waitHealthy = (url) =>
+  pollUntil(async () => {
+    try {
+      return (await get(`${url}/v1/models`)).status === 200;
+    } catch {
+      return false;
+    }
+  }, { timeoutMs: 15000, intervalMs: 100 });
+
+describe('launch: vLLM', () => {
+  let rx;
+  before(async () => {
+    rx = await startGrpcReceiver();
+  });
+  after(async () => rx?.close());
+
+  test('one command: the client keeps its URL and gets the whole trace and metrics', async () => {
+    const argsFile = path.join(tmp.dir, 'vllm-args.txt');
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], {
+      agentArgs: ['--otlp-endpoint', rx.endpoint, '--otlp-protocol', 'grpc'],
+      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    });
+    try {
+      assert.equal(p.url, `http://127.0.0.1:${p.port}`, 'the gateway is on the address the user gave the engine');
+      assert.match(p.line, /moved to 127\.0\.0\.1:\d+ behind the gateway on 127\.0\.0\.1:\d+; added --otlp-traces-endpoint http:\/\/127\.0\.0\.1:\d+/);
+      await waitHealthy(p.url);
+      const engineArgs = fs.readFileSync(argsFile, 'utf8');
+      assert.equal(engineArgs.match(/--port/g).length, 1, engineArgs);
+      assert.doesNotMatch(engineArgs, new RegExp(`--port ${p.port}\\b`), 'the engine moved off the user port');
+      const client = openaiClient(`http://127.0.0.1:${p.port}`);
+      const r = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 });
+      assert.ok(r.choices[0].message.content.length > 0);
+      await collectStream(await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, stream: true }));
+      const entry = await rx.waitForSpan((s) => s.name === `chat ${MODEL}` && s.attributes['gen_ai.response.id'] === r.id, 10000);
+      const llm = await rx.waitForSpan((s) => s.name === 'llm_request' && s.traceId === entry.traceId, 10000);
+      assert.equal(llm.parentSpanId, entry.spanId, 'the engine span is the entry span\'s child');
+      assert.equal(llm.resource['service.name'], entry.resource['service.name'], 'one application');
+      const samples = await pollUntil(async () => {
+        const s = parsePrometheus((await get(`${p.adminUrl}/metrics`)).text);
+        return metricSum(s, 'gen_ai_vllm_prompt_tokens_total') > 0 ? s : null;
+      }, { timeoutMs: 5000 });
+      assert.equal(metricSum(samples, 'infertel_engine_up'), 1);
+    } finally {
+      const exit = await p.stop();
+      assert.equal(exit.code, 0, `SIGTERM forwarded, the engine exits 0, so does launch\n${p.describe()}`);
+    }
+  });
+
+  test('user-set flags are kept, not duplicated', async () => {
+    const argsFile = path.join(tmp.dir, 'vllm-args-2.txt');
+    const p = await launch((port) => ['vllm', 'serve', MODEL, `--port=${port}`, '--host=127.0.0.1', '--otlp-traces-endpoint', rx.endpoint], {
+      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_SERVICE_NAME: 'users-service' },
+    });
+    try {
+      assert.match(p.line, /added nothing/);
+      await waitHealthy(p.url);
+      const engineArgs = fs.readFileSync(argsFile, 'utf8');
+      assert.equal(engineArgs.match(/--otlp-traces-endpoint/g).length, 1, engineArgs);
+      assert.ok(engineArgs.includes(rx.endpoint), engineArgs);
+    } finally {
+      await p.stop();
+    }
+  });
+
+  test('503 with a JSON error until the engine is healthy', async () => {
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], { env: { LAUNCH_TEST_DELAY: '2' } });
+    try {
+      const r = await get(`${p.url}/v1/models`);
+      assert.equal(r.status, 503, r.text);
+      assert.equal(JSON.parse(r.text).error.code, 503);
+      await waitHealthy(p.url);
+    } finally {
+      await p.stop();
+    }
+  });
+
+  test('the engine dying mid-load: logged, and launch exits with its code', async () => {
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], { env: { LAUNCH_TEST_SPEED: '1' } });
+    await waitHealthy(p.url);
+    const client = openaiClient(p.url, { maxRetries: 0 });
+    const load = Array.from({ length: 6 }, (_, i) => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `q${i}` }], max_tokens: 2000, ignore_eos: true }).catch((e) => e));
+    await new Promise((r) => setTimeout(r, 300));
+    const engines = execFileSync('pgrep', ['-P', String(p.child.pid)]).toString().trim().split('\n');
+    assert.equal(engines.length, 1, 'one engine child');
+    process.kill(Number(engines[0]), 'SIGKILL');
+    const exit = await p.exited;
+    assert.equal(exit.code, 137, p.describe());
+    assert.match(p.stderr + p.stdout, /engine killed by signal 9.*unexpectedly/);
+    const results = await Promise.all(load);
+    assert.ok(results.some((x) => x instanceof Error), `in-flight requests fail rather than hang: ${JSON.stringify(results.map((x) => (x instanceof Error ? String(x) : x.choices?.[0]?.finish_reason)))}`);
+  });
+
+  test('an engine that fails at start: launch exits with the same code', async () => {
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--port', String(port), '--host', '127.0.0.1'], { env: { LAUNCH_TEST_EXIT: '3' } });
+    const exit = await p.exited;
+    assert.equal(exit.code, 3, p.describe());
+  });
+
+  test('SIGINT is forwarded too', async () => {
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)]);
+    await waitHealthy(p.url);
+    p.child.kill('SIGINT');
+    const exit = await p.exited;
+    assert.equal(exit.code, 0, p.describe());
+    assert.match(p.stderr + p.stdout, /SIGINT received; forwarding it to the engine/);
+  });
+
+  test('plugin off: the engine is started untouched and the gateway only forwards', async () => {
+    const argsFile = path.join(tmp.dir, 'vllm-args-off.txt');
+    const before = rx.spans.length;
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], {
+      agentArgs: ['--otlp-endpoint', rx.endpoint, '--otlp-protocol', 'grpc'],
+      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_INSTRUMENTATION_VLLM_ENABLED: 'false' },
+    });
+    try {
+      assert.match(p.line, /plugin off/);
+      await waitHealthy(p.url);
+      assert.doesNotMatch(fs.readFileSync(argsFile, 'utf8'), /otlp/);
+      const r = await openaiClient(p.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 2 });
+      assert.ok(r.id);
+      await new Promise((res) => setTimeout(res, 800));
+      assert.equal(rx.spans.slice(before).filter((s) => s.name === 'llm_request' || s.name === `chat ${MODEL}`).length, 0);
+    } finally {
+      await p.stop();
+    }
+  });
+});
+
+describe('launch: SGLang', () => {
+  let rx;
+  before(async () => {
+    rx = await startGrpcReceiver();
+  });
+  after(async () => rx?.close());
+
+  test('python3 -m sglang.launch_server: trace, metrics and flags added', async () => {
+    const argsFile = path.join(tmp.dir, 'sglang-args.txt');
+    const p = await launch((port) => ['python3', '-m', 'sglang.launch_server', '--model-path', MODEL, '--port', String(port)], {
+      agentArgs: ['--otlp-endpoint', rx.endpoint, '--otlp-protocol', 'grpc'],
+      env: { LAUNCH_TEST_ARGS: argsFile, SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS: '50' },
+    });
+    try {
+      assert.equal(p.url, `http://127.0.0.1:${p.port}`, 'SGLang\'s default host is 127.0.0.1');
+      for (const flag of ['--enable-trace', '--otlp-traces-endpoint 127.0.0.1:', '--enable-metrics', '--enable-cache-report', 'SGLANG_TRACE_LEVEL=3'])
+        assert.ok(p.line.includes(flag), `${flag} in: ${p.line}`);
+      await waitHealthy(p.url);
+      const r = await openaiClient(p.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 });
+      assert.ok(r.choices[0].message.content.length > 0);
+      const entry = await rx.waitForSpan((s) => s.name === `chat ${MODEL}`, 10000);
+      const native = await rx.waitForSpan((s) => s.traceId === entry.traceId && s.spanId !== entry.spanId, 10000);
+      assert.equal(native.resource['service.name'], entry.resource['service.name'], 'one application');
+      await pollUntil(async () => metricSum(parsePrometheus((await get(`${p.adminUrl}/metrics`)).text), 'sglang_log_count_total') > 0, { timeoutMs: 5000 });
+    } finally {
+      const exit = await p.stop();
+      assert.equal(exit.code, 0, p.describe());
+    }
+  });
+});
