@@ -148,7 +148,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      0,
      0,
      {},
-     false,
+     true,
      "C3",
      "Inject TraceId and SpanId into log line prefixes."},
     {Key::kVllmLoggingLevel, "apsara.apm.inference.vllm.logging.level", "", kEnum, "", kLive,

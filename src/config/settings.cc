@@ -23,7 +23,7 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::string Accepted(const KeySpec& spec) {
+std::string AcceptedText(const KeySpec& spec) {
   switch (spec.type) {
     case ValueType::kBool:
       return "true or false";
@@ -42,6 +42,8 @@ std::string Accepted(const KeySpec& spec) {
 
 }  // namespace
 
+std::string AcceptedValues(const KeySpec& spec) { return AcceptedText(spec); }
+
 std::string_view SourceName(Source s) {
   switch (s) {
     case Source::kDefault:
@@ -58,7 +60,7 @@ std::variant<Value, std::string> ParseValue(const KeySpec& spec, std::string_vie
   std::string_view text = Trim(raw);
   auto error = [&] {
     return fmt::format("invalid value '{}' for {}: expected {}", raw, spec.console_key,
-                       Accepted(spec));
+                       AcceptedText(spec));
   };
   switch (spec.type) {
     case ValueType::kBool: {

@@ -28,6 +28,8 @@ std::string_view SourceName(Source s);
 // Enum values are matched case-insensitively and returned in canonical spelling; the capture
 // strategy also accepts SPAN_ONLY, EVENT_ONLY and SPAN_AND_EVENT.
 std::variant<Value, std::string> ParseValue(const KeySpec& spec, std::string_view text);
+// What ParseValue accepts for `spec`, in words ("true or false", "one of span,event,…").
+std::string AcceptedValues(const KeySpec& spec);
 std::string FormatValue(const Value& v);
 
 class Settings {

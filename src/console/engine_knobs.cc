@@ -1,0 +1,229 @@
+#include "console/engine_knobs.h"
+
+#include <spdlog/spdlog.h>
+
+#include "console/layered_config.h"
+
+namespace infertel::console {
+namespace {
+
+class VllmKnobs final : public EngineKnobs {
+ public:
+  config::Engine engine() const override { return config::Engine::kVllm; }
+  std::string Unsupported(config::Key key) const override { return VllmUnsupportedReason(key); }
+  std::optional<Original> ReadOriginal(config::Key key, std::string* error) override {
+    *error = VllmUnsupportedReason(key);
+    return std::nullopt;
+  }
+  bool Apply(config::Key key, const config::Value&, std::string* error) override {
+    *error = VllmUnsupportedReason(key);
+    return false;
+  }
+};
+
+}  // namespace
+
+std::string VllmUnsupportedReason(config::Key key) {
+  // vLLM's HTTP API (facts/vllm.md §3.1) has no endpoint that changes logging while the server
+  // runs; these switches need code inside the engine process, which infertel is not.
+  switch (key) {
+    case config::Key::kVllmLogRequests:
+      return "vLLM chooses its own request logging when it starts (--enable-log-requests) and "
+             "its HTTP API has no endpoint to change it while it runs; infertel runs outside the "
+             "engine process. Set it on the vLLM command line. infertel's own request lines "
+             "still follow this key.";
+    case config::Key::kVllmLogIterationDetails:
+      return "vLLM's iteration detail logs are chosen when the server starts and its HTTP API "
+             "has no endpoint to turn them on while it runs; infertel runs outside the engine "
+             "process. Set them when starting vLLM.";
+    case config::Key::kVllmLogTraceContext:
+      return "vLLM's log format is fixed when the server starts (its logging configuration, "
+             "VLLM_LOGGING_CONFIG_PATH); infertel runs outside the engine process and cannot "
+             "add TraceId and SpanId to vLLM's own log prefix. infertel's own request lines "
+             "still follow this key.";
+    case config::Key::kVllmLoggingLevel:
+      return "vLLM reads its log level once at start (VLLM_LOGGING_LEVEL) and its HTTP API has "
+             "no endpoint to change it while it runs; infertel runs outside the engine "
+             "process. Set VLLM_LOGGING_LEVEL when starting vLLM.";
+    default:
+      return "";
+  }
+}
+
+std::unique_ptr<EngineKnobs> MakeVllmKnobs() { return std::make_unique<VllmKnobs>(); }
+
+KnobController::KnobController(std::vector<KnobTarget> targets,
+                               std::chrono::milliseconds retry_interval)
+    : targets_(std::move(targets)), retry_interval_(retry_interval) {
+  for (std::size_t i = 0; i < targets_.size(); ++i) {
+    const auto& t = targets_[i];
+    for (const auto& spec : config::AllKeys()) {
+      if (!spec.engine_knob || spec.engine != t.knobs->engine()) continue;
+      Slot slot;
+      slot.state.upstream = t.upstream;
+      slot.state.url = t.url;
+      slot.state.reason = t.knobs->Unsupported(spec.key);
+      if (!slot.state.reason.empty()) slot.state.status = "unsupported";
+      slots_.emplace(std::make_pair(i, spec.key), std::move(slot));
+    }
+  }
+}
+
+KnobController::~KnobController() { Stop(); }
+
+void KnobController::Start() {
+  std::lock_guard lock(mu_);
+  if (worker_.joinable() || stop_) return;
+  worker_ = std::thread([this] { Run(); });
+}
+
+void KnobController::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void KnobController::Update(const config::Settings& settings) {
+  {
+    std::lock_guard lock(mu_);
+    pending_ = std::make_shared<const config::Settings>(settings);
+  }
+  cv_.notify_all();
+}
+
+std::vector<KnobState> KnobController::StateOf(config::Key key) const {
+  std::lock_guard lock(mu_);
+  std::vector<KnobState> out;
+  for (const auto& [id, slot] : slots_)
+    if (id.second == key) out.push_back(slot.state);
+  return out;
+}
+
+bool KnobController::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return !busy_ && !pending_ && !retrying_; });
+}
+
+void KnobController::Run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    auto wake = [&] { return stop_ || pending_ != nullptr; };
+    if (retrying_) {
+      cv_.wait_for(lock, retry_interval_, wake);
+    } else {
+      cv_.wait(lock, wake);
+    }
+    if (stop_) return;
+    if (pending_) current_ = std::move(pending_);
+    if (!current_) continue;
+    auto settings = current_;
+    busy_ = true;
+    lock.unlock();
+    bool retry = Pass(*settings);
+    lock.lock();
+    busy_ = false;
+    retrying_ = retry;
+    cv_.notify_all();  // WaitIdle
+  }
+}
+
+bool KnobController::Pass(const config::Settings& settings) {
+  std::vector<std::pair<std::size_t, config::Key>> ids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, slot] : slots_) ids.push_back(id);
+  }
+  bool retry = false;
+  for (const auto& [target, key] : ids) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return false;
+    }
+    retry |= Handle(target, key, settings);
+  }
+  return retry;
+}
+
+bool KnobController::Handle(std::size_t target, config::Key key, const config::Settings& settings) {
+  Slot slot;
+  {
+    std::lock_guard lock(mu_);
+    slot = slots_.at({target, key});
+  }
+  if (slot.state.status == "unsupported") return false;
+  EngineKnobs& knobs = *targets_[target].knobs;
+  const auto& entry = settings.At(key);
+  std::optional<config::Value> want;
+  if (entry.source != config::Source::kDefault &&
+      !std::holds_alternative<std::monostate>(entry.value)) {
+    want = entry.value;
+  }
+  const std::string old_error = slot.state.error;
+  const std::string_view name = config::Spec(key).console_key;
+  bool retry = false;
+  std::string err;
+  if (want) {
+    if (slot.state.status == "applied" && slot.state.applied == want) return false;
+    if (!slot.holding) {
+      auto original = knobs.ReadOriginal(key, &err);
+      if (original) {
+        slot.holding = true;
+        slot.state.original = std::move(original->value);
+        slot.state.original_note = std::move(original->note);
+      } else {
+        slot.state.status = "error";
+        slot.state.error = "reading the engine's current value: " + err;
+        retry = true;
+      }
+    }
+    if (slot.holding) {
+      if (knobs.Apply(key, *want, &err)) {
+        slot.state.status = "applied";
+        slot.state.applied = want;
+        slot.state.error.clear();
+        spdlog::info("console: {} = {} applied to upstream {} (engine's original {})", name,
+                     config::FormatValue(*want), slot.state.upstream,
+                     config::FormatValue(*slot.state.original));
+      } else {
+        slot.state.status = "error";
+        slot.state.error = "applying " + config::FormatValue(*want) + ": " + err;
+        retry = true;
+      }
+    }
+  } else {
+    if (!slot.holding) {
+      if (slot.state.status == "engine" && slot.state.error.empty()) return false;
+      slot.state.status = "engine";  // nothing of ours on the engine; forget a failed read
+      slot.state.error.clear();
+      slot.state.original.reset();
+      slot.state.original_note.clear();
+    } else if (knobs.Apply(key, *slot.state.original, &err)) {
+      spdlog::info("console: {} restored to the engine's original {} on upstream {}", name,
+                   config::FormatValue(*slot.state.original), slot.state.upstream);
+      slot.holding = false;
+      slot.state.status = "engine";
+      slot.state.applied.reset();
+      slot.state.original.reset();
+      slot.state.original_note.clear();
+      slot.state.error.clear();
+    } else {
+      slot.state.status = "error";
+      slot.state.error = "restoring the engine's original " +
+                         config::FormatValue(*slot.state.original) + ": " + err;
+      retry = true;
+    }
+  }
+  if (!slot.state.error.empty() && slot.state.error != old_error) {
+    spdlog::warn("console: {} on upstream {}: {} (retrying)", name, slot.state.upstream,
+                 slot.state.error);
+  }
+  slot.state.updated_ms = NowUnixMs();
+  std::lock_guard lock(mu_);
+  slots_[{target, key}] = std::move(slot);
+  return retry;
+}
+
+}  // namespace infertel::console

@@ -1,0 +1,124 @@
+#pragma once
+// Engine knobs: the switches of spec C3/C4 that live in the engine (log level, request logs,
+// SGLang's trace level). On the first override the engine's own value is read and kept; when
+// the console no longer sets the key, that original is written back.
+//
+// EngineKnobs is what one engine can do; KnobController applies the settings to every
+// upstream on its own worker thread, off the data path, and keeps what happened for
+// GET /api/config.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/settings.h"
+
+namespace infertel::console {
+
+// One engine's knobs. Calls block on the network: only KnobController's worker calls them.
+// Not thread-safe.
+class EngineKnobs {
+ public:
+  virtual ~EngineKnobs() = default;
+
+  virtual config::Engine engine() const = 0;
+  // Empty when the agent can change `key` on this engine from outside; otherwise the reason
+  // it cannot (reported as "unsupported").
+  virtual std::string Unsupported(config::Key key) const = 0;
+
+  struct Original {
+    config::Value value;
+    // Empty when read from the engine; otherwise how the value was chosen (e.g. the engine
+    // does not report it, so its documented default is assumed).
+    std::string note;
+  };
+  // The engine's current value of `key`, to restore later.
+  virtual std::optional<Original> ReadOriginal(config::Key key, std::string* error) = 0;
+  // Sets `key` to `value` on the engine.
+  virtual bool Apply(config::Key key, const config::Value& value, std::string* error) = 0;
+};
+
+// Why `key` cannot be applied to a vLLM engine from outside; empty for keys that are not vLLM
+// engine knobs.
+std::string VllmUnsupportedReason(config::Key key);
+
+// The knobs of a vLLM server: none can be changed from outside (see VllmUnsupportedReason).
+std::unique_ptr<EngineKnobs> MakeVllmKnobs();
+
+struct KnobTarget {
+  std::string upstream;  // the upstream's name
+  std::string url;       // for reports
+  std::unique_ptr<EngineKnobs> knobs;
+};
+
+// What happened to one key on one upstream.
+struct KnobState {
+  std::string upstream;
+  std::string url;
+  // "unsupported", "engine" (left at the engine's own value), "applied", or "error" (the last
+  // attempt failed; it is retried).
+  std::string status = "engine";
+  std::string reason;  // unsupported: why
+  std::optional<config::Value> original;
+  std::string original_note;
+  std::optional<config::Value> applied;  // what infertel set, while it is set
+  std::string error;                     // the last failure
+  std::int64_t updated_ms = 0;           // unix ms of the last change of this state
+};
+
+class KnobController {
+ public:
+  explicit KnobController(std::vector<KnobTarget> targets,
+                          std::chrono::milliseconds retry_interval = std::chrono::seconds(2));
+  ~KnobController();
+  KnobController(const KnobController&) = delete;
+  KnobController& operator=(const KnobController&) = delete;
+
+  void Start();
+  void Stop();
+
+  // Hands the worker the newest settings; returns at once. An engine knob is overridden while
+  // its source is not "default". Any thread.
+  void Update(const config::Settings& settings);
+
+  // The state of `key` on every upstream whose engine the key concerns. Any thread.
+  std::vector<KnobState> StateOf(config::Key key) const;
+
+  // Waits until the worker has handled the newest settings and nothing is left to retry, or
+  // `timeout` passes; true when idle. For tests and orderly shutdown.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+
+ private:
+  struct Slot {
+    KnobState state;
+    // True from the first override (original recorded, the engine may hold our value) until
+    // the original is written back.
+    bool holding = false;
+  };
+  void Run();
+  // One pass over every target and key; returns true when something must be retried.
+  bool Pass(const config::Settings& settings);
+  bool Handle(std::size_t target, config::Key key, const config::Settings& settings);
+
+  std::vector<KnobTarget> targets_;  // worker-owned after Start
+  const std::chrono::milliseconds retry_interval_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::shared_ptr<const config::Settings> pending_;  // newest settings not yet handled
+  std::shared_ptr<const config::Settings> current_;  // the settings being applied
+  bool stop_ = false;
+  bool busy_ = false;
+  bool retrying_ = false;
+  std::map<std::pair<std::size_t, config::Key>, Slot> slots_;  // (target index, key)
+  std::thread worker_;
+};
+
+}  // namespace infertel::console

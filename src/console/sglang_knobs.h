@@ -1,0 +1,15 @@
+#pragma once
+// SGLang's engine knobs (spec C4) over its HTTP control surface: the trace level through
+// /set_trace_level, request logs, their detail and the log level through /configure_logging,
+// originals read from /server_info.
+
+#include <memory>
+
+#include "console/engine_knobs.h"
+#include "http/url.h"
+
+namespace infertel::console {
+
+std::unique_ptr<EngineKnobs> MakeSglangKnobs(const http::Url& base);
+
+}  // namespace infertel::console

@@ -1,0 +1,302 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "console/engine_knobs.h"
+#include "console/sglang_knobs.h"
+#include "engines/sglang/control.h"
+#include "http/simple_server.h"
+
+namespace infertel::console {
+namespace {
+
+using config::Key;
+using config::Source;
+using config::Value;
+using namespace std::chrono_literals;
+
+// An engine whose knobs live in a map; failures can be switched on.
+class FakeKnobs final : public EngineKnobs {
+ public:
+  struct Shared {
+    std::mutex mu;
+    std::map<Key, Value> engine;  // the engine's current values
+    std::vector<std::string> calls;
+    bool fail_reads = false;
+    bool fail_applies = false;
+  };
+  explicit FakeKnobs(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
+  config::Engine engine() const override { return config::Engine::kSglang; }
+  std::string Unsupported(Key) const override { return ""; }
+  std::optional<Original> ReadOriginal(Key key, std::string* error) override {
+    std::lock_guard lock(s_->mu);
+    s_->calls.push_back("read " + std::string(config::Spec(key).console_key));
+    if (s_->fail_reads) {
+      *error = "engine down";
+      return std::nullopt;
+    }
+    return Original{s_->engine.at(key), ""};
+  }
+  bool Apply(Key key, const Value& v, std::string* error) override {
+    std::lock_guard lock(s_->mu);
+    s_->calls.push_back("apply " + config::FormatValue(v));
+    if (s_->fail_applies) {
+      *error = "refused";
+      return false;
+    }
+    s_->engine[key] = v;
+    return true;
+  }
+
+ private:
+  std::shared_ptr<Shared> s_;
+};
+
+config::Settings With(Key key, Value v, Source source = Source::kConsole) {
+  config::Settings s;
+  s.Mutable(key) = {std::move(v), source};
+  return s;
+}
+
+KnobState StateOn(KnobController& c, Key key) {
+  auto states = c.StateOf(key);
+  EXPECT_EQ(states.size(), 1u);
+  return states.empty() ? KnobState{} : states[0];
+}
+
+TEST(KnobControllerTest, RecordsTheOriginalAtTheFirstOverrideAndRestoresIt) {
+  auto shared = std::make_shared<FakeKnobs::Shared>();
+  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  KnobController c(std::move(targets), 50ms);
+  c.Start();
+
+  // Unset (default source): the engine is left alone.
+  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{3}}, Source::kDefault));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  EXPECT_TRUE(shared->calls.empty());
+  EXPECT_EQ(StateOn(c, Key::kSglangTracingLevel).status, "engine");
+
+  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  auto st = StateOn(c, Key::kSglangTracingLevel);
+  EXPECT_EQ(st.status, "applied");
+  EXPECT_EQ(st.original, Value{std::int64_t{3}});
+  EXPECT_EQ(st.applied, Value{std::int64_t{1}});
+  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{1}});
+
+  // A second override does not read again: the original stays the engine's own.
+  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{0}}));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  EXPECT_EQ(StateOn(c, Key::kSglangTracingLevel).original, Value{std::int64_t{3}});
+  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{0}});
+
+  // Removed from the console: restored.
+  c.Update(config::Settings{});
+  ASSERT_TRUE(c.WaitIdle(2s));
+  st = StateOn(c, Key::kSglangTracingLevel);
+  EXPECT_EQ(st.status, "engine");
+  EXPECT_FALSE(st.applied.has_value());
+  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{3}});
+  EXPECT_EQ(shared->calls,
+            (std::vector<std::string>{"read otel.instrumentation.sglang.tracing.level", "apply 1",
+                                      "apply 0", "apply 3"}));
+  c.Stop();
+}
+
+TEST(KnobControllerTest, FailuresAreShownAndRetried) {
+  auto shared = std::make_shared<FakeKnobs::Shared>();
+  shared->engine[Key::kSglangLogRequests] = Value{false};
+  shared->fail_reads = true;
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  KnobController c(std::move(targets), 30ms);
+  c.Start();
+  c.Update(With(Key::kSglangLogRequests, Value{true}));
+  EXPECT_FALSE(c.WaitIdle(200ms));  // still retrying
+  auto st = StateOn(c, Key::kSglangLogRequests);
+  EXPECT_EQ(st.status, "error");
+  EXPECT_NE(st.error.find("engine down"), std::string::npos);
+  {
+    std::lock_guard lock(shared->mu);
+    shared->fail_reads = false;
+  }
+  ASSERT_TRUE(c.WaitIdle(2s));
+  st = StateOn(c, Key::kSglangLogRequests);
+  EXPECT_EQ(st.status, "applied");
+  EXPECT_TRUE(st.error.empty());
+  EXPECT_EQ(st.original, Value{false});
+  c.Stop();
+}
+
+TEST(KnobControllerTest, VllmKnobsAreUnsupportedWithAReason) {
+  std::vector<KnobTarget> targets;
+  targets.push_back({"v", "http://127.0.0.1:1", MakeVllmKnobs()});
+  KnobController c(std::move(targets));
+  c.Start();
+  c.Update(With(Key::kVllmLoggingLevel, Value{std::string("DEBUG")}));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  for (Key k : {Key::kVllmLogRequests, Key::kVllmLogIterationDetails, Key::kVllmLogTraceContext,
+                Key::kVllmLoggingLevel}) {
+    auto st = StateOn(c, k);
+    EXPECT_EQ(st.status, "unsupported") << config::Spec(k).console_key;
+    EXPECT_FALSE(st.reason.empty());
+    EXPECT_FALSE(VllmUnsupportedReason(k).empty());
+  }
+  EXPECT_TRUE(c.StateOf(Key::kSglangTracingLevel).empty());            // not a vLLM key
+  EXPECT_TRUE(VllmUnsupportedReason(Key::kVllmTracingLevel).empty());  // applied by infertel
+}
+
+// SGLang's control surface as facts/sglang.md describes it.
+class FakeSglang {
+ public:
+  explicit FakeSglang(bool only_old_path = false, bool report_trace_level = false) {
+    std::string error;
+    server_ = http::SimpleServer::Start(
+        {"127.0.0.1", 0},
+        [this, only_old_path, report_trace_level](const http::StringRequest& req) {
+          std::lock_guard lock(mu_);
+          std::string target(req.target());
+          log_.push_back(std::string(req.method_string()) + " " + target +
+                         (req.body().empty() ? "" : " " + req.body()));
+          if ((target == "/server_info" && !only_old_path) || target == "/get_server_info") {
+            std::string body = R"({"model_path":"m","stream_interval":4,"log_requests":)" +
+                               std::string(log_requests_ ? "true" : "false") +
+                               R"(,"log_requests_level":)" + std::to_string(log_requests_level_) +
+                               R"(,"log_level":")" + log_level_ +
+                               R"(","enable_trace":true,"version":"0.5.20","internal_states":[{}])";
+            if (report_trace_level) body += R"(,"trace_level":)" + std::to_string(trace_level_);
+            body += "}";
+            return http::MakeResponse(200, body, "application/json");
+          }
+          if (target.rfind("/set_trace_level?level=", 0) == 0) {
+            trace_level_ = std::stoi(target.substr(23));
+            return http::MakeResponse(200, "\"success\"", "application/json");
+          }
+          if (target == "/configure_logging") {
+            const std::string& b = req.body();
+            if (b.find("\"log_requests\":true") != std::string::npos) log_requests_ = true;
+            if (b.find("\"log_requests\":false") != std::string::npos) log_requests_ = false;
+            if (auto p = b.find("\"log_requests_level\":"); p != std::string::npos)
+              log_requests_level_ = b[p + 21] - '0';
+            if (auto p = b.find("\"log_level\":\""); p != std::string::npos)
+              log_level_ = b.substr(p + 13, b.find('"', p + 13) - p - 13);
+            return http::MakeResponse(200, "", "application/json");
+          }
+          return http::MakeResponse(404, R"({"detail":"Not Found"})", "application/json");
+        },
+        &error);
+    EXPECT_NE(server_, nullptr) << error;
+  }
+  http::Url url() const {
+    return *http::ParseUrl("http://127.0.0.1:" + std::to_string(server_->port()));
+  }
+  std::vector<std::string> log() {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+  int trace_level() {
+    std::lock_guard lock(mu_);
+    return trace_level_;
+  }
+  std::string log_level() {
+    std::lock_guard lock(mu_);
+    return log_level_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> log_;
+  int trace_level_ = 2;
+  bool log_requests_ = false;
+  int log_requests_level_ = 2;
+  std::string log_level_ = "info";
+  std::unique_ptr<http::SimpleServer> server_;
+};
+
+TEST(SglangControlTest, ServerInfoAndItsDeprecatedAlias) {
+  FakeSglang now;
+  std::string error;
+  auto info = engines::sglang::FetchServerInfo(now.url(), &error);
+  ASSERT_TRUE(info) << error;
+  EXPECT_EQ(info->stream_interval, 4);
+  EXPECT_EQ(info->log_requests, false);
+  EXPECT_EQ(info->log_requests_level, 2);
+  EXPECT_EQ(info->log_level, "info");
+  EXPECT_EQ(info->enable_trace, true);
+  EXPECT_EQ(info->version, "0.5.20");
+  EXPECT_FALSE(info->trace_level.has_value());
+
+  FakeSglang old(/*only_old_path=*/true);
+  info = engines::sglang::FetchServerInfo(old.url(), &error);
+  ASSERT_TRUE(info) << error;
+  EXPECT_EQ(old.log(), (std::vector<std::string>{"GET /server_info", "GET /get_server_info"}));
+
+  auto bad = engines::sglang::ParseServerInfo("[1]", &error);
+  EXPECT_FALSE(bad);
+  auto partial = engines::sglang::ParseServerInfo(R"({"stream_interval":"x"})", &error);
+  ASSERT_TRUE(partial);
+  EXPECT_FALSE(partial->stream_interval.has_value());
+}
+
+TEST(SglangControlTest, TraceLevelAndLoggingRequests) {
+  FakeSglang sg;
+  std::string error;
+  ASSERT_TRUE(engines::sglang::SetTraceLevel(sg.url(), 1, &error)) << error;
+  engines::sglang::LoggingConfig c;
+  c.log_requests = true;
+  c.log_requests_level = 3;
+  ASSERT_TRUE(engines::sglang::ConfigureLogging(sg.url(), c, &error)) << error;
+  EXPECT_EQ(sg.log(),
+            (std::vector<std::string>{
+                "POST /set_trace_level?level=1",
+                R"(POST /configure_logging {"log_requests":true,"log_requests_level":3})"}));
+  EXPECT_FALSE(engines::sglang::SetTraceLevel(sg.url(), -1, &error));
+  auto unreachable = *http::ParseUrl("http://127.0.0.1:1");
+  EXPECT_FALSE(engines::sglang::SetTraceLevel(unreachable, 1, &error, 300ms));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(SglangKnobsTest, AppliesAndRestoresOverHttp) {
+  FakeSglang sg;
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", sg.url().ToString(), MakeSglangKnobs(sg.url())});
+  KnobController c(std::move(targets), 50ms);
+  c.Start();
+  config::Settings s;
+  s.Mutable(Key::kSglangTracingLevel) = {Value{std::int64_t{1}}, Source::kConsole};
+  s.Mutable(Key::kSglangLoggingLevel) = {Value{std::string("DEBUG")}, Source::kConsole};
+  c.Update(s);
+  ASSERT_TRUE(c.WaitIdle(5s));
+  EXPECT_EQ(sg.trace_level(), 1);
+  EXPECT_EQ(sg.log_level(), "DEBUG");
+  auto tl = c.StateOf(Key::kSglangTracingLevel).at(0);
+  EXPECT_EQ(tl.status, "applied");
+  // This server does not report its level: SGLang's default is assumed, and said so.
+  EXPECT_EQ(tl.original, Value{std::int64_t{3}});
+  EXPECT_NE(tl.original_note.find("not reported"), std::string::npos);
+  auto ll = c.StateOf(Key::kSglangLoggingLevel).at(0);
+  EXPECT_EQ(ll.original, Value{std::string("INFO")});
+  EXPECT_TRUE(ll.original_note.empty());
+
+  c.Update(config::Settings{});
+  ASSERT_TRUE(c.WaitIdle(5s));
+  EXPECT_EQ(sg.trace_level(), 3);
+  EXPECT_EQ(sg.log_level(), "INFO");
+  c.Stop();
+}
+
+TEST(SglangKnobsTest, ReportedTraceLevelIsTheOriginal) {
+  FakeSglang sg(false, /*report_trace_level=*/true);
+  auto knobs = MakeSglangKnobs(sg.url());
+  std::string error;
+  auto o = knobs->ReadOriginal(Key::kSglangTracingLevel, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->value, Value{std::int64_t{2}});
+  EXPECT_TRUE(o->note.empty());
+}
+
+}  // namespace
+}  // namespace infertel::console
