@@ -1,8 +1,22 @@
 #include "engines/assembler.h"
 
 #include "core/semconv.h"
+#include "engines/sglang/sglang_spans.h"
 
 namespace infertel::engines {
+
+namespace {
+
+// A scope whose spans are SGLang's: named so by its scope or resource, or holding a span only
+// SGLang makes (a receiver may relabel the scope; the request and thread spans stay telling).
+bool IsSglangGroup(const Resource& resource, const otlp_trace::ScopeSpans& ss) {
+  if (sglang::IsSglangScope(resource, ss.scope())) return true;
+  for (const Span& s : ss.spans())
+    if (sglang::IsUnmistakablySglang(s)) return true;
+  return false;
+}
+
+}  // namespace
 
 JoinRecord MakeJoinRecord(const gateway::Exchange& ex) {
   JoinRecord r;
@@ -46,11 +60,22 @@ void AssemblerStats::Register(StatsRegistry* r) const {
          "", &waiting);
   r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "",
          &records);
+  r->Add("infertel_assembler_sglang_spans", "SGLang native spans received", T::kCounter, "",
+         &sglang_spans);
+  r->Add("infertel_assembler_sglang_level_dropped",
+         "SGLang native spans dropped: above the tracing level of their request", T::kCounter, "",
+         &sglang_level_dropped);
+  r->Add("infertel_assembler_sglang_pd_links",
+         "Span links added between SGLang prefill and decode request spans", T::kCounter, "",
+         &sglang_pd_links);
 }
 
 Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,
                      std::shared_ptr<config::ConfigStore> config)
-    : options_(std::move(options)), out_(out), config_(std::move(config)) {
+    : options_(std::move(options)),
+      out_(out),
+      config_(std::move(config)),
+      sglang_(options_.sglang) {
   timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -104,11 +129,40 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out) 
 void Assembler::Submit(TracesRequest&& request) noexcept {
   auto settings = config_->Current();
   const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
-  TracesRequest out;
+  const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
+  const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
+  TracesRequest sglang_out;
   std::vector<Waiting> early;
   // Split: engine request spans are taken out; everything else stays where it is.
   for (auto& rs : *request.mutable_resource_spans()) {
+    otlp_trace::ResourceSpans* sglang_rs = nullptr;
     for (auto& ss : *rs.mutable_scope_spans()) {
+      // SGLang's native spans: filtered by level, PD-linked, and moved under the agent's
+      // resource, one scope at a time.
+      if (sglang_on && IsSglangGroup(rs.resource(), ss)) {
+        stats_.sglang_spans.fetch_add(ss.spans_size(), std::memory_order_relaxed);
+        sglang::ProcessResult pr = sglang_.Process(ss.mutable_spans(), sglang_level);
+        stats_.sglang_level_dropped.fetch_add(pr.dropped, std::memory_order_relaxed);
+        stats_.sglang_pd_links.fetch_add(pr.pd_links, std::memory_order_relaxed);
+        if (ss.spans_size() > 0) {
+          if (!sglang_rs) {
+            sglang_rs = sglang_out.add_resource_spans();
+            if (options_.agent_resource.attributes_size() > 0) {
+              *sglang_rs->mutable_resource() =
+                  sglang::MergeResource(options_.agent_resource, rs.resource());
+            } else {
+              *sglang_rs->mutable_resource() = rs.resource();
+              sglang_rs->set_schema_url(rs.schema_url());
+            }
+          }
+          auto* moved = sglang_rs->add_scope_spans();
+          *moved->mutable_scope() = ss.scope();
+          moved->set_schema_url(ss.schema_url());
+          moved->mutable_spans()->Swap(ss.mutable_spans());
+        }
+        ss.mutable_spans()->Clear();
+        continue;
+      }
       auto* spans = ss.mutable_spans();
       int keep = 0;
       for (int i = 0; i < spans->size(); ++i) {
@@ -145,6 +199,7 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
       if (rss->Get(i).scope_spans_size() == 0) rss->DeleteSubrange(i, 1);
     out_->Submit(std::move(request));
   }
+  if (sglang_out.resource_spans_size() > 0) out_->Submit(std::move(sglang_out));
   if (early.empty()) return;
 
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
@@ -173,7 +228,17 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
   out_->Submit(std::move(joined));
 }
 
+void Assembler::OnExchangeStarted(const gateway::Exchange& ex) noexcept {
+  if (ex.engine != gateway::EngineKind::kSglang || IsZero(ex.trace_id)) return;
+  sglang_.OnRequestStarted(ex.trace_id, ex.tracing_level);
+}
+
 void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
+  // SGLang's spans join by trace id (see sglang::Tracker), not through a JoinRecord.
+  if (ex.engine == gateway::EngineKind::kSglang) {
+    if (!IsZero(ex.trace_id)) sglang_.OnRequestFinished(ex.trace_id);
+    return;
+  }
   if (ex.request_id.empty()) return;
   auto record = std::make_shared<const JoinRecord>(MakeJoinRecord(ex));
   std::vector<Waiting> matched;

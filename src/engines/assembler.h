@@ -26,6 +26,7 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "engines/join.h"
+#include "engines/sglang/tracker.h"
 #include "engines/vllm/vllm_spans.h"
 #include "gateway/exchange.h"
 #include "pipeline/exporter.h"
@@ -42,18 +43,26 @@ struct AssemblerOptions {
   // upstream, if there is exactly one.
   std::string default_pd_role = "none";
   vllm::SpanShape vllm_shape = vllm::SpanShape::kAuto;
+  // SGLang's native spans are exported with this resource (the agent's own, so that they and
+  // the entry spans are one application; see sglang::MergeResource). Empty: the engine's
+  // resource is kept.
+  Resource agent_resource;
+  sglang::TrackerOptions sglang;
 };
 
 struct AssemblerStats {
-  std::atomic<std::uint64_t> engine_spans{0};     // engine request spans seen
-  std::atomic<std::uint64_t> joined{0};           // matched with a gateway exchange
-  std::atomic<std::uint64_t> unmatched{0};        // exported without a match
-  std::atomic<std::uint64_t> passthrough{0};      // spans passed on unchanged
-  std::atomic<std::uint64_t> derived_spans{0};    // phase spans made
-  std::atomic<std::uint64_t> released_early{0};   // sent unmatched: waiting table full
-  std::atomic<std::uint64_t> records_evicted{0};  // records dropped before their TTL (bound)
-  std::atomic<std::uint64_t> waiting{0};          // gauge
-  std::atomic<std::uint64_t> records{0};          // gauge
+  std::atomic<std::uint64_t> engine_spans{0};          // engine request spans seen
+  std::atomic<std::uint64_t> joined{0};                // matched with a gateway exchange
+  std::atomic<std::uint64_t> unmatched{0};             // exported without a match
+  std::atomic<std::uint64_t> passthrough{0};           // spans passed on unchanged
+  std::atomic<std::uint64_t> derived_spans{0};         // phase spans made
+  std::atomic<std::uint64_t> released_early{0};        // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> records_evicted{0};       // records dropped before their TTL (bound)
+  std::atomic<std::uint64_t> waiting{0};               // gauge
+  std::atomic<std::uint64_t> records{0};               // gauge
+  std::atomic<std::uint64_t> sglang_spans{0};          // SGLang native spans received
+  std::atomic<std::uint64_t> sglang_level_dropped{0};  // dropped: above the request's level
+  std::atomic<std::uint64_t> sglang_pd_links{0};       // links added between PD request spans
   void Register(StatsRegistry* registry) const;
 };
 
@@ -65,6 +74,8 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
 
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
+  // From the gateway: an SGLang request's level, by trace id, for its native spans.
+  void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
   void OnExchangeFinished(const gateway::Exchange& exchange) noexcept override;
 
@@ -107,6 +118,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::condition_variable cv_;
   std::mutex hints_mu_;  // guards hints_
   std::map<std::string, vllm::SpanShape> hints_;
+  sglang::Tracker sglang_;
   std::thread timer_;
 };
 

@@ -1,0 +1,222 @@
+#include "engines/sglang/tracker.h"
+
+#include "core/semconv.h"
+#include "engines/sglang/sglang_spans.h"
+
+namespace infertel::engines::sglang {
+namespace sc = semconv;
+
+namespace {
+
+// A dropped span's parent or link may itself have been dropped (a level-1 stage links back
+// past two level-2 stages): the chain is followed this many hops at most.
+constexpr int kMaxHops = 8;
+
+std::string TraceKey(const TraceId& t) { return std::string(AsBytes(t)); }
+
+}  // namespace
+
+template <typename V>
+V* Tracker::Table<V>::Find(const std::string& key, Clock::time_point now) {
+  auto it = map.find(key);
+  if (it == map.end() || it->second.expires <= now) return nullptr;
+  return &it->second.value;
+}
+
+template <typename V>
+V& Tracker::Table<V>::Put(const std::string& key, V value, Clock::time_point expires) {
+  Entry& e = map[key];
+  e.value = std::move(value);
+  e.expires = expires;
+  e.gen = ++next_gen;
+  order.emplace_back(expires, key, e.gen);
+  // Bounded: the oldest entries go first.
+  while ((map.size() > max || order.size() > 4 * max + 16) && !order.empty()) {
+    auto& [t, k, g] = order.front();
+    auto old = map.find(k);
+    if (old != map.end() && old->second.gen == g && k != key) map.erase(old);
+    order.pop_front();
+  }
+  return map[key].value;
+}
+
+template <typename V>
+void Tracker::Table<V>::Touch(const std::string& key, Clock::time_point expires) {
+  auto it = map.find(key);
+  if (it == map.end()) return;
+  it->second.expires = expires;
+  it->second.gen = ++next_gen;
+  order.emplace_back(expires, key, it->second.gen);
+}
+
+template <typename V>
+void Tracker::Table<V>::Purge(Clock::time_point now) {
+  while (!order.empty()) {
+    auto& [t, k, g] = order.front();
+    auto it = map.find(k);
+    const bool stale = it == map.end() || it->second.gen != g;
+    if (!stale && t > now) break;
+    if (!stale) map.erase(it);
+    order.pop_front();
+  }
+}
+
+Tracker::Tracker(TrackerOptions options) : options_(options) {
+  levels_.max = options_.max_requests;
+  dropped_.max = options_.max_dropped;
+  rooms_.max = options_.max_rooms;
+}
+
+void Tracker::OnRequestStarted(const TraceId& trace, int level, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  levels_.Purge(now);
+  levels_.Put(TraceKey(trace), level, now + options_.open_request_ttl);
+}
+
+void Tracker::OnRequestFinished(const TraceId& trace, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  levels_.Touch(TraceKey(trace), now + options_.request_ttl);
+}
+
+std::optional<int> Tracker::LevelOf(const TraceId& trace, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (int* l = levels_.Find(TraceKey(trace), now)) return *l;
+  return std::nullopt;
+}
+
+std::size_t Tracker::requests() const {
+  std::lock_guard lock(mu_);
+  return levels_.map.size();
+}
+
+std::size_t Tracker::rooms() const {
+  std::lock_guard lock(mu_);
+  return rooms_.map.size();
+}
+
+const Tracker::Dropped* Tracker::FindDropped(const std::string& span_id, Clock::time_point now) {
+  return dropped_.Find(span_id, now);
+}
+
+ProcessResult Tracker::Process(google::protobuf::RepeatedPtrField<Span>* spans, int current_level,
+                               Clock::time_point now) {
+  ProcessResult r;
+  const int n = spans->size();
+  std::vector<bool> keep(static_cast<std::size_t>(n), true);
+  std::lock_guard lock(mu_);
+  levels_.Purge(now);
+  dropped_.Purge(now);
+  rooms_.Purge(now);
+
+  // Pass 1: the level of each span's request decides whether it stays; a dropped span is
+  // remembered with what it pointed at. Events above the level leave the kept spans.
+  for (int i = 0; i < n; ++i) {
+    Span& s = *spans->Mutable(i);
+    int level = current_level;
+    if (const int* l = levels_.Find(s.trace_id(), now)) level = *l;
+    bool k = level > 0;  // level 0: SGLang makes no native span at all
+    if (k && Classify(s) == SpanRole::kStage) k = *StageLevel(s.name()) <= level;
+    if (!k) {
+      keep[static_cast<std::size_t>(i)] = false;
+      ++r.dropped;
+      if (level > 0 && !s.span_id().empty()) {
+        Dropped d{s.trace_id(), s.parent_span_id(), {}};
+        for (const auto& l : s.links())
+          d.links.push_back({l.trace_id(), l.span_id(), l.trace_state()});
+        dropped_.Put(s.span_id(), std::move(d), now + options_.dropped_ttl);
+      }
+      continue;
+    }
+    auto* events = s.mutable_events();
+    int kept_events = 0;
+    for (int e = 0; e < events->size(); ++e) {
+      auto el = EventLevel(events->Get(e).name());
+      if (el && *el > level) {
+        ++r.events_dropped;
+        continue;
+      }
+      if (kept_events != e) events->SwapElements(kept_events, e);
+      ++kept_events;
+    }
+    while (events->size() > kept_events) events->RemoveLast();
+  }
+
+  // Pass 2: parents and links that pointed at a dropped span point where it pointed.
+  for (int i = 0; i < n; ++i) {
+    if (!keep[static_cast<std::size_t>(i)]) continue;
+    Span& s = *spans->Mutable(i);
+    for (int hop = 0; hop < kMaxHops && !s.parent_span_id().empty(); ++hop) {
+      const Dropped* d = FindDropped(s.parent_span_id(), now);
+      if (!d || d->trace_id != s.trace_id()) break;
+      s.set_parent_span_id(d->parent_span_id);
+      ++r.reattached;
+    }
+    bool relink = false;
+    for (const auto& l : s.links()) {
+      const Dropped* d = FindDropped(l.span_id(), now);
+      if (d && d->trace_id == l.trace_id()) relink = true;
+    }
+    if (!relink) continue;
+    google::protobuf::RepeatedPtrField<Span::Link> links;
+    for (const auto& l : s.links()) {
+      // Depth-first over the chain of dropped spans, keeping each end that was not dropped.
+      std::vector<std::pair<Link, int>> work{{{l.trace_id(), l.span_id(), l.trace_state()}, 0}};
+      bool moved = false;
+      while (!work.empty()) {
+        auto [cur, depth] = std::move(work.back());
+        work.pop_back();
+        const Dropped* d = depth < kMaxHops ? FindDropped(cur.span_id, now) : nullptr;
+        if (d && d->trace_id == cur.trace_id) {
+          moved = true;
+          for (auto it = d->links.rbegin(); it != d->links.rend(); ++it)
+            work.push_back({*it, depth + 1});
+          continue;
+        }
+        Span::Link* nl = links.Add();
+        *nl = l;
+        nl->set_trace_id(cur.trace_id);
+        nl->set_span_id(cur.span_id);
+        nl->set_trace_state(cur.trace_state);
+      }
+      if (moved) ++r.reattached;
+    }
+    *s.mutable_links() = std::move(links);
+  }
+
+  // Pass 3: PD request spans meet through bootstrap_room.
+  for (int i = 0; i < n; ++i) {
+    if (!keep[static_cast<std::size_t>(i)]) continue;
+    Span& s = *spans->Mutable(i);
+    std::string_view role = RequestRole(s.name());
+    if (role.empty() || Classify(s) != SpanRole::kRequest) continue;
+    auto room = BootstrapRoom(s);
+    if (!room) continue;
+    Room* rm = rooms_.Find(*room, now);
+    if (!rm) rm = &rooms_.Put(*room, Room{}, now + options_.pd_window);
+    const bool prefill = role == sc::kSglRolePrefill;
+    Peer& self = prefill ? rm->prefill : rm->decode;
+    const Peer& other = prefill ? rm->decode : rm->prefill;
+    if (other.present && other.span_id != s.span_id()) {
+      Span::Link* l = s.add_links();
+      l->set_trace_id(other.trace_id);
+      l->set_span_id(other.span_id);
+      AddAttr(l->mutable_attributes(), sc::kSglBootstrapRoom, *room);
+      AddAttr(l->mutable_attributes(), sc::kInfertelPdPeerRole,
+              prefill ? sc::kSglRoleDecode : sc::kSglRolePrefill);
+      ++r.pd_links;
+    }
+    self = {s.trace_id(), s.span_id(), true};
+  }
+
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!keep[static_cast<std::size_t>(i)]) continue;
+    if (kept != i) spans->SwapElements(kept, i);
+    ++kept;
+  }
+  while (spans->size() > kept) spans->RemoveLast();
+  r.kept = static_cast<std::size_t>(kept);
+  return r;
+}
+
+}  // namespace infertel::engines::sglang
