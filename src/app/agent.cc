@@ -8,8 +8,11 @@
 #include <thread>
 
 #include "core/resource.h"
+#include "engines/sglang/control.h"
 #include "engines/vllm/version.h"
+#include "gateway/content_events.h"
 #include "gateway/entry_span.h"
+#include "gateway/request_log.h"
 #include "http/simple_server.h"
 
 namespace infertel {
@@ -80,6 +83,14 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
           }
         }
         if (u["data_parallel_size"]) uc.data_parallel_size = u["data_parallel_size"].as<int>();
+        if (u["metrics_url"]) {
+          uc.metrics_url = u["metrics_url"].as<std::string>();
+          if (uc.metrics_url != "off" && !http::ParseUrl(uc.metrics_url)) {
+            *error = fmt::format(
+                "{}: upstreams[{}].metrics_url: expected http://HOST:PORT/PATH or off", path, i);
+            return false;
+          }
+        }
         list.push_back(std::move(uc));
         ++i;
       }
@@ -106,10 +117,13 @@ struct Agent::Impl {
   std::unique_ptr<engines::Assembler> assembler;
   std::unique_ptr<receiver::OtlpReceiver> receiver;
   std::unique_ptr<gateway::EntrySpanEmitter> entry_spans;
+  std::unique_ptr<gateway::ContentEventEmitter> content_events;  // capture strategy `event`
+  std::unique_ptr<gateway::RequestLog> request_log;              // the agent's request lines
   std::vector<std::thread> probes;
   std::atomic<bool> probe_stop{false};
   std::unique_ptr<gateway::Gateway> gateway;
   std::unique_ptr<http::SimpleServer> admin;
+  std::unique_ptr<metrics::MetricsService> metrics;
 };
 
 Agent::Agent(AgentOptions options, config::Settings settings)
@@ -127,6 +141,7 @@ bool Agent::Start(std::string* error) {
 
   // Engine spans: receiver → assembler (join, normalize, derive) → trace pipeline.
   engines::AssemblerOptions aopts = options_.assembler;
+  aopts.agent_resource = im.resource;  // SGLang's native spans join the agent's application
   for (const auto& u : options_.upstreams) {
     if (u.engine != gateway::EngineKind::kVllm) continue;
     aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
@@ -173,26 +188,78 @@ bool Agent::Start(std::string* error) {
     im.receiver->RegisterStats(&stats_);
   }
 
+  // Metrics: the gateway's measurements and a scrape of every upstream's /metrics.
+  std::vector<metrics::ScrapeTarget> targets;
+  for (const auto& u : options_.upstreams) {
+    metrics::ScrapeTarget t;
+    t.upstream = u.name;
+    t.engine = u.engine;
+    if (u.metrics_url.empty()) {
+      http::Url url = u.url;
+      url.path = "/metrics";
+      t.url = url.ToString();
+    } else if (u.metrics_url != "off") {
+      t.url = u.metrics_url;
+    }
+    if (u.engine_version == "v0" || u.engine_version == "v1") t.generation_hint = u.engine_version;
+    targets.push_back(std::move(t));
+  }
+  im.metrics = std::make_unique<metrics::MetricsService>(options_.metrics, std::move(targets),
+                                                         config_, im.pipelines->metrics.get(),
+                                                         im.resource, INFERTEL_VERSION_STRING);
+  im.metrics->RegisterStats(&stats_);
+
   im.entry_spans =
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
+  for (const auto& u : options_.upstreams) {
+    if (u.engine != gateway::EngineKind::kSglang) continue;
+    // SGLang's --stream-interval (for gen_ai.response.tokens_streamed), read once from
+    // /server_info without holding up the start.
+    im.probes.emplace_back([emitter = im.entry_spans.get(), u, stop = &im.probe_stop] {
+      std::string err;
+      for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
+        if (auto info = engines::sglang::FetchServerInfo(u.url, &err)) {
+          gateway::EngineFacts facts;
+          if (info->stream_interval && *info->stream_interval > 0)
+            facts.stream_interval = *info->stream_interval;
+          emitter->SetEngineFacts(u.name, facts);
+          return;
+        }
+        for (int i = 0; i < 10 && !stop->load(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      spdlog::warn("upstream {}: no /server_info ({}); stream_interval taken as 1", u.name, err);
+    });
+  }
   gateway::GatewayOptions gopts;
   gopts.upstreams = options_.upstreams;
   gopts.threads = options_.threads;
   gopts.max_request_body = options_.max_request_body;
   im.gateway = std::make_unique<gateway::Gateway>(std::move(gopts), config_);
   im.gateway->AddListener(im.entry_spans.get());
+  im.content_events =
+      std::make_unique<gateway::ContentEventEmitter>(im.pipelines->logs.get(), im.resource);
+  im.gateway->AddListener(im.content_events.get());
+  im.request_log = std::make_unique<gateway::RequestLog>();
+  im.gateway->AddListener(im.request_log.get());
   im.gateway->AddListener(im.assembler.get());
+  im.gateway->AddListener(im.metrics->listener());
   for (auto* l : extra_listeners_) im.gateway->AddListener(l);
   im.gateway->stats().Register(&stats_, "");
   if (!im.gateway->Start(error)) return false;
+  im.metrics->Start();
 
   im.admin = http::SimpleServer::Start(
       options_.admin,
       [this](const http::StringRequest& req) {
         std::string_view target = req.target();
+        for (const auto& [prefix, handler] : admin_routes_)
+          if (target.substr(0, prefix.size()) == prefix) return handler(req);
         if (target == "/healthz") return http::MakeResponse(200, "ok\n");
         if (target == "/metrics") {
-          return http::MakeResponse(200, stats_.Render(),
+          std::string body = impl_->metrics ? impl_->metrics->RenderPrometheus() : std::string();
+          body += stats_.Render();
+          return http::MakeResponse(200, std::move(body),
                                     "text/plain; version=0.0.4; charset=utf-8");
         }
         return http::MakeResponse(404,
@@ -207,6 +274,7 @@ void Agent::Stop() {
   Impl& im = *impl_;
   if (im.gateway) im.gateway->Stop();
   if (im.receiver) im.receiver->Stop();
+  if (im.metrics) im.metrics->Stop();
   im.probe_stop = true;
   for (auto& t : im.probes)
     if (t.joinable()) t.join();
@@ -224,6 +292,12 @@ std::vector<std::uint16_t> Agent::GatewayPorts() const {
   return impl_->gateway ? impl_->gateway->Ports() : std::vector<std::uint16_t>{};
 }
 
+const Resource& Agent::resource() const { return impl_->resource; }
+
+void Agent::SetUpstreamReady(std::size_t index, bool ready) {
+  if (impl_->gateway) impl_->gateway->SetUpstreamReady(index, ready);
+}
+
 std::string Agent::ExportSummary() const { return exporting::Describe(options_.exports); }
 
 std::uint16_t Agent::ReceiverGrpcPort() const {
@@ -232,6 +306,8 @@ std::uint16_t Agent::ReceiverGrpcPort() const {
 std::uint16_t Agent::ReceiverHttpPort() const {
   return impl_->receiver ? impl_->receiver->http_port() : 0;
 }
+
+metrics::MetricsService* Agent::metrics() { return impl_->metrics.get(); }
 
 std::uint16_t Agent::AdminPort() const { return impl_->admin ? impl_->admin->port() : 0; }
 

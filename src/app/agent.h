@@ -12,7 +12,9 @@
 #include "engines/assembler.h"
 #include "export/factory.h"
 #include "gateway/gateway.h"
+#include "http/simple_server.h"
 #include "http/url.h"
+#include "metrics/service.h"
 #include "receiver/otlp_receiver.h"
 
 namespace infertel {
@@ -26,6 +28,7 @@ struct AgentOptions {
   std::string default_service_name = "infertel";
   receiver::OtlpReceiverOptions receiver;  // where engines send their native spans
   engines::AssemblerOptions assembler;
+  metrics::MetricsOptions metrics;  // scrape and OTLP export intervals
 };
 
 // Reads a YAML (or JSON) agent file into *options: `upstreams` (a list of name, engine,
@@ -42,11 +45,18 @@ class Agent {
   void AddExchangeListener(gateway::ExchangeListener* listener) {
     extra_listeners_.push_back(listener);
   }
+  // Serves admin requests whose target starts with `prefix` (before Start); the first
+  // matching route wins, then the built-in /healthz and /metrics.
+  void AddAdminRoute(std::string prefix, http::Handler handler) {
+    admin_routes_.emplace_back(std::move(prefix), std::move(handler));
+  }
   // Starts pipelines, gateways and the admin server; false and *error on failure.
   bool Start(std::string* error);
   void Stop();
 
   std::vector<std::uint16_t> GatewayPorts() const;
+  // Forwards (true) or answers 503 (false) for upstream `index` (launch mode).
+  void SetUpstreamReady(std::size_t index, bool ready);
   std::uint16_t AdminPort() const;
   std::uint16_t ReceiverGrpcPort() const;
   std::uint16_t ReceiverHttpPort() const;
@@ -55,6 +65,10 @@ class Agent {
   std::string ExportSummary() const;
   std::shared_ptr<config::ConfigStore> config() const { return config_; }
   StatsRegistry& stats() { return stats_; }
+  // The agent's own resource (service.name and OTEL_RESOURCE_ATTRIBUTES), after Start.
+  const Resource& resource() const;
+  // The metric series (spec M3, M5); null before Start.
+  metrics::MetricsService* metrics();
   // Waits until everything submitted so far has been exported (or the timeout passes).
   void Flush(std::chrono::milliseconds timeout);
 
@@ -65,6 +79,7 @@ class Agent {
   std::shared_ptr<config::ConfigStore> config_;
   StatsRegistry stats_;
   std::vector<gateway::ExchangeListener*> extra_listeners_;
+  std::vector<std::pair<std::string, http::Handler>> admin_routes_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,41 +3,32 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "app/agent.h"
+#include "app/agent_flags.h"
 #include "app/commands.h"
 #include "app/signals.h"
+#include "console/console_service.h"
 
 namespace infertel {
 
 namespace {
 
-struct AgentFlags {
-  std::string engine = "vllm";
-  std::string upstream;
-  std::string listen = "127.0.0.1:9000";
-  std::string admin = "127.0.0.1:9464";
-  std::string config_file;
-  std::string pd_role = "none";
-  exporting::ExportOptions exports;  // env first, then flags (AddExportFlags)
-  int threads = 2;
-  std::size_t max_body = 32u << 20;
-  int export_delay_ms = -1;
-  std::string receiver_grpc = "127.0.0.1:4317";
-  std::string receiver_http = "127.0.0.1:4318";
-  std::string engine_version = "auto";
-  int data_parallel_size = 1;
-  int join_window_ms = 3000;
-};
+std::string g_who = "infertel agent";  // prefix of messages: the running command
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "infertel agent: %s\n", message.c_str());
+  std::fprintf(stderr, "%s: %s\n", g_who.c_str(), message.c_str());
   throw CLI::RuntimeError(code);
 }
 
-void Run(const AgentFlags& f) {
+}  // namespace
+
+std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_view who,
+                                              const std::function<void(AgentOptions&)>& adjust) {
+  g_who = std::string(who);
   AgentOptions opts;
   std::string error;
   if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) Fail(2, error);
@@ -70,8 +61,10 @@ void Run(const AgentFlags& f) {
     uc.engine_version = f.engine_version;
     uc.data_parallel_size = f.data_parallel_size;
     uc.name = "default";
+    uc.metrics_url = f.metrics_url;
     opts.upstreams.insert(opts.upstreams.begin(), uc);
   }
+  if (adjust) adjust(opts);
   if (opts.upstreams.empty())
     Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
   auto admin = http::ParseHostPort(f.admin);
@@ -83,63 +76,117 @@ void Run(const AgentFlags& f) {
   opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
   opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
-
-  auto resolved = config::Resolve(env);
-  if (!resolved.errors.empty()) {
-    for (const auto& e : resolved.errors) std::fprintf(stderr, "infertel agent: %s\n", e.c_str());
-    Fail(2, "invalid configuration");
+  auto duration = [](const std::string& flag, const std::string& text) {
+    auto d = exporting::ParseDuration(text);
+    if (!d || d->count() <= 0)
+      Fail(2, fmt::format("{}: expected a duration such as 5s or 500ms, got '{}'", flag, text));
+    return *d;
+  };
+  opts.metrics.scrape_interval = duration("--scrape-interval", f.scrape_interval);
+  opts.metrics.scrape_timeout = duration("--scrape-timeout", f.scrape_timeout);
+  if (!f.metric_export_interval.empty()) {
+    opts.metrics.export_interval = duration("--metric-export-interval", f.metric_export_interval);
+  } else if (const char* v = std::getenv("OTEL_METRIC_EXPORT_INTERVAL")) {
+    // The SDK variable is in milliseconds.
+    try {
+      long ms = std::stol(v);
+      if (ms > 0) opts.metrics.export_interval = std::chrono::milliseconds(ms);
+    } catch (const std::exception&) {
+      Fail(2, fmt::format("OTEL_METRIC_EXPORT_INTERVAL: expected milliseconds, got '{}'", v));
+    }
   }
 
-  BlockTerminationSignals();
-  Agent agent(std::move(opts), std::move(resolved.settings));
+  // The console: env < console file < console URL < admin API (docs/configuration.md).
+  console::ConsoleOptions copts;
+  copts.file = f.console_file;
+  copts.url = f.console_url;
+  copts.url_interval = std::chrono::milliseconds(std::max(100, f.console_url_interval_ms));
+  copts.admin_token = f.admin_token;
+  if (copts.admin_token.empty()) copts.admin_token = env("INFERTEL_ADMIN_TOKEN").value_or("");
+  if (!http::IsLoopbackHost(opts.admin.host) && copts.admin_token.empty()) {
+    Fail(2, fmt::format("the admin address {} is not loopback: give --admin-token or "
+                        "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
+                        opts.admin.host));
+  }
+  auto console = console::ConsoleService::Create(copts, env, opts.upstreams, &error);
+  if (!console) Fail(2, "invalid configuration: " + error);
+
+  auto run = std::make_unique<AgentRun>();
+  run->agent = std::make_unique<Agent>(std::move(opts), console->InitialSettings());
+  Agent& agent = *run->agent;
+  agent.AddAdminRoute(std::string(console::kApiPrefix), console->AdminHandler());
   if (!agent.Start(&error)) Fail(1, error);
+  console->Start(agent.config());
+  run->console = std::move(console);
+  return run;
+}
+
+void PrintAgentAddresses(Agent& agent, std::string_view who) {
   auto ports = agent.GatewayPorts();
   const auto& ups = agent.options().upstreams;
   for (std::size_t i = 0; i < ports.size(); ++i) {
-    std::printf("infertel agent: gateway listening on http://%s:%u (engine %s at %s)\n",
-                ups[i].listen.host.c_str(), ports[i],
+    std::printf("%s: gateway listening on http://%s:%u (engine %s at %s)\n",
+                std::string(who).c_str(), ups[i].listen.host.c_str(), ports[i],
                 std::string(gateway::EngineKindName(ups[i].engine)).c_str(),
                 ups[i].url.HostPort().c_str());
   }
-  std::printf("infertel agent: admin listening on http://%s:%u\n",
+  std::printf("%s: admin listening on http://%s:%u\n", std::string(who).c_str(),
               agent.options().admin.host.c_str(), agent.AdminPort());
   if (agent.ReceiverGrpcPort() != 0) {
-    std::printf("infertel agent: OTLP gRPC receiver listening on %s:%u\n",
+    std::printf("%s: OTLP gRPC receiver listening on %s:%u\n", std::string(who).c_str(),
                 http::ParseHostPort(agent.options().receiver.grpc_address)->host.c_str(),
                 agent.ReceiverGrpcPort());
   }
   if (agent.ReceiverHttpPort() != 0) {
-    std::printf("infertel agent: OTLP HTTP receiver listening on http://%s:%u\n",
+    std::printf("%s: OTLP HTTP receiver listening on http://%s:%u\n", std::string(who).c_str(),
                 http::ParseHostPort(agent.options().receiver.http_address)->host.c_str(),
                 agent.ReceiverHttpPort());
   }
-  std::printf("infertel agent: exporting to %s\n", agent.ExportSummary().c_str());
+  std::printf("%s: exporting to %s\n", std::string(who).c_str(), agent.ExportSummary().c_str());
   std::fflush(stdout);
-  WaitForTerminationSignal();
-  agent.Stop();
 }
 
-}  // namespace
+void AgentRun::Stop() {
+  if (console) console->Stop();
+  if (agent) agent->Stop();
+}
 
-void AddAgentCommand(CLI::App& app) {
-  auto flags = std::make_shared<AgentFlags>();
-  CLI::App* sub =
-      app.add_subcommand("agent", "Run the gateway and telemetry pipelines in front of an engine");
+void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--engine", flags->engine, "Engine kind of --upstream: vllm or sglang")
       ->capture_default_str();
   sub->add_option("--upstream", flags->upstream, "Engine URL, e.g. http://127.0.0.1:8000");
   sub->add_option("--listen", flags->listen, "Gateway address HOST:PORT for clients")
       ->capture_default_str();
-  sub->add_option("--admin", flags->admin, "Admin address HOST:PORT (/healthz, /metrics)")
+  sub->add_option("--admin", flags->admin,
+                  "Admin address HOST:PORT (/healthz, /metrics, /api/config)")
       ->capture_default_str();
+  sub->add_option("--console-file", flags->console_file,
+                  "Console values (YAML or JSON: console key -> value), watched for changes");
+  sub->add_option("--console-url", flags->console_url,
+                  "Console URL serving the same document, polled with If-None-Match");
+  sub->add_option("--console-url-interval-ms", flags->console_url_interval_ms,
+                  "How often --console-url is polled")
+      ->capture_default_str();
+  sub->add_option("--admin-token", flags->admin_token,
+                  "Bearer token for /api/config (default: INFERTEL_ADMIN_TOKEN); required when "
+                  "--admin is not loopback");
   sub->add_option("--config", flags->config_file,
                   "Agent file (YAML): upstreams, admin, store, otlp");
   sub->add_option("--pd-role", flags->pd_role, "PD role of --upstream: producer, consumer or none")
       ->check(CLI::IsMember({"producer", "consumer", "none"}))
       ->capture_default_str();
+  sub->add_option("--scrape-interval", flags->scrape_interval,
+                  "How often each engine's /metrics is scraped")
+      ->capture_default_str();
+  sub->add_option("--scrape-timeout", flags->scrape_timeout, "Timeout of one scrape")
+      ->capture_default_str();
+  sub->add_option("--metrics-url", flags->metrics_url,
+                  "Engine metrics URL of --upstream (default: the upstream's /metrics; off: none)");
+  sub->add_option("--metric-export-interval", flags->metric_export_interval,
+                  "OTLP metric export interval (default OTEL_METRIC_EXPORT_INTERVAL ms, else 60s)");
   std::vector<std::string> env_errors;
   flags->exports = exporting::FromEnv(config::ProcessEnv(), &env_errors);
-  for (const auto& e : env_errors) std::fprintf(stderr, "infertel agent: %s\n", e.c_str());
+  for (const auto& e : env_errors) std::fprintf(stderr, "infertel: %s\n", e.c_str());
   exporting::AddExportFlags(*sub, &flags->exports);
   sub->add_option("--threads", flags->threads, "Gateway worker threads")->capture_default_str();
   sub->add_option("--max-body-bytes", flags->max_body, "Request body limit (413 above it)")
@@ -161,7 +208,20 @@ void AddAgentCommand(CLI::App& app) {
   sub->add_option("--join-window-ms", flags->join_window_ms,
                   "How long an engine span waits for its request to finish at the gateway")
       ->capture_default_str();
-  sub->callback([flags] { Run(*flags); });
+}
+
+void AddAgentCommand(CLI::App& app) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* sub =
+      app.add_subcommand("agent", "Run the gateway and telemetry pipelines in front of an engine");
+  AddAgentFlags(sub, flags.get());
+  sub->callback([flags] {
+    BlockTerminationSignals();
+    auto run = StartAgentFromFlags(*flags, "infertel agent", {});
+    PrintAgentAddresses(*run->agent, "infertel agent");
+    WaitForTerminationSignal();
+    run->Stop();
+  });
 }
 
 }  // namespace infertel

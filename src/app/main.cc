@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   infertel::AddDemoCommand(app);
   infertel::AddTracesCommand(app);
   infertel::AddConfigCommand(app);
+  infertel::AddMetricsCommand(app);
+  infertel::AddLaunchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

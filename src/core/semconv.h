@@ -118,9 +118,72 @@ inline constexpr std::string_view kSglTpRank = "tp_rank";
 inline constexpr std::string_view kSglPpRank = "pp_rank";
 inline constexpr std::string_view kSglDpRank = "dp_rank";
 
+// ---- M4.4: SGLang stage spans (RequestStage names), their attributes and events.
+inline constexpr std::string_view kSglStageTokenize = "tokenize";
+inline constexpr std::string_view kSglStageApiServerDispatch = "api_server_dispatch";
+inline constexpr std::string_view kSglStageDispatchOld = "dispatch";  // before the rename
+inline constexpr std::string_view kSglStageDpcDispatch = "dpc_dispatch";
+inline constexpr std::string_view kSglStageRequestProcess = "request_process";
+inline constexpr std::string_view kSglStagePrefillWaiting = "prefill_waiting";
+inline constexpr std::string_view kSglStagePrefillForward = "prefill_forward";
+inline constexpr std::string_view kSglStageChunkedPrefill = "chunked_prefill";
+inline constexpr std::string_view kSglStageDecodeWaiting = "decode_waiting";
+inline constexpr std::string_view kSglStageDecodeForward = "decode_forward";
+inline constexpr std::string_view kSglStageDecodeLoop = "decode_loop";
+inline constexpr std::string_view kSglStageSpecDraft = "spec_draft";
+inline constexpr std::string_view kSglStageSpecVerify = "spec_verify";
+inline constexpr std::string_view kSglStageSpecDraftExtend = "spec_draft_extend";
+inline constexpr std::string_view kSglStageRunBatchCpu = "run_batch_cpu";
+inline constexpr std::string_view kSglStagePrefillPrepare = "prefill_prepare";
+inline constexpr std::string_view kSglStagePrefillBootstrap = "prefill_bootstrap";
+inline constexpr std::string_view kSglStagePrefillTransferKvCache = "prefill_transfer_kv_cache";
+inline constexpr std::string_view kSglStageDecodePrepare = "decode_prepare";
+inline constexpr std::string_view kSglStageDecodeBootstrap = "decode_bootstrap";
+inline constexpr std::string_view kSglStageDecodeTransferred = "decode_transferred";
+inline constexpr std::string_view kSglStageFakeOutput = "fake_output";
+inline constexpr std::string_view kSglStageQuickFinish = "quick_finish";
+inline constexpr std::string_view kSglDecodeCt = "decode_ct";
+inline constexpr std::string_view kSglNumCorrectDrafts = "num_correct_drafts";
+inline constexpr std::string_view kSglAcceptedTokens = "accepted_tokens";
+inline constexpr std::string_view kSglPpMbId = "pp_mb_id";
+inline constexpr std::string_view kSglEventRetract = "retract";
+inline constexpr std::string_view kSglEventSchedule = "schedule";
+inline constexpr std::string_view kSglBid = "bid";
+inline constexpr std::string_view kSglBatchSize = "batch_size";
+inline constexpr std::string_view kSglForwardMode = "forward_mode";
+// SGLang's request and thread span names: "{role} Req {rid[:8]}", "Bootstrap Room 0x…".
+inline constexpr std::string_view kSglReqSpanInfix = " Req ";
+inline constexpr std::string_view kSglBootstrapRoomSpanPrefix = "Bootstrap Room ";
+
+// ---- M4: how the agent recognises SGLang's native spans (engines/sglang/sglang_spans.cc):
+// the instrumentation scope and service name SGLang's server uses, the request span's module
+// and name marker, the PD roles, the thread span's host suffix; and older stage names.
+inline constexpr std::string_view kSglScopeName = "sglang server";
+inline constexpr std::string_view kSglServiceName = "sglang";
+inline constexpr std::string_view kSglModulePrefix = "sglang::";
+inline constexpr std::string_view kSglReqMarker = "Req ";
+inline constexpr std::string_view kSglRolePrefill = "prefill";
+inline constexpr std::string_view kSglRoleDecode = "decode";
+inline constexpr std::string_view kSglHostMarker = "(host:";
+inline constexpr std::string_view kSglStageDcDispatchOld = "dc_dispatch";    // before the rename
+inline constexpr std::string_view kSglStageMiniLbLaunch = "mini_lb_launch";  // older releases
+inline constexpr std::string_view kSglStageWaitPdFinish = "wait_pd_finish";  // older releases
+
+// infertel's own (not in the spec): on the resource of SGLang's native spans, which carry the
+// agent's resource, the service.name the engine gave itself; on the PD link infertel adds
+// between a prefill and a decode request span, the role of the span linked to.
+inline constexpr std::string_view kInfertelEngineServiceName = "infertel.engine.service.name";
+inline constexpr std::string_view kInfertelPdPeerRole = "infertel.pd.peer_role";
+
 // ---- GenAI log event for content capture with strategy `event`.
 inline constexpr std::string_view kEventInferenceOperationDetails =
     "gen_ai.client.inference.operation.details";
+// The log attribute naming an event, for OTLP versions whose LogRecord has no event_name.
+inline constexpr std::string_view kEventName = "event.name";
+// GenAI-convention attributes the event carries beside the entry span's (structured on events).
+inline constexpr std::string_view kGenAiRequestStream = "gen_ai.request.stream";
+inline constexpr std::string_view kGenAiResponseTimeToFirstChunk =
+    "gen_ai.response.time_to_first_chunk";
 
 // ---- Resource attributes.
 inline constexpr std::string_view kServiceName = "service.name";

@@ -1,5 +1,9 @@
 #include "gateway/entry_span.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "core/semconv.h"
 
 namespace infertel::gateway {
@@ -17,9 +21,59 @@ std::string SpanName(const Exchange& ex) {
   return name;
 }
 
+// M4.1's SGLang-only attributes: request id (chat streaming), cached tokens, e2e latency in
+// seconds, the streamed-token estimate, and the tool calls of a chat stream.
+void AddSglangAttributes(const Exchange& ex, const EngineFacts& engine,
+                         google::protobuf::RepeatedPtrField<KeyValue>* a) {
+  const auto& rq = ex.request;
+  const auto& rs = ex.response;
+  const bool chat_stream = ex.op == openai::Operation::kChat && rq.stream;
+  if (chat_stream) {
+    // SGLang names the request after the body's `rid` when the client set one, else the
+    // response id is its rid.
+    if (rq.request_id) {
+      AddAttr(a, sc::kGenAiRequestId, *rq.request_id);
+    } else if (rs.id) {
+      AddAttr(a, sc::kGenAiRequestId, *rs.id);
+    }
+  }
+  if (rs.usage.cached_tokens) {
+    AddAttr(a, sc::kGenAiUsageCacheReadInputTokens, *rs.usage.cached_tokens);
+  }
+  const std::uint64_t end = std::max(ex.end_mono_ns, ex.start.mono_start_ns);
+  AddAttr(a, sc::kGenAiLatencyE2e, static_cast<double>(end - ex.start.mono_start_ns) / 1e9);
+  if (ex.streamed) {
+    std::int64_t interval = engine.stream_interval > 0 ? engine.stream_interval : 1;
+    if (rq.stream_interval && *rq.stream_interval > 0) interval = *rq.stream_interval;
+    const std::int64_t streamed = ex.stream_deltas * interval;
+    AddAttr(a, sc::kGenAiResponseTokensStreamed, streamed);
+    if (!rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, streamed);
+  }
+  if (ex.op == openai::Operation::kChat && ex.streamed) {
+    std::int64_t count = 0;
+    for (const auto& calls : rs.tool_calls) count += static_cast<std::int64_t>(calls.size());
+    AddAttr(a, sc::kGenAiRequestHasToolCalls, rq.has_tools);
+    AddAttr(a, sc::kGenAiRequestToolCallDetected, count > 0);
+    AddAttr(a, sc::kGenAiRequestToolCallsCount, count);
+    for (std::size_t i = 0; i < rs.tool_calls.size(); ++i) {
+      for (std::size_t j = 0; j < rs.tool_calls[i].size(); ++j) {
+        const openai::ToolCall& tc = rs.tool_calls[i][j];
+        std::string key =
+            fmt::format("{}{}{}{}", sc::kGenAiCompletionsPrefix, i, sc::kToolCallsInfix, j);
+        if (!tc.name.empty()) AddAttr(a, key + std::string(sc::kToolCallNameSuffix), tc.name);
+        // Arguments are content: the stream observer keeps them only with capture on, and
+        // they stay off the span when the capture strategy sends content to events.
+        if (!tc.arguments.empty() && ex.content_on_span) {
+          AddAttr(a, key + std::string(sc::kToolCallArgumentsSuffix), tc.arguments);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
-void BuildEntrySpan(const Exchange& ex, Span* span) {
+void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   span->set_trace_id(std::string(AsBytes(ex.trace_id)));
   span->set_span_id(std::string(AsBytes(ex.span_id)));
   if (ex.parent_span_id) span->set_parent_span_id(std::string(AsBytes(*ex.parent_span_id)));
@@ -41,11 +95,14 @@ void BuildEntrySpan(const Exchange& ex, Span* span) {
   if (rq.top_k) AddAttr(a, sc::kGenAiRequestTopK, *rq.top_k);
   if (rq.max_tokens) AddAttr(a, sc::kGenAiRequestMaxTokens, *rq.max_tokens);
   if (rq.parsed) AddAttr(a, sc::kGenAiRequestIsStream, rq.stream);
-  if (rq.user) AddAttr(a, sc::kGenAiUserId, *rq.user);
+  const bool sglang = ex.engine == EngineKind::kSglang;
+  // M4.1 has neither the user nor the session id; SGLang's streams carry gen_ai.request.id.
+  if (rq.user && !sglang) AddAttr(a, sc::kGenAiUserId, *rq.user);
   // In streaming mode the request is identified by the id every chunk carries.
-  if (ex.streamed && rs.id) AddAttr(a, sc::kSessionId, *rs.id);
+  if (ex.streamed && rs.id && !sglang) AddAttr(a, sc::kSessionId, *rs.id);
   if (rs.id) AddAttr(a, sc::kGenAiResponseId, *rs.id);
-  if (rs.model) AddAttr(a, sc::kGenAiResponseModel, *rs.model);
+  // M4.1: the response model of SGLang's entry span is reported for non-streaming only.
+  if (rs.model && !(sglang && ex.streamed)) AddAttr(a, sc::kGenAiResponseModel, *rs.model);
   if (!rs.finish_reasons.empty()) {
     auto* kv = a->Add();
     kv->set_key(std::string(sc::kGenAiResponseFinishReasons));
@@ -55,7 +112,8 @@ void BuildEntrySpan(const Exchange& ex, Span* span) {
   if (rs.usage.input_tokens) AddAttr(a, sc::kGenAiUsageInputTokens, *rs.usage.input_tokens);
   if (rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, *rs.usage.output_tokens);
   if (rs.usage.total_tokens) AddAttr(a, sc::kGenAiUsageTotalTokens, *rs.usage.total_tokens);
-  if (ex.capture_content) {
+  if (sglang) AddSglangAttributes(ex, engine, a);
+  if (ex.capture_content && ex.content_on_span) {
     if (!rq.input_messages_json.empty())
       AddAttr(a, sc::kGenAiInputMessages, rq.input_messages_json);
     if (!rs.output_messages_json.empty())
@@ -82,8 +140,18 @@ void EntrySpanEmitter::OnExchangeFinished(const Exchange& ex) noexcept {
   *rs->mutable_resource() = resource_;
   auto* ss = rs->add_scope_spans();
   ss->mutable_scope()->set_name(std::string(semconv::kAgentScopeName));
-  BuildEntrySpan(ex, ss->add_spans());
+  EngineFacts facts;
+  if (ex.engine == EngineKind::kSglang) {
+    std::lock_guard lock(facts_mu_);
+    if (auto it = facts_.find(ex.upstream_name); it != facts_.end()) facts = it->second;
+  }
+  BuildEntrySpan(ex, ss->add_spans(), facts);
   sink_->Submit(std::move(req));
+}
+
+void EntrySpanEmitter::SetEngineFacts(const std::string& upstream, EngineFacts facts) {
+  std::lock_guard lock(facts_mu_);
+  facts_[upstream] = facts;
 }
 
 }  // namespace infertel::gateway

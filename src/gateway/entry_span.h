@@ -2,7 +2,11 @@
 // Entry spans (spec M1, M2.1, M4.1): one INTERNAL span per observed OpenAI-API exchange,
 // named "{operation} {model}", with the request and response attributes the gateway saw.
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "core/telemetry.h"
 #include "gateway/exchange.h"
@@ -10,8 +14,16 @@
 
 namespace infertel::gateway {
 
-// Fills *span from a finished exchange (ids, times, name, kind, attributes, status).
-void BuildEntrySpan(const Exchange& ex, Span* span);
+// What an entry span needs to know of the engine beyond the exchange itself.
+struct EngineFacts {
+  // SGLang: the server's --stream-interval (tokens per streamed chunk; a request's own
+  // sampling_params.stream_interval wins). SGLang's default is 1.
+  std::int64_t stream_interval = 1;
+};
+
+// Fills *span from a finished exchange (ids, times, name, kind, attributes, status): M2.1 for
+// vLLM upstreams, M4.1 for SGLang upstreams.
+void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine = {});
 
 // The listener that turns every finished exchange into an entry span and hands it to the
 // trace pipeline. Thread-safe; never blocks (the sink drops rather than waits).
@@ -19,10 +31,15 @@ class EntrySpanEmitter : public ExchangeListener {
  public:
   EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource);
   void OnExchangeFinished(const Exchange& ex) noexcept override;
+  // What the engine behind `upstream` said about itself (e.g. SGLang's /server_info); until
+  // then the defaults of EngineFacts hold. Any thread.
+  void SetEngineFacts(const std::string& upstream, EngineFacts facts);
 
  private:
   pipeline::TraceSink* sink_;
   Resource resource_;
+  std::mutex facts_mu_;  // guards facts_; written once per upstream, read per SGLang exchange
+  std::map<std::string, EngineFacts, std::less<>> facts_;
 };
 
 }  // namespace infertel::gateway

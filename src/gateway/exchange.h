@@ -62,10 +62,20 @@ struct Exchange {
   std::string error_message;  // span status message
 
   bool capture_content = true;  // content capture was on for this exchange
+  // Where captured content goes (the capture strategy when the request arrived): entry-span
+  // attributes, a gen_ai.client.inference.operation.details log event, or both.
+  bool content_on_span = true;
+  bool content_on_event = false;
+  // The agent's own request log lines for this exchange (the engine's log_requests key) and
+  // whether they carry the trace context (log_trace_context), decided when it arrived.
+  bool log_requests = false;
+  bool log_trace_context = false;
 
   // Engine-span inputs decided when the request arrived (a live change applies to new
   // requests only).
-  int tracing_level = 1;  // vLLM: otel.instrumentation.vllm.tracing.level
+  // The engine's tracing level: otel.instrumentation.vllm.tracing.level (vLLM) or
+  // otel.instrumentation.sglang.tracing.level (SGLang).
+  int tracing_level = 1;
   std::string pd_role = "none";
   std::optional<std::int64_t> engine_index;  // EngineCore index, when known
   // Level 2: token detail of each stream delta, bounded by OTEL_SPAN_EVENT_COUNT_LIMIT.
@@ -80,10 +90,17 @@ struct Exchange {
   bool logprobs_forced = false;    // the gateway asked the engine for logprobs
 };
 
-// Receives finished exchanges. Called on a gateway worker thread: must not block.
+// Receives exchanges. Called on a gateway worker thread: must not block.
 class ExchangeListener {
  public:
   virtual ~ExchangeListener() = default;
+  // The request was read and parsed and has its trace ids and request id; nothing was sent
+  // to the engine yet. Response fields are empty.
+  virtual void OnExchangeStarted(const Exchange& exchange) noexcept {}
+  // The request was written to the engine in full (once per exchange, also after a retry on
+  // a fresh connection).
+  virtual void OnExchangeDispatched(const Exchange& exchange) noexcept {}
+  // The exchange ended (answered, aborted, failed or refused).
   virtual void OnExchangeFinished(const Exchange& exchange) noexcept = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/hex.h"
+#include "gateway/content_events.h"
 #include "gateway/sse_relay.h"
 #include "http/simple_server.h"
 
@@ -90,6 +91,7 @@ struct Gateway::Impl {
     // (vLLM --enable-prompt-tokens-details, SGLang --enable-cache-report), so a later
     // response without one means none were cached.
     std::shared_ptr<std::atomic<bool>> reports_cached = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<std::atomic<bool>> ready = std::make_shared<std::atomic<bool>>(true);
     tcp::resolver::results_type endpoints;
     std::unique_ptr<tcp::acceptor> acceptor;
     std::uint16_t port = 0;
@@ -139,6 +141,11 @@ Gateway::~Gateway() { Stop(); }
 
 void Gateway::AddListener(ExchangeListener* listener) { impl_->listeners.push_back(listener); }
 
+void Gateway::SetUpstreamReady(std::size_t index, bool ready) {
+  if (index < impl_->upstreams.size())
+    impl_->upstreams[index].ready->store(ready, std::memory_order_release);
+}
+
 std::vector<std::uint16_t> Gateway::Ports() const {
   std::vector<std::uint16_t> out;
   for (const auto& u : impl_->upstreams) out.push_back(u.port);
@@ -150,6 +157,7 @@ bool Gateway::Start(std::string* error) {
   for (const UpstreamConfig& uc : options_.upstreams) {
     Impl::UpstreamState st;
     st.config = uc;
+    st.ready->store(uc.start_ready);
     if (uc.url.scheme != "http") {
       *error = fmt::format("upstream {}: only http:// engines are supported", uc.url.ToString());
       return false;
@@ -390,9 +398,9 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   ex.engine = uc.engine;
   ex.op = op;
   ex.pd_role = uc.pd_role;
-  if (uc.engine == EngineKind::kVllm) {
-    ex.tracing_level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
-  }
+  ex.tracing_level = static_cast<int>(settings->GetInt(uc.engine == EngineKind::kSglang
+                                                           ? config::Key::kSglangTracingLevel
+                                                           : config::Key::kVllmTracingLevel));
   if (auto rank = req.find("x-data-parallel-rank"); rank != req.end()) {
     std::int64_t v = 0;
     auto sv = rank->value();
@@ -421,6 +429,15 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
         static_cast<std::size_t>(settings->GetInt(config::Key::kMessageContentMaxLength));
     capture.capture_multimodal = settings->GetBool(config::Key::kCaptureMultimodal);
     ex.capture_content = capture.capture_content;
+    const ContentStrategy strategy =
+        ParseContentStrategy(settings->GetString(config::Key::kMessageContentCaptureStrategy));
+    ex.content_on_span = strategy != ContentStrategy::kEvent;
+    ex.content_on_event = strategy != ContentStrategy::kSpan;
+    // SGLang has no trace-context switch of its own: the vLLM one governs the agent's lines.
+    ex.log_requests =
+        settings->GetBool(uc.engine == EngineKind::kSglang ? config::Key::kSglangLogRequests
+                                                           : config::Key::kVllmLogRequests);
+    ex.log_trace_context = settings->GetBool(config::Key::kVllmLogTraceContext);
     stream_opts.capture = capture;
     ex.request = oa::ParseRequest(op, req.body(), capture);
     if (!ex.request.parsed) stats().unparsed_bodies.fetch_add(1, std::memory_order_relaxed);
@@ -472,6 +489,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       ureq.body() = std::move(req.body());
       stream_opts.drop_injected_usage = false;
     }
+    for (ExchangeListener* l : listeners) l->OnExchangeStarted(ex);
   } else {
     ureq.body() = std::move(req.body());
   }
@@ -492,11 +510,18 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     co_return client_keep_alive;
   };
 
+  if (!upstreams[ui].ready->load(std::memory_order_acquire)) {
+    co_return co_await fail(503, "ServiceUnavailable",
+                            fmt::format("engine at {} is not ready yet", uc.url.HostPort()),
+                            Outcome::kUpstreamUnavailable);
+  }
+
   // Send the request; a pooled connection the engine closed while idle is retried once fresh.
   std::optional<Pooled> conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   ClientWatch watch(client.get_executor());
   error_code ec;
+  bool dispatched = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     ec = {};
     parser.emplace();
@@ -508,6 +533,10 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     co_await bhttp::async_write(*conn->stream, ureq, asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) {
       ex.upstream_sent_mono_ns = MonoNanos();
+      if (observe && !dispatched) {
+        dispatched = true;
+        for (ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
+      }
       if (!watch.running) {
         watch.running = true;
         asio::co_spawn(client.get_executor(),
@@ -601,7 +630,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
 
   oa::StreamObserver observer(op, stream_opts);
   SseRelay relay(&observer);
-  if (ex.tracing_level >= 2 && modify) {
+  // vLLM level 2: token detail of each delta for the DECODE events.
+  if (ex.engine == EngineKind::kVllm && ex.tracing_level >= 2 && modify) {
     relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
       if (observer.delta_count() == last) return;
       last = observer.delta_count();

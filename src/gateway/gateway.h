@@ -31,6 +31,11 @@ struct UpstreamConfig {
   int data_parallel_size = 1;
   // vLLM span shape: auto (from the spans, then /version), v0 or v1.
   std::string engine_version = "auto";
+  // The engine's Prometheus endpoint: "" = the upstream's /metrics; "off" = not scraped.
+  std::string metrics_url;
+  // False: requests get 503 until SetUpstreamReady(index, true) (launch mode, while the
+  // engine starts).
+  bool start_ready = true;
 };
 
 struct GatewayOptions {
@@ -77,6 +82,8 @@ class Gateway {
   bool Start(std::string* error);
   // The bound port of each upstream's listener, in the order of options.upstreams.
   std::vector<std::uint16_t> Ports() const;
+  // Whether requests for upstream `index` are forwarded (true) or answered 503 (after Start).
+  void SetUpstreamReady(std::size_t index, bool ready);
   // Stops accepting, closes connections and joins the workers.
   void Stop();
 

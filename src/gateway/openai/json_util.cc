@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <openssl/evp.h>
+
 namespace infertel::gateway::openai::internal {
 namespace {
 
@@ -48,6 +50,13 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
     if (c != prefix[i]) return false;
   }
   return true;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
 int Base64Value(char c) {
@@ -240,7 +249,10 @@ void MessagesWriter::ToolCallResponse(std::optional<std::string_view> id,
 }
 
 void MessagesWriter::MediaUrl(std::string_view modality, std::string_view url) {
-  if (!capture_.capture_multimodal) return;
+  if (!capture_.capture_multimodal) {
+    MediaPlaceholder(modality);
+    return;
+  }
   if (StartsWithNoCase(url, "data:")) {
     // data:[<mime>][;param]*[;base64],<payload>
     std::string_view rest = url.substr(5);
@@ -258,14 +270,27 @@ void MessagesWriter::MediaUrl(std::string_view modality, std::string_view url) {
       if (next == std::string_view::npos) break;
       params = params.substr(next + 1);
     }
-    BlobRef(modality, mime, payload, base64);
+    BlobRef(modality, mime, payload, base64 ? BlobEncoding::kBase64 : BlobEncoding::kPercent);
+    return;
+  }
+  // Only text shaped like "scheme://..." is a reference. Anything else (clients that put bare
+  // base64 in the url field) is data, and is recorded as a blob reference like a data: URL.
+  const std::size_t sep = url.find("://");
+  bool is_uri = sep != std::string_view::npos && sep > 0 && sep <= 32 &&
+                ((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z'));
+  for (std::size_t i = 0; is_uri && i < sep; ++i) {
+    const char c = url[i];
+    is_uri = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '+' || c == '.' || c == '-';
+  }
+  if (!is_uri) {
+    BlobRef(modality, {}, url, BlobEncoding::kRaw);
     return;
   }
   // Keep scheme, host and path only: user info and query strings carry credentials
   // (basic auth, signed-URL signatures).
   std::string uri;
-  std::size_t authority = url.find("://");
-  authority = authority == std::string_view::npos ? 0 : authority + 3;
+  const std::size_t authority = sep + 3;
   std::size_t path = url.find_first_of("/?#", authority);
   if (path == std::string_view::npos) path = url.size();
   std::string_view host = url.substr(authority, path - authority);
@@ -284,47 +309,91 @@ void MessagesWriter::MediaUrl(std::string_view modality, std::string_view url) {
 
 void MessagesWriter::MediaBase64(std::string_view modality, std::string_view mime_type,
                                  std::string_view b64) {
-  if (!capture_.capture_multimodal) return;
-  BlobRef(modality, mime_type, b64, true);
+  if (!capture_.capture_multimodal) {
+    MediaPlaceholder(modality);
+    return;
+  }
+  BlobRef(modality, mime_type, b64, BlobEncoding::kBase64);
+}
+
+void MessagesWriter::MediaPlaceholder(std::string_view modality) {
+  // Says where media was without anything of it: no URI (it may be signed), no type, no size.
+  BeginPart("media");
+  Field("modality", modality);
+  out_.push_back('}');
 }
 
 void MessagesWriter::BlobRef(std::string_view modality, std::string_view mime_type,
-                             std::string_view payload, bool base64) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64
+                             std::string_view payload, BlobEncoding encoding) {
+  // SHA-256 of the decoded bytes, fed in blocks so a large payload needs no second copy.
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool hashing = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1;
   std::uint64_t size = 0;
+  unsigned char block[4096];
+  std::size_t fill = 0;
   auto feed = [&](unsigned char byte) {
-    hash ^= byte;
-    hash *= 0x100000001b3ull;
+    block[fill++] = byte;
     ++size;
-  };
-  if (base64) {
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : payload) {
-      if (c == '=') break;
-      const int v = Base64Value(c);
-      if (v < 0) continue;  // whitespace and line breaks
-      acc = (acc << 6) | static_cast<std::uint32_t>(v);
-      bits += 6;
-      if (bits >= 8) {
-        bits -= 8;
-        feed(static_cast<unsigned char>((acc >> bits) & 0xFF));
-      }
+    if (fill == sizeof(block)) {
+      if (hashing) EVP_DigestUpdate(ctx, block, fill);
+      fill = 0;
     }
-  } else {
-    for (char c : payload) feed(static_cast<unsigned char>(c));
+  };
+  switch (encoding) {
+    case BlobEncoding::kBase64: {
+      std::uint32_t acc = 0;
+      int bits = 0;
+      for (char c : payload) {
+        if (c == '=') break;
+        const int v = Base64Value(c);
+        if (v < 0) continue;  // whitespace and line breaks
+        acc = (acc << 6) | static_cast<std::uint32_t>(v);
+        bits += 6;
+        if (bits >= 8) {
+          bits -= 8;
+          feed(static_cast<unsigned char>((acc >> bits) & 0xFF));
+        }
+      }
+      break;
+    }
+    case BlobEncoding::kPercent:
+      for (std::size_t i = 0; i < payload.size(); ++i) {
+        if (payload[i] == '%' && i + 2 < payload.size()) {
+          const int hi = HexValue(payload[i + 1]);
+          const int lo = HexValue(payload[i + 2]);
+          if (hi >= 0 && lo >= 0) {
+            feed(static_cast<unsigned char>(hi * 16 + lo));
+            i += 2;
+            continue;
+          }
+        }
+        feed(static_cast<unsigned char>(payload[i]));
+      }
+      break;
+    case BlobEncoding::kRaw:
+      for (char c : payload) feed(static_cast<unsigned char>(c));
+      break;
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  char hex[16];
-  for (int k = 0; k < 16; ++k) hex[k] = kHex[(hash >> (60 - 4 * k)) & 0xF];
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  bool ok = hashing && (fill == 0 || EVP_DigestUpdate(ctx, block, fill) == 1) &&
+            EVP_DigestFinal_ex(ctx, digest, &digest_len) == 1;
+  EVP_MD_CTX_free(ctx);
   BeginPart("blob");
   Field("modality", modality);
   if (!mime_type.empty()) Field("mime_type", mime_type);
   out_.append(",\"size_bytes\":");
   out_.append(std::to_string(size));
-  out_.append(",\"hash\":\"fnv1a64:");
-  out_.append(hex, sizeof(hex));
-  out_.append("\"}");
+  if (ok) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out_.append(",\"hash\":\"sha256:");
+    for (unsigned int k = 0; k < digest_len; ++k) {
+      out_.push_back(kHex[digest[k] >> 4]);
+      out_.push_back(kHex[digest[k] & 0xF]);
+    }
+    out_.push_back('"');
+  }
+  out_.push_back('}');
 }
 
 std::string MessagesWriter::Take() {

@@ -71,11 +71,13 @@ class MessagesWriter {
   void ToolCall(std::optional<std::string_view> id, std::string_view name,
                 std::optional<std::string_view> arguments);
   void ToolCallResponse(std::optional<std::string_view> id, std::string_view response);
-  // A media part given as a URL (http(s) or a data: URL). Data URLs become a blob reference
-  // (mime type, decoded size, FNV-1a 64 hash of the decoded bytes); other URLs a uri part
-  // without user info and query. Dropped unless capture_multimodal.
+  // A media part given as a URL. With capture_multimodal: a data: URL becomes a blob
+  // reference {type:blob, modality, mime_type, size_bytes, hash:"sha256:<hex>"} of the decoded
+  // bytes; a "scheme://" URL a uri part without user info, query and fragment; any other text
+  // (bare base64) a blob reference of its bytes. Never the data itself. Without
+  // capture_multimodal: a placeholder {type:media, modality} and nothing else.
   void MediaUrl(std::string_view modality, std::string_view url);
-  // Inline base64 data (input_audio): a blob reference as above.
+  // Inline base64 data (input_audio): a blob reference or a placeholder, as above.
   void MediaBase64(std::string_view modality, std::string_view mime_type, std::string_view b64);
 
   std::size_t message_count() const { return messages_; }
@@ -85,8 +87,10 @@ class MessagesWriter {
  private:
   void BeginPart(std::string_view type);
   void Field(std::string_view key, std::string_view value);  // truncated string value
+  enum class BlobEncoding { kBase64, kPercent, kRaw };
   void BlobRef(std::string_view modality, std::string_view mime_type, std::string_view payload,
-               bool base64);
+               BlobEncoding encoding);
+  void MediaPlaceholder(std::string_view modality);
 
   const CaptureOptions& capture_;
   std::string out_;

@@ -31,7 +31,7 @@ inline constexpr std::size_t kMaxIdentifierChars = 1024;
 struct CaptureOptions {
   bool capture_content = true;      // build input/output messages at all
   std::size_t max_length = 8192;    // per content item, in characters (UTF-8 code points)
-  bool capture_multimodal = false;  // image/audio parts as references instead of dropping them
+  bool capture_multimodal = false;  // media parts as references instead of placeholders
 };
 
 struct ToolCall {

@@ -7,6 +7,7 @@
 //    object), attributeTypes ({key: 'string'|'int'|'double'|'bool'|'bytes'|'kvlist'|
 //    'array<T>'}), events, links, resource (plain object), scope: {name, version}, raw (the
 //    decoded Span), resourceRaw, scopeRaw (the decoded Resource and InstrumentationScope)}
+// and log records in `logs` (see flattenLogs), awaited with waitForLogs.
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -154,12 +155,49 @@ export function flattenTraces(req, { json = false, transport = '' } = {}) {
   return out;
 }
 
+/**
+ * Flattens an ExportLogsServiceRequest (any decoding) into normalised log records:
+ * {traceId, spanId (lowercase hex, '' when absent), timeUnixNano, observedTimeUnixNano (BigInt),
+ *  severityNumber, severityText, flags, body (plain value), attributes, attributeTypes,
+ *  resource, scope: {name, version}, transport, raw}.
+ */
+export function flattenLogs(req, { json = false, transport = '' } = {}) {
+  const out = [];
+  for (const rl of req.resourceLogs || []) {
+    const resource = attributesToObject(rl.resource?.attributes);
+    for (const sl of rl.scopeLogs || rl.instrumentationLibraryLogs || []) {
+      const sc = sl.scope || sl.instrumentationLibrary || {};
+      const scope = { name: sc.name || '', version: sc.version || '' };
+      for (const r of sl.logRecords || []) {
+        out.push({
+          traceId: idToHex(r.traceId, { json }),
+          spanId: idToHex(r.spanId, { json }),
+          timeUnixNano: toBigInt(r.timeUnixNano),
+          observedTimeUnixNano: toBigInt(r.observedTimeUnixNano),
+          severityNumber: Number(r.severityNumber || 0),
+          severityText: r.severityText || '',
+          flags: Number(r.flags || 0),
+          body: anyValue(r.body).value,
+          attributes: attributesToObject(r.attributes),
+          attributeTypes: attributeTypes(r.attributes),
+          resource,
+          scope,
+          transport,
+          raw: r,
+        });
+      }
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Collection shared by both receivers.
 
 class Collector {
   constructor() {
     this.spans = [];
+    this.logs = [];
     this.traceRequests = [];
     this.metricsRequests = [];
     this.logsRequests = [];
@@ -171,6 +209,34 @@ class Collector {
   addSpans(spans) {
     this.spans.push(...spans);
     for (const w of [...this.waiters]) w();
+  }
+
+  addLogs(records) {
+    this.logs.push(...records);
+    for (const w of [...this.waiters]) w();
+  }
+
+  /** Like waitForSpans, over the collected log records. */
+  waitForLogs(predicate, timeoutMs = 10000, { count = 1 } = {}) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const m = this.logs.filter(predicate);
+        if (m.length >= count) {
+          this.waiters.delete(check);
+          clearTimeout(timer);
+          resolve(m);
+          return true;
+        }
+        return false;
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        const names = this.logs.map((l) => l.attributes['event.name'] ?? '?');
+        reject(new Error(`no ${count} matching log record(s) within ${timeoutMs} ms; received ${this.logs.length}: ${names.slice(-30).join(', ')}` + (this.errors.length ? `; errors: ${this.errors.join('; ')}` : '') + (this.diag ? `\n${this.diag()}` : '')));
+      }, timeoutMs);
+      if (check()) return;
+      this.waiters.add(check);
+    });
   }
 
   /**
@@ -245,6 +311,11 @@ export async function startGrpcReceiver({ traceStatus } = {}) {
   server.addService(pkg.opentelemetry.proto.collector.logs.v1.LogsService.service, {
     Export: (call, cb) => {
       c.logsRequests.push({ metadata: call.metadata.getMap(), body: call.request });
+      try {
+        c.addLogs(flattenLogs(call.request, { transport: 'grpc' }));
+      } catch (e) {
+        c.errors.push(String(e));
+      }
       cb(null, {});
     },
   });
@@ -324,7 +395,10 @@ export async function startHttpReceiver() {
           c.traceRequests.push({ contentType: ctype, body: decoded });
           c.addSpans(flattenTraces(decoded, { json, transport: `http/${json ? 'json' : 'protobuf'}` }));
         } else if (req.url.startsWith('/v1/metrics')) c.metricsRequests.push({ contentType: ctype, body: decoded });
-        else c.logsRequests.push({ contentType: ctype, body: decoded });
+        else {
+          c.logsRequests.push({ contentType: ctype, body: decoded });
+          c.addLogs(flattenLogs(decoded, { json, transport: `http/${json ? 'json' : 'protobuf'}` }));
+        }
         if (json) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
         else {
           const R = loadRoot().lookupType(types[1]);

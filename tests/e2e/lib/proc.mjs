@@ -147,12 +147,12 @@ export async function startInfertel(args, { name = args[0], env = {}, waitFor = 
 const URL_RE = '(http://[0-9.]+:[0-9]+)';
 
 /**
- * `infertel sim --engine vllm`; resolves with the Proc, `proc.url` the base URL. `listen`
+ * `infertel sim --engine ENGINE` (default vllm); resolves with the Proc, `proc.url` the base URL. `listen`
  * (HOST:PORT) fixes the address, e.g. a port reserved with closedPort() for an agent that was
  * started first.
  */
-export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = [], env = {}, listen = '127.0.0.1:0' } = {}) {
-  const args = ['sim', '--engine', 'vllm', '--listen', listen, '--model', model, '--seed', String(seed)];
+export async function startSim({ engine = 'vllm', model = 'e2e-model', seed = 42, speed, extra = [], env = {}, listen = '127.0.0.1:0' } = {}) {
+  const args = ['sim', '--engine', engine, '--listen', listen, '--model', model, '--seed', String(seed)];
   if (speed !== undefined) args.push('--speed', String(speed));
   args.push(...extra);
   const p = await startInfertel(args, {
@@ -165,12 +165,12 @@ export async function startSim({ model = 'e2e-model', seed = 42, speed, extra = 
 }
 
 /**
- * `infertel agent --engine vllm`; resolves with the Proc, `proc.url` the gateway and
+ * `infertel agent --engine ENGINE` (default vllm); resolves with the Proc, `proc.url` the gateway and
  * `proc.adminUrl` the admin base URL. `otlp` = {endpoint, protocol}; `store` = path or false.
  */
-export async function startAgent({ upstream, otlp, store = false, exportDelayMs = 50, extra = [], env = {} } = {}) {
+export async function startAgent({ upstream, engine = 'vllm', otlp, store = false, exportDelayMs = 50, extra = [], env = {} } = {}) {
   // The OTLP receivers on OS-chosen ports, so that agents never fight over 4317/4318.
-  const args = ['agent', '--engine', 'vllm', '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0',
+  const args = ['agent', '--engine', engine, '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0',
     '--receiver-grpc', '127.0.0.1:0', '--receiver-http', '127.0.0.1:0'];
   if (store) args.push('--store', store);
   else args.push('--no-store');

@@ -83,8 +83,15 @@ TEST(OpenAiRequest, ChatFieldsAndMessages) {
   EXPECT_EQ(Str(msgs.at(0)["role"]), "system");
   EXPECT_EQ(Str(msgs.at(0)["parts"].at(0)["content"]), "Be brief.");
   EXPECT_EQ(Str(msgs.at(1)["name"]), "bob");
-  EXPECT_EQ(msgs.at(1)["parts"].get_array().size(), 1u);  // image and audio dropped
+  // Multimodal off: image and audio are placeholders that say only which modality was there.
+  ASSERT_EQ(msgs.at(1)["parts"].get_array().size(), 3u);
   EXPECT_EQ(Str(msgs.at(1)["parts"].at(0)["content"]), "What is in\nthis image?");
+  EXPECT_EQ(Str(msgs.at(1)["parts"].at(1)["type"]), "media");
+  EXPECT_EQ(Str(msgs.at(1)["parts"].at(1)["modality"]), "image");
+  EXPECT_EQ(Str(msgs.at(1)["parts"].at(2)["type"]), "media");
+  EXPECT_EQ(Str(msgs.at(1)["parts"].at(2)["modality"]), "audio");
+  EXPECT_EQ(info.input_messages_json.find("example.com"), std::string::npos);
+  EXPECT_EQ(info.input_messages_json.find("audio/wav"), std::string::npos);
   EXPECT_EQ(Str(msgs.at(2)["parts"].at(0)["type"]), "tool_call");
   EXPECT_EQ(Str(msgs.at(2)["parts"].at(0)["id"]), "call_1");
   EXPECT_EQ(Str(msgs.at(2)["parts"].at(0)["name"]), "look");
@@ -109,12 +116,9 @@ TEST(OpenAiRequest, ChatFieldsAndMessages) {
   int64_t size = 0;
   ASSERT_EQ(parts.at(2)["size_bytes"].get_int64().get(size), simdjson::SUCCESS);
   EXPECT_EQ(size, 3);  // "AAEC" decodes to 00 01 02
-  // FNV-1a 64 of bytes 00 01 02.
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char b : {0, 1, 2}) h = (h ^ b) * 0x100000001b3ull;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  EXPECT_EQ(Str(parts.at(2)["hash"]), std::string("fnv1a64:") + hex);
+  // SHA-256 of bytes 00 01 02.
+  EXPECT_EQ(Str(parts.at(2)["hash"]),
+            "sha256:ae4b3280e56e2faf83f414a6e3dabe9d5fbe18976544c05fed121accb85b53fc");
   EXPECT_EQ(info.input_messages_json.find("SECRET"), std::string::npos);
   EXPECT_EQ(info.input_messages_json.find("u:p@"), std::string::npos);
 }
@@ -132,7 +136,60 @@ TEST(OpenAiRequest, DataUrlImageIsAReference) {
   int64_t size = 0;
   ASSERT_EQ(part["size_bytes"].get_int64().get(size), simdjson::SUCCESS);
   EXPECT_EQ(size, 5);  // "hello"
+  EXPECT_EQ(Str(part["hash"]),
+            "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
   EXPECT_EQ(info.input_messages_json.find("aGVsbG8"), std::string::npos);
+}
+
+TEST(OpenAiRequest, MediaThatIsNotAUrlIsNeverRecordedRaw) {
+  CaptureOptions capture;
+  capture.capture_multimodal = true;
+  simdjson::dom::parser parser;
+  // Some clients put bare base64 in the url field; it contains '/' and must not become a uri.
+  const std::string bare =
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"iVBORw0K/GgoAAAA+NSUhEUg"}}]}]})";
+  RequestInfo info = ParseRequest(Operation::kChat, bare, capture);
+  auto part = ParseJson(parser, info.input_messages_json).at(0)["parts"].at(0);
+  EXPECT_EQ(Str(part["type"]), "blob");
+  EXPECT_EQ(Str(part["modality"]), "image");
+  EXPECT_EQ(info.input_messages_json.find("iVBORw0K"), std::string::npos);
+  EXPECT_EQ(info.input_messages_json.find("GgoAAAA"), std::string::npos);
+
+  // A percent-encoded (non-base64) data URL is hashed over its decoded bytes: "a b".
+  const std::string pct =
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/plain,a%20b"}}]}]})";
+  info = ParseRequest(Operation::kChat, pct, capture);
+  part = ParseJson(parser, info.input_messages_json).at(0)["parts"].at(0);
+  EXPECT_EQ(Str(part["mime_type"]), "text/plain");
+  int64_t size = 0;
+  ASSERT_EQ(part["size_bytes"].get_int64().get(size), simdjson::SUCCESS);
+  EXPECT_EQ(size, 3);
+  EXPECT_EQ(Str(part["hash"]),
+            "sha256:c8687a08aa5d6ed2044328fa6a697ab8e96dc34291e8c2034ae8c38e6fcc6d65");
+
+  // Other URL schemes are references too, stripped of credentials and query.
+  const std::string gs =
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":"s3://k:s@bucket/x.png?X-Amz-Signature=abc"}]}]})";
+  info = ParseRequest(Operation::kChat, gs, capture);
+  part = ParseJson(parser, info.input_messages_json).at(0)["parts"].at(0);
+  EXPECT_EQ(Str(part["type"]), "uri");
+  EXPECT_EQ(Str(part["uri"]), "s3://bucket/x.png");
+}
+
+TEST(OpenAiRequest, MediaPlaceholderWhenMultimodalOff) {
+  CaptureOptions capture;  // capture_multimodal defaults to off
+  const std::string body =
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGVsbG8="}},{"type":"video_url","video_url":{"url":"https://v.example/a.mp4"}}]}]})";
+  RequestInfo info = ParseRequest(Operation::kChat, body, capture);
+  simdjson::dom::parser parser;
+  auto parts = ParseJson(parser, info.input_messages_json).at(0)["parts"];
+  ASSERT_EQ(parts.get_array().size(), 2u);
+  EXPECT_EQ(Str(parts.at(0)["type"]), "media");
+  EXPECT_EQ(Str(parts.at(0)["modality"]), "image");
+  EXPECT_EQ(Str(parts.at(1)["modality"]), "video");
+  for (const char* leak : {"aGVsbG8", "image/png", "v.example", "size_bytes", "hash"}) {
+    EXPECT_EQ(info.input_messages_json.find(leak), std::string::npos) << leak;
+  }
 }
 
 TEST(OpenAiRequest, CompletionsEmbeddingsRerank) {
