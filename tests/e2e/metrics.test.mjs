@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { startGrpcReceiver } from './lib/otlp.mjs';
+import { startGrpcReceiver, startHttpReceiver } from './lib/otlp.mjs';
 import { promtoolCheck } from './lib/prom.mjs';
 import { closedPort, pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
@@ -195,6 +195,39 @@ describe('metrics: vLLM V1', () => {
     assert.match(r.stdout, /gen_ai_vllm_prompt_tokens \(sum, tokens\)/);
     assert.match(r.stdout, /"model_name":"e2e-metrics\/model"/);
   });
+});
+
+describe('metrics: OTLP over HTTP', () => {
+  for (const protocol of ['http/protobuf', 'http/json']) {
+    test(`${protocol}: the same families, cumulative`, async () => {
+      const rx = await startHttpReceiver();
+      const sim = await startSim({ model: MODEL, seed: 12, speed: 50 });
+      const agent = await startAgent({ upstream: sim.url, otlp: { endpoint: rx.endpoint, protocol }, extra: FAST });
+      try {
+        const seen = await traffic(agent.url, 2);
+        const body = await pollUntil(() => {
+          for (const r of [...rx.metricsRequests].reverse()) {
+            const ms = r.body.resourceMetrics.flatMap((rm) => rm.scopeMetrics.flatMap((sm) => sm.metrics));
+            const usage = ms.find((m) => m.name === 'genai_llm_usage_tokens');
+            const sum = (usage?.sum.dataPoints ?? [])
+              .filter((p) => p.attributes.some((a) => a.key === 'usageType' && a.value.stringValue === 'input'))
+              .reduce((a, p) => a + Number(p.asDouble), 0);
+            if (sum === seen.input && ms.some((m) => m.name === 'gen_ai_vllm_prompt_tokens')) return ms;
+          }
+          return null;
+        }, { timeoutMs: 5000 });
+        const prompt = body.find((m) => m.name === 'gen_ai_vllm_prompt_tokens');
+        // OTLP/JSON spells the enum as its number, protobuf decodes to the number too.
+        assert.equal(Number(prompt.sum.aggregationTemporality), 2);
+        assert.equal(prompt.sum.isMonotonic, true);
+        assert.equal(rx.errors.length, 0, rx.errors.join('\n'));
+        assert.ok(rx.httpRequests.some((r) => r.path === '/v1/metrics' && r.contentType === (protocol === 'http/json' ? 'application/json' : 'application/x-protobuf')));
+      } finally {
+        await stopAll(agent, sim);
+        await rx.close();
+      }
+    });
+  }
 });
 
 describe('metrics: vLLM V0, engine restart, collection switch', () => {
