@@ -735,6 +735,9 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     if (wec) client_write_failed = true;
   }
   if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
+  // Every byte of the response reached the client's socket: a client that closes after the
+  // last chunk (as SDKs do right after [DONE]) has not aborted anything.
+  const bool delivered = !uec && !client_write_failed;
   client.expires_never();
   co_await StopWatch(client, watch);
   ex.end_mono_ns = MonoNanos();
@@ -762,7 +765,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
                upstreams[ui].reports_cached->load(std::memory_order_relaxed)) {
       usage.cached_tokens = 0;
     }
-    if (client_write_failed || watch.client_gone) {
+    if (client_write_failed || (watch.client_gone && !delivered)) {
       stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
       ex.outcome = Outcome::kClientAborted;
       ex.error_type = "client_disconnected";
@@ -786,7 +789,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
           ex.response.error_message.value_or("engine reported an error in the stream");
     }
     Finish(ex);
-  } else if (client_write_failed || watch.client_gone) {
+  } else if (client_write_failed || (watch.client_gone && !delivered)) {
     stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   }
   co_return complete&& keep_client;
