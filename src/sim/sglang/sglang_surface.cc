@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "sim/engine/tokenizer.h"
+#include "sim/json_fields.h"
 #include "sim/json_writer.h"
 #include "sim/vllm/vllm_metrics.h"
 
@@ -61,41 +62,6 @@ std::optional<std::string> QueryParam(std::string_view target, std::string_view 
   return std::nullopt;
 }
 
-std::optional<element> Field(const object& o, std::string_view key) {
-  element e;
-  if (o.at_key(key).get(e) != simdjson::SUCCESS || e.is_null()) return std::nullopt;
-  return e;
-}
-bool GetBool(const object& o, std::string_view key, bool def) {
-  auto e = Field(o, key);
-  bool b;
-  if (!e || e->get_bool().get(b) != simdjson::SUCCESS) return def;
-  return b;
-}
-std::optional<std::int64_t> GetInt(const object& o, std::string_view key) {
-  auto e = Field(o, key);
-  if (!e) return std::nullopt;
-  std::int64_t v;
-  if (e->get_int64().get(v) == simdjson::SUCCESS) return v;
-  double d;
-  if (e->get_double().get(d) == simdjson::SUCCESS) return static_cast<std::int64_t>(d);
-  return std::nullopt;
-}
-std::optional<double> GetDouble(const object& o, std::string_view key) {
-  auto e = Field(o, key);
-  if (!e) return std::nullopt;
-  double d;
-  if (e->get_double().get(d) == simdjson::SUCCESS) return d;
-  std::int64_t v;
-  if (e->get_int64().get(v) == simdjson::SUCCESS) return static_cast<double>(v);
-  return std::nullopt;
-}
-std::optional<std::string> GetStr(const object& o, std::string_view key) {
-  auto e = Field(o, key);
-  std::string_view s;
-  if (!e || e->get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
-  return std::string(s);
-}
 std::vector<std::string> GetStrList(const object& o, std::string_view key) {
   std::vector<std::string> out;
   auto e = Field(o, key);

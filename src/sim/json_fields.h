@@ -1,0 +1,21 @@
+#pragma once
+// Readers of request-body fields shared by the simulated surfaces. A JSON null counts as
+// absent, as it does for the engines' request models (pydantic Optional fields).
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace infertel::sim {
+
+std::optional<simdjson::dom::element> Field(const simdjson::dom::object& o, std::string_view key);
+bool GetBool(const simdjson::dom::object& o, std::string_view key, bool def);
+// An integer field; a float is truncated, as the engines' int coercion does.
+std::optional<std::int64_t> GetInt(const simdjson::dom::object& o, std::string_view key);
+std::optional<double> GetDouble(const simdjson::dom::object& o, std::string_view key);
+std::optional<std::string> GetStr(const simdjson::dom::object& o, std::string_view key);
+
+}  // namespace infertel::sim
