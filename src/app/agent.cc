@@ -236,10 +236,12 @@ bool Agent::Start(std::string* error) {
   gopts.threads = options_.threads;
   gopts.max_request_body = options_.max_request_body;
   im.gateway = std::make_unique<gateway::Gateway>(std::move(gopts), config_);
-  im.gateway->AddListener(im.entry_spans.get());
+  // A signal with no exporter (no OTLP endpoint and no store) gets no records built: they
+  // would only be dropped at the sink.
+  if (im.pipelines->traces->LaneCount() > 0) im.gateway->AddListener(im.entry_spans.get());
   im.content_events =
       std::make_unique<gateway::ContentEventEmitter>(im.pipelines->logs.get(), im.resource);
-  im.gateway->AddListener(im.content_events.get());
+  if (im.pipelines->logs->LaneCount() > 0) im.gateway->AddListener(im.content_events.get());
   im.request_log = std::make_unique<gateway::RequestLog>();
   im.gateway->AddListener(im.request_log.get());
   im.gateway->AddListener(im.assembler.get());

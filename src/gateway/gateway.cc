@@ -6,13 +6,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <charconv>
 #include <limits>
 #include <thread>
 
 #include "core/hex.h"
 #include "gateway/content_events.h"
+#include "gateway/deadlines.h"
 #include "gateway/sse_relay.h"
 #include "http/simple_server.h"
 
@@ -51,7 +54,18 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
 
 namespace {
 
-constexpr std::size_t kReadChunk = 16 * 1024;
+// Relay buffer and upstream read buffer size. Large enough for a typical non-stream answer
+// (header and body) in one read, small enough that thousands of concurrent streams, each
+// holding one of each, stay within tens of MiB.
+constexpr std::size_t kReadChunk = 8 * 1024;
+// A response body up to this size with a known length is read whole and sent with its
+// header in one write; larger or open-ended bodies are relayed as they arrive.
+constexpr std::size_t kWholeBodyMax = 256 * 1024;
+// Relay buffers kept per worker for reuse.
+constexpr std::size_t kMaxIdleChunks = 256;
+// How often a worker's deadlines are checked.
+constexpr std::chrono::milliseconds kDeadlineTick{100};
+constexpr std::chrono::seconds kClientWriteTimeout{60};
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business on each side.
 bool IsHopByHop(bhttp::field f, std::string_view name) {
@@ -76,11 +90,29 @@ std::string RandomHex16() {
   return ToHex(a);
 }
 
-struct Pooled {
-  std::unique_ptr<beast::tcp_stream> stream;
+// One connection to an engine. Heap-held so that the stream and its deadline slot keep
+// their addresses while the connection moves between an exchange and the idle pool.
+struct UpstreamConn {
+  UpstreamConn(asio::io_context& io, Deadlines* deadlines)
+      : stream(io), deadline(deadlines, &stream.socket()) {
+    // Room for a whole typical response in the first read (a fresh flat_buffer reads 512
+    // bytes at a time).
+    buffer.reserve(kReadChunk);
+  }
+  beast::tcp_stream stream;
+  Deadline deadline;
   beast::flat_buffer buffer;
+};
+
+struct Pooled {
+  std::unique_ptr<UpstreamConn> conn;
   bool reused = false;
 };
+
+// An operation cancelled by its socket's deadline reports a timeout.
+void MapTimeout(error_code& ec, const Deadline& d) {
+  if (ec == asio::error::operation_aborted && d.fired()) ec = beast::error::timeout;
+}
 
 }  // namespace
 
@@ -97,11 +129,26 @@ struct Gateway::Impl {
     std::uint16_t port = 0;
   };
   struct Worker {
+    // Declared before io: coroutine frames destroyed with io release their slots here.
+    Deadlines deadlines;
     asio::io_context io{1};
+    asio::steady_timer sweep{io};
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
     // Idle upstream connections, one list per upstream (index = upstream index).
     std::vector<std::vector<Pooled>> idle;
+    // Relay buffers not in use (kReadChunk bytes each), so a relayed response does not
+    // allocate one.
+    std::vector<std::unique_ptr<char[]>> chunks;
+
+    void ArmSweep() {
+      sweep.expires_after(kDeadlineTick);
+      sweep.async_wait([this](const error_code& ec) {
+        if (ec) return;
+        deadlines.Sweep();
+        ArmSweep();
+      });
+    }
   };
 
   Gateway* gw;
@@ -122,14 +169,14 @@ struct Gateway::Impl {
   asio::awaitable<void> Session(std::size_t ui, Worker* w, tcp::socket socket);
   // Returns true when the client connection may carry another request.
   asio::awaitable<bool> HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
-                                  beast::flat_buffer& client_buffer,
+                                  Deadline& client_deadline,
                                   bhttp::request<bhttp::string_body>& req);
   asio::awaitable<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh,
                                                  error_code& ec);
   void Release(std::size_t ui, Worker* w, Pooled&& c);
   void Finish(Exchange& ex);
-  asio::awaitable<void> WriteSimple(beast::tcp_stream& client, unsigned version, unsigned status,
-                                    std::string body, bool keep_alive);
+  asio::awaitable<void> WriteSimple(beast::tcp_stream& client, Deadline& deadline, unsigned version,
+                                    unsigned status, std::string body, bool keep_alive);
 };
 
 Gateway::Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config)
@@ -197,7 +244,10 @@ bool Gateway::Start(std::string* error) {
     w->idle.resize(im.upstreams.size());
     im.workers.push_back(std::move(w));
   }
-  for (auto& w : im.workers) w->thread = std::thread([io = &w->io] { io->run(); });
+  for (auto& w : im.workers) {
+    w->ArmSweep();
+    w->thread = std::thread([io = &w->io] { io->run(); });
+  }
   for (std::size_t i = 0; i < im.upstreams.size(); ++i)
     asio::co_spawn(im.accept_io, im.AcceptLoop(i), asio::detached);
   im.accept_thread = std::thread([&im] { im.accept_io.run(); });
@@ -245,19 +295,22 @@ asio::awaitable<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
 asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::socket socket) {
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
   beast::tcp_stream client(std::move(socket));
+  Deadline deadline(&w->deadlines, &client.socket());
   beast::flat_buffer buffer;
+  buffer.reserve(2048);  // a typical request in one or two reads, 2 KiB per connection
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(opts().max_request_body);
     parser.header_limit(64 * 1024);
-    client.expires_after(opts().client_idle_timeout);
+    deadline.After(opts().client_idle_timeout);
     error_code ec;
     co_await bhttp::async_read(client, buffer, parser,
                                asio::redirect_error(asio::use_awaitable, ec));
+    MapTimeout(ec, deadline);
     if (ec == bhttp::error::body_limit) {
       stats().requests.fetch_add(1, std::memory_order_relaxed);
       stats().rejected.fetch_add(1, std::memory_order_relaxed);
-      co_await WriteSimple(client, parser.get().version(), 413,
+      co_await WriteSimple(client, deadline, parser.get().version(), 413,
                            http::JsonErrorBody(413, "RequestEntityTooLarge",
                                                fmt::format("request body exceeds {} bytes",
                                                            opts().max_request_body)),
@@ -272,15 +325,15 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
     if (ec) {
       stats().rejected.fetch_add(1, std::memory_order_relaxed);
       co_await WriteSimple(
-          client, 11, 400,
+          client, deadline, 11, 400,
           http::JsonErrorBody(400, "BadRequest",
                               fmt::format("malformed HTTP request: {}", ec.message())),
           false);
       break;
     }
-    client.expires_never();
+    deadline.Never();
     stats().requests.fetch_add(1, std::memory_order_relaxed);
-    bool again = co_await HandleOne(ui, w, client, buffer, parser.get());
+    bool again = co_await HandleOne(ui, w, client, deadline, parser.get());
     if (!again || stopping.load(std::memory_order_relaxed)) break;
   }
   error_code ec;
@@ -289,17 +342,17 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
   stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-asio::awaitable<void> Gateway::Impl::WriteSimple(beast::tcp_stream& client, unsigned version,
-                                                 unsigned status, std::string body,
-                                                 bool keep_alive) {
+asio::awaitable<void> Gateway::Impl::WriteSimple(beast::tcp_stream& client, Deadline& deadline,
+                                                 unsigned version, unsigned status,
+                                                 std::string body, bool keep_alive) {
   auto res =
       http::MakeResponse(status, std::move(body), "application/json", version ? version : 11);
   res.keep_alive(keep_alive);
   res.prepare_payload();
-  client.expires_after(std::chrono::seconds(30));
+  deadline.After(std::chrono::seconds(30));
   error_code ec;
   co_await bhttp::async_write(client, res, asio::redirect_error(asio::use_awaitable, ec));
-  client.expires_never();
+  deadline.Never();
 }
 
 asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bool fresh,
@@ -309,19 +362,20 @@ asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Wo
     while (!idle.empty()) {
       Pooled c = std::move(idle.back());
       idle.pop_back();
-      if (c.stream->socket().is_open()) {
+      if (c.conn->stream.socket().is_open()) {
         c.reused = true;
         co_return std::optional<Pooled>(std::move(c));
       }
     }
   }
   Pooled c;
-  c.stream = std::make_unique<beast::tcp_stream>(w->io);
-  c.stream->expires_after(opts().connect_timeout);
-  co_await c.stream->async_connect(upstreams[ui].endpoints,
-                                   asio::redirect_error(asio::use_awaitable, ec));
+  c.conn = std::make_unique<UpstreamConn>(w->io, &w->deadlines);
+  c.conn->deadline.After(opts().connect_timeout);
+  co_await c.conn->stream.async_connect(upstreams[ui].endpoints,
+                                        asio::redirect_error(asio::use_awaitable, ec));
+  MapTimeout(ec, c.conn->deadline);
   if (ec) co_return std::nullopt;
-  c.stream->socket().set_option(tcp::no_delay(true), ec);
+  c.conn->stream.socket().set_option(tcp::no_delay(true), ec);
   ec = {};
   stats().upstream_connects.fetch_add(1, std::memory_order_relaxed);
   co_return std::optional<Pooled>(std::move(c));
@@ -330,8 +384,8 @@ asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Wo
 void Gateway::Impl::Release(std::size_t ui, Worker* w, Pooled&& c) {
   auto& idle = w->idle[ui];
   if (idle.size() >= opts().max_idle_upstream_connections || stopping.load()) return;
-  c.stream->expires_never();
-  c.buffer.clear();
+  c.conn->deadline.Never();
+  c.conn->buffer.clear();
   idle.push_back(std::move(c));
 }
 
@@ -341,46 +395,75 @@ void Gateway::Impl::Finish(Exchange& ex) {
 
 namespace {
 
-// Watches the client socket while the gateway waits on the engine, so that a client going
-// away is noticed at once and the engine's request is closed (which makes it abort).
+// Watches the client socket while the gateway waits on the engine and relays its answer, so
+// that a client going away is noticed at once and the engine's request is closed (which
+// makes the engine abort it). A readiness wait, not a read: it costs no system call until
+// the client sends or closes, and leaves a pipelined next request in the socket.
 struct ClientWatch {
-  explicit ClientWatch(asio::any_io_executor ex) : done_timer(ex) {
-    done_timer.expires_at(asio::steady_timer::time_point::max());
-  }
-  bool running = false;
-  bool done = false;
-  bool client_gone = false;
-  asio::steady_timer done_timer;
+  bool stopped = false;      // the exchange is over; a late completion does nothing
+  bool client_gone = false;  // the client closed or reset its connection
+  beast::tcp_stream* upstream = nullptr;
 };
 
-asio::awaitable<void> WatchClient(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                                  ClientWatch& watch, beast::tcp_stream* upstream) {
-  error_code ec;
-  auto space = client_buffer.prepare(4096);
-  std::size_t n = co_await client.socket().async_read_some(
-      space, asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) {
-    // A pipelined next request: keep its bytes for the session's next read.
-    client_buffer.commit(n);
-  } else if (ec != asio::error::operation_aborted) {
-    watch.client_gone = true;
-    if (upstream != nullptr) upstream->cancel();
-  }
-  watch.done = true;
-  watch.done_timer.cancel();
+void ArmWatch(tcp::socket& client, std::shared_ptr<ClientWatch> watch) {
+  client.async_wait(tcp::socket::wait_read, [&client, watch](const error_code& ec) {
+    // After the exchange the socket may be gone; a stopped watch never touches it.
+    if (watch->stopped) return;
+    if (!ec) {
+      char byte;
+      ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) return;  // a pipelined request: the session reads it after this exchange
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        ArmWatch(client, std::move(watch));
+        return;
+      }
+    }
+    watch->client_gone = true;
+    if (watch->upstream != nullptr) {
+      error_code cec;
+      watch->upstream->socket().cancel(cec);
+    }
+  });
 }
 
-asio::awaitable<void> StopWatch(beast::tcp_stream& client, ClientWatch& watch) {
-  if (!watch.running || watch.done) co_return;
-  error_code ec;
-  client.socket().cancel(ec);
-  co_await watch.done_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-}
+// Ends the watch when the exchange's frame goes, on every path out of it. A wait still
+// pending completes with the socket's next event (or its close) and does nothing.
+struct WatchGuard {
+  std::shared_ptr<ClientWatch> watch = std::make_shared<ClientWatch>();
+  ~WatchGuard() { Stop(); }
+  void Stop() {
+    watch->stopped = true;
+    watch->upstream = nullptr;
+  }
+};
+
+// A relay buffer from the worker's free list, returned to it when done.
+class ChunkLease {
+ public:
+  explicit ChunkLease(std::vector<std::unique_ptr<char[]>>* free) : free_(free) {
+    if (free_->empty()) {
+      chunk_ = std::make_unique<char[]>(kReadChunk);
+    } else {
+      chunk_ = std::move(free_->back());
+      free_->pop_back();
+    }
+  }
+  ~ChunkLease() {
+    if (free_->size() < kMaxIdleChunks) free_->push_back(std::move(chunk_));
+  }
+  ChunkLease(const ChunkLease&) = delete;
+  ChunkLease& operator=(const ChunkLease&) = delete;
+  char* data() { return chunk_.get(); }
+
+ private:
+  std::vector<std::unique_ptr<char[]>>* free_;
+  std::unique_ptr<char[]> chunk_;
+};
 
 }  // namespace
 
 asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
-                                               beast::flat_buffer& client_buffer,
+                                               Deadline& cdl,
                                                bhttp::request<bhttp::string_body>& req) {
   const UpstreamConfig& uc = upstreams[ui].config;
   auto settings = gw->config_->Current();
@@ -503,8 +586,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     ex.outcome = outcome;
     ex.error_type = std::string(type);
     ex.error_message = message;
-    co_await WriteSimple(client, client_version, status, http::JsonErrorBody(status, type, message),
-                         client_keep_alive);
+    co_await WriteSimple(client, cdl, client_version, status,
+                         http::JsonErrorBody(status, type, message), client_keep_alive);
     ex.end_mono_ns = MonoNanos();
     if (observe) Finish(ex);
     co_return client_keep_alive;
@@ -519,7 +602,9 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   // Send the request; a pooled connection the engine closed while idle is retried once fresh.
   std::optional<Pooled> conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
-  ClientWatch watch(client.get_executor());
+  WatchGuard guard;
+  ClientWatch& watch = *guard.watch;
+  bool watching = false;
   error_code ec;
   bool dispatched = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -529,37 +614,34 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     if (req.method() == bhttp::verb::head) parser->skip(true);
     conn = co_await Acquire(ui, w, attempt > 0, ec);
     if (!conn) break;
-    conn->stream->expires_after(opts().response_timeout);
-    co_await bhttp::async_write(*conn->stream, ureq, asio::redirect_error(asio::use_awaitable, ec));
+    UpstreamConn& up = *conn->conn;
+    up.deadline.After(opts().response_timeout);
+    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) {
       ex.upstream_sent_mono_ns = MonoNanos();
       if (observe && !dispatched) {
         dispatched = true;
         for (ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
       }
-      if (!watch.running) {
-        watch.running = true;
-        asio::co_spawn(client.get_executor(),
-                       WatchClient(client, client_buffer, watch, conn->stream.get()),
-                       asio::detached);
+      watch.upstream = &up.stream;
+      if (!watching) {
+        watching = true;
+        ArmWatch(client.socket(), guard.watch);
       }
-      co_await bhttp::async_read_header(*conn->stream, conn->buffer, *parser,
+      co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
                                         asio::redirect_error(asio::use_awaitable, ec));
     }
+    MapTimeout(ec, up.deadline);
     if (!ec || watch.client_gone) break;
     bool stale =
         conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
     if (!stale) break;
-    // The watcher holds a pointer to the old stream; repoint it by restarting later.
-    co_await StopWatch(client, watch);
-    watch.running = false;
-    watch.done = false;
-    watch.done_timer.expires_at(asio::steady_timer::time_point::max());
+    watch.upstream = nullptr;  // the next attempt's connection replaces this one
   }
   if (watch.client_gone) {
     stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
-    co_await StopWatch(client, watch);
+    guard.Stop();
     ex.http_status = 499;
     ex.outcome = Outcome::kClientAborted;
     ex.error_type = "client_disconnected";
@@ -569,7 +651,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     co_return false;
   }
   if (!conn || ec) {
-    co_await StopWatch(client, watch);
+    guard.Stop();
     stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
     if (ec == beast::error::timeout) {
       co_return co_await fail(504, "GatewayTimeout", "engine did not answer in time",
@@ -581,6 +663,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
         Outcome::kUpstreamUnavailable);
   }
   ex.response_header_mono_ns = MonoNanos();
+  UpstreamConn& up = *conn->conn;
   auto& rp = *parser;
 
   // Response header toward the client.
@@ -615,131 +698,202 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   bool keep_client = client_keep_alive && !close_delimited_out;
   cres.keep_alive(keep_client);
 
-  // A non-stream response whose logprobs only the gateway asked for is held whole, so the
-  // logprobs can be removed and the length corrected before the client sees it.
-  bool hold_body = ex.logprobs_forced && !sse && !head_only;
-  bool client_write_failed = false;
-  auto write_header = [&]() -> asio::awaitable<void> {
-    bhttp::response_serializer<bhttp::empty_body> sr{cres};
-    client.expires_after(std::chrono::seconds(60));
-    error_code hec;
-    co_await bhttp::async_write_header(client, sr, asio::redirect_error(asio::use_awaitable, hec));
-    if (hec) client_write_failed = true;
-  };
-  if (!hold_body) co_await write_header();
-
-  oa::StreamObserver observer(op, stream_opts);
-  SseRelay relay(&observer);
-  // vLLM level 2: token detail of each delta for the DECODE events.
-  if (ex.engine == EngineKind::kVllm && ex.tracing_level >= 2 && modify) {
-    relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
-      if (observer.delta_count() == last) return;
-      last = observer.delta_count();
-      if (ex.deltas.size() >= opts().max_span_events) {
-        ++ex.deltas_dropped;
-        return;
-      }
-      const auto& t = observer.last_tokens();
-      ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
-    });
-  }
   std::string observed_body;
   bool observed_overflow = false;
-  std::string out;
-  std::array<char, kReadChunk> buf;
+  bool client_write_failed = false;
   error_code uec;
-  if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
 
-  auto write_out = [&](std::string_view bytes) -> asio::awaitable<void> {
-    if (bytes.empty() || client_write_failed) co_return;
-    error_code wec;
-    client.expires_after(std::chrono::seconds(60));
-    if (chunked_out) {
-      co_await asio::async_write(client,
-                                 bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
-                                 asio::redirect_error(asio::use_awaitable, wec));
-    } else {
-      co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
-                                 asio::redirect_error(asio::use_awaitable, wec));
+  // A body of known, moderate length is read whole and leaves with its header in one write
+  // (one system call instead of three). A non-stream response whose logprobs only the
+  // gateway asked for is held whole too, so they can be removed and the length corrected
+  // before the client sees it.
+  bool hold_body = ex.logprobs_forced && !sse && !head_only;
+  const bool whole = !sse && !head_only && rp.content_length() &&
+                     (*rp.content_length() <= kWholeBodyMax ||
+                      (hold_body && *rp.content_length() <= opts().max_observed_body));
+  bool body_parsed = false;
+  if (whole) {
+    observed_body.resize(static_cast<std::size_t>(*rp.content_length()));
+    ures.body().data = observed_body.data();
+    ures.body().size = observed_body.size();
+    up.deadline.After(opts().stream_idle_timeout);
+    if (!rp.is_done()) {
+      co_await bhttp::async_read(up.stream, up.buffer, rp,
+                                 asio::redirect_error(asio::use_awaitable, uec));
     }
-    if (wec) client_write_failed = true;
-  };
-
-  while (!client_write_failed && !rp.is_done()) {
-    ures.body().data = buf.data();
-    ures.body().size = buf.size();
-    conn->stream->expires_after(opts().stream_idle_timeout);
-    co_await bhttp::async_read_some(*conn->stream, conn->buffer, rp,
-                                    asio::redirect_error(asio::use_awaitable, uec));
-    if (uec == bhttp::error::need_buffer) uec = {};
-    std::size_t n = buf.size() - ures.body().size;
-    if (n > 0) {
-      std::string_view bytes(buf.data(), n);
-      if (modify) {
-        out.clear();
-        std::int64_t before = observer.delta_count();
-        relay.Feed(bytes, &out);
-        if (observer.delta_count() > before) {
-          std::uint64_t now = MonoNanos();
-          if (ex.first_token_mono_ns == 0) ex.first_token_mono_ns = now;
-          for (auto i = before; i < observer.delta_count(); ++i)
-            if (ex.delta_mono_ns.size() < opts().max_delta_timestamps)
-              ex.delta_mono_ns.push_back(now);
-        }
-        co_await write_out(out);
-      } else if (hold_body) {
-        if (observed_body.size() + n <= opts().max_observed_body) {
-          observed_body.append(bytes);
-        } else {
-          // Too large to hold: give up removing logprobs and relay as is.
-          hold_body = false;
-          observed_overflow = true;
-          co_await write_header();
-          co_await write_out(observed_body);
-          co_await write_out(bytes);
-          observed_body.clear();
-        }
-      } else {
-        if (observe && !observed_overflow) {
-          if (observed_body.size() + n <= opts().max_observed_body)
-            observed_body.append(bytes);
-          else
-            observed_overflow = true;
-        }
-        co_await write_out(bytes);
+    MapTimeout(uec, up.deadline);
+    if (uec == bhttp::error::need_buffer && rp.is_done()) uec = {};
+    if (watch.client_gone) {
+      stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+      guard.Stop();
+      ex.http_status = 499;
+      ex.outcome = Outcome::kClientAborted;
+      ex.error_type = "client_disconnected";
+      ex.error_message = "client closed the connection before the response was complete";
+      ex.end_mono_ns = MonoNanos();
+      if (observe) Finish(ex);
+      co_return false;
+    }
+    if (uec) {
+      // Nothing reached the client yet: it gets a clean error instead of a cut body.
+      guard.Stop();
+      stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
+      if (uec == beast::error::timeout) {
+        co_return co_await fail(504, "GatewayTimeout", "engine response did not finish in time",
+                                Outcome::kUpstreamTimeout);
+      }
+      co_return co_await fail(502, "BadGateway",
+                              fmt::format("engine response interrupted: {}", uec.message()),
+                              Outcome::kUpstreamUnavailable);
+    }
+    if (ex.logprobs_forced) {
+      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+      body_parsed = true;
+      if (auto stripped = oa::StripInjectedLogprobs(observed_body)) {
+        observed_body = std::move(*stripped);
+        cres.content_length(observed_body.size());
       }
     }
-    if (uec) break;
-  }
-  if (hold_body && !uec && !client_write_failed) {
-    ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
-    if (auto stripped = oa::StripInjectedLogprobs(observed_body))
-      observed_body = std::move(*stripped);
-    if (chunked_out) {
-      cres.chunked(false);
-      chunked_out = false;
-    }
-    cres.content_length(observed_body.size());
-    co_await write_header();
-    co_await write_out(observed_body);
-  }
-  if (modify && !uec && !client_write_failed) {
-    out.clear();
-    relay.Finish(&out);
-    co_await write_out(out);
-  }
-  if (!uec && !client_write_failed && chunked_out) {
+    bhttp::response<bhttp::string_body> full{std::move(cres.base()), std::move(observed_body)};
+    cdl.After(kClientWriteTimeout);
     error_code wec;
-    co_await asio::async_write(client, bhttp::make_chunk_last(),
-                               asio::redirect_error(asio::use_awaitable, wec));
+    co_await bhttp::async_write(client, full, asio::redirect_error(asio::use_awaitable, wec));
+    cdl.Never();
     if (wec) client_write_failed = true;
+    observed_body = std::move(full.body());
+    hold_body = false;
+  } else {
+    auto write_header = [&]() -> asio::awaitable<void> {
+      bhttp::response_serializer<bhttp::empty_body> sr{cres};
+      cdl.After(kClientWriteTimeout);
+      error_code hec;
+      co_await bhttp::async_write_header(client, sr,
+                                         asio::redirect_error(asio::use_awaitable, hec));
+      cdl.Never();
+      if (hec) client_write_failed = true;
+    };
+    if (!hold_body) co_await write_header();
+
+    oa::StreamObserver observer(op, stream_opts);
+    SseRelay relay(&observer);
+    // vLLM level 2: token detail of each delta for the DECODE events.
+    if (ex.engine == EngineKind::kVllm && ex.tracing_level >= 2 && modify) {
+      relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
+        if (observer.delta_count() == last) return;
+        last = observer.delta_count();
+        if (ex.deltas.size() >= opts().max_span_events) {
+          ++ex.deltas_dropped;
+          return;
+        }
+        const auto& t = observer.last_tokens();
+        ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
+      });
+    }
+    std::string out;
+    ChunkLease chunk(&w->chunks);
+    char* buf = chunk.data();
+    if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
+
+    auto write_out = [&](std::string_view bytes) -> asio::awaitable<void> {
+      if (bytes.empty() || client_write_failed) co_return;
+      error_code wec;
+      cdl.After(kClientWriteTimeout);
+      if (chunked_out) {
+        co_await asio::async_write(client,
+                                   bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
+                                   asio::redirect_error(asio::use_awaitable, wec));
+      } else {
+        co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
+                                   asio::redirect_error(asio::use_awaitable, wec));
+      }
+      cdl.Never();
+      if (wec) client_write_failed = true;
+    };
+
+    while (!client_write_failed && !rp.is_done()) {
+      ures.body().data = buf;
+      ures.body().size = kReadChunk;
+      up.deadline.After(opts().stream_idle_timeout);
+      co_await bhttp::async_read_some(up.stream, up.buffer, rp,
+                                      asio::redirect_error(asio::use_awaitable, uec));
+      MapTimeout(uec, up.deadline);
+      if (uec == bhttp::error::need_buffer) uec = {};
+      std::size_t n = kReadChunk - ures.body().size;
+      if (n > 0) {
+        std::string_view bytes(buf, n);
+        if (modify) {
+          out.clear();
+          std::int64_t before = observer.delta_count();
+          relay.Feed(bytes, &out);
+          if (observer.delta_count() > before) {
+            std::uint64_t now = MonoNanos();
+            if (ex.first_token_mono_ns == 0) ex.first_token_mono_ns = now;
+            for (auto i = before; i < observer.delta_count(); ++i)
+              if (ex.delta_mono_ns.size() < opts().max_delta_timestamps)
+                ex.delta_mono_ns.push_back(now);
+          }
+          co_await write_out(out);
+        } else if (hold_body) {
+          if (observed_body.size() + n <= opts().max_observed_body) {
+            observed_body.append(bytes);
+          } else {
+            // Too large to hold: give up removing logprobs and relay as is.
+            hold_body = false;
+            observed_overflow = true;
+            co_await write_header();
+            co_await write_out(observed_body);
+            co_await write_out(bytes);
+            observed_body.clear();
+          }
+        } else {
+          if (observe && !observed_overflow) {
+            if (observed_body.size() + n <= opts().max_observed_body)
+              observed_body.append(bytes);
+            else
+              observed_overflow = true;
+          }
+          co_await write_out(bytes);
+        }
+      }
+      if (uec) break;
+    }
+    if (hold_body && !uec && !client_write_failed) {
+      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+      body_parsed = true;
+      if (auto stripped = oa::StripInjectedLogprobs(observed_body))
+        observed_body = std::move(*stripped);
+      if (chunked_out) {
+        cres.chunked(false);
+        chunked_out = false;
+      }
+      cres.content_length(observed_body.size());
+      co_await write_header();
+      co_await write_out(observed_body);
+    }
+    if (modify && !uec && !client_write_failed) {
+      out.clear();
+      relay.Finish(&out);
+      co_await write_out(out);
+    }
+    if (!uec && !client_write_failed && chunked_out) {
+      error_code wec;
+      cdl.After(kClientWriteTimeout);
+      co_await asio::async_write(client, bhttp::make_chunk_last(),
+                                 asio::redirect_error(asio::use_awaitable, wec));
+      cdl.Never();
+      if (wec) client_write_failed = true;
+    }
+    if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
+    if (observe && modify) {
+      ex.response = observer.Finish();
+      ex.stream_deltas = observer.delta_count();
+      body_parsed = true;
+    }
   }
-  if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
   // Every byte of the response reached the client's socket: a client that closes after the
   // last chunk (as SDKs do right after [DONE]) has not aborted anything.
   const bool delivered = !uec && !client_write_failed;
-  client.expires_never();
-  co_await StopWatch(client, watch);
+  guard.Stop();
   ex.end_mono_ns = MonoNanos();
 
   const bool complete = !uec && !client_write_failed && !watch.client_gone;
@@ -747,15 +901,12 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     Release(ui, w, std::move(*conn));
   } else {
     error_code cec;
-    conn->stream->socket().shutdown(tcp::socket::shutdown_both, cec);
-    conn->stream->close();
+    up.stream.socket().shutdown(tcp::socket::shutdown_both, cec);
+    up.stream.close();
   }
 
   if (observe) {
-    if (modify) {
-      ex.response = observer.Finish();
-      ex.stream_deltas = observer.delta_count();
-    } else if (!observed_overflow && !ex.logprobs_forced) {
+    if (!body_parsed && !observed_overflow && !ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
     }
     auto& usage = ex.response.usage;

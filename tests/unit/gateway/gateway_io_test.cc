@@ -1,0 +1,357 @@
+// The gateway's I/O mechanics against a raw, scripted engine socket: deadlines (response and
+// body timeouts), a client leaving while the engine thinks, pipelined requests, bodies read
+// whole or relayed, and an engine that cuts a body short.
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "gateway/deadlines.h"
+#include "gateway/gateway.h"
+
+namespace infertel::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+class Recorder : public ExchangeListener {
+ public:
+  void OnExchangeFinished(const Exchange& ex) noexcept override {
+    std::lock_guard lock(mu_);
+    exchanges_.push_back(ex);
+    cv_.notify_all();
+  }
+  Exchange WaitOne(std::size_t index = 0) {
+    std::unique_lock lock(mu_);
+    bool ok = cv_.wait_for(lock, 10s, [&] { return exchanges_.size() > index; });
+    EXPECT_TRUE(ok) << "no exchange finished";
+    return ok ? exchanges_[index] : Exchange{};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Exchange> exchanges_;
+};
+
+// An engine that runs `script` on each accepted connection, in its own thread, with
+// blocking I/O.
+class RawEngine {
+ public:
+  explicit RawEngine(std::function<void(tcp::socket&)> script)
+      : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        script_(std::move(script)) {
+    thread_ = std::thread([this] {
+      for (;;) {
+        tcp::socket s(io_);
+        boost::system::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec || stop_) return;
+        std::lock_guard lock(mu_);
+        fds_.push_back(s.native_handle());
+        conns_.emplace_back([this, sock = std::move(s)]() mutable { script_(sock); });
+      }
+    });
+  }
+  ~RawEngine() {
+    stop_ = true;
+    boost::system::error_code ec;
+    // Wake the blocking accept with a connection of our own.
+    tcp::socket poke(io_);
+    poke.connect(acceptor_.local_endpoint(), ec);
+    thread_.join();
+    // Scripts blocked on a connection the gateway keeps open (pooled) wake up with EOF.
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    for (auto& t : conns_) t.join();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::function<void(tcp::socket&)> script_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<int> fds_;
+  std::vector<std::thread> conns_;
+};
+
+// Reads one request (header and Content-Length body) from a blocking socket.
+bool ReadRequest(tcp::socket& s, beast::flat_buffer& buf) {
+  bhttp::request<bhttp::string_body> req;
+  boost::system::error_code ec;
+  bhttp::read(s, buf, req, ec);
+  return !ec;
+}
+
+void WriteAll(tcp::socket& s, std::string_view bytes) {
+  boost::system::error_code ec;
+  asio::write(s, asio::buffer(bytes.data(), bytes.size()), ec);
+}
+
+std::string Response(std::string_view body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+
+constexpr char kChat[] =
+    R"({"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"total_tokens":5,"completion_tokens":2}})";
+constexpr char kRequestBody[] = R"({"model":"m","messages":[{"role":"user","content":"x"}]})";
+
+class GatewayIoTest : public ::testing::Test {
+ protected:
+  void StartGateway(std::uint16_t engine_port,
+                    const std::function<void(GatewayOptions&)>& tune = {}) {
+    GatewayOptions opts;
+    UpstreamConfig uc;
+    uc.url = *http::ParseUrl("http://127.0.0.1:" + std::to_string(engine_port));
+    uc.listen = {"127.0.0.1", 0};
+    opts.upstreams.push_back(uc);
+    opts.threads = 1;
+    if (tune) tune(opts);
+    gateway_ = std::make_unique<Gateway>(
+        opts, std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings));
+    gateway_->AddListener(&recorder_);
+    std::string error;
+    ASSERT_TRUE(gateway_->Start(&error)) << error;
+    port_ = gateway_->Ports().at(0);
+  }
+
+  std::string RawRequest() const {
+    return std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n") +
+           "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(std::strlen(kRequestBody)) + "\r\n\r\n" + kRequestBody;
+  }
+
+  bhttp::response<bhttp::string_body> Post(boost::system::error_code* read_error = nullptr) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    WriteAll(s, RawRequest());
+    beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    boost::system::error_code ec;
+    bhttp::read(s, buf, res, ec);
+    if (read_error) *read_error = ec;
+    return res;
+  }
+
+  Recorder recorder_;
+  std::unique_ptr<Gateway> gateway_;
+  std::uint16_t port_ = 0;
+};
+
+TEST(DeadlinesTest, SweepCancelsOnlyExpiredSockets) {
+  asio::io_context io;
+  tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  tcp::socket a(io), b(io), peer_a(io), peer_b(io);
+  a.connect(acc.local_endpoint());
+  acc.accept(peer_a);
+  b.connect(acc.local_endpoint());
+  acc.accept(peer_b);
+  Deadlines reg;
+  boost::system::error_code ea, eb;
+  bool a_done = false, b_done = false;
+  {
+    Deadline da(&reg, &a);
+    Deadline db(&reg, &b);
+    EXPECT_EQ(reg.size(), 2u);
+    da.After(0ms);
+    db.After(1h);
+    char x, y;
+    a.async_read_some(asio::buffer(&x, 1), [&](auto ec, std::size_t) {
+      ea = ec;
+      a_done = true;
+    });
+    b.async_read_some(asio::buffer(&y, 1), [&](auto ec, std::size_t) {
+      eb = ec;
+      b_done = true;
+    });
+    std::this_thread::sleep_for(2ms);
+    EXPECT_EQ(reg.Sweep(), 1u);
+    io.run_for(50ms);
+    EXPECT_TRUE(a_done);
+    EXPECT_EQ(ea, asio::error::operation_aborted);
+    EXPECT_TRUE(da.fired());
+    EXPECT_FALSE(b_done);
+    EXPECT_FALSE(db.fired());
+    da.Never();
+    EXPECT_FALSE(da.fired());
+    EXPECT_EQ(reg.Sweep(), 0u);  // a passed deadline fires once
+  }
+  EXPECT_EQ(reg.size(), 0u);
+  a.close();
+  b.close();
+}
+
+TEST_F(GatewayIoTest, EngineThatNeverAnswersGets504AfterTheResponseTimeout) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    std::this_thread::sleep_for(2s);  // never answers in time
+  });
+  StartGateway(engine.port(), [](GatewayOptions& o) { o.response_timeout = 300ms; });
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = Post();
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(res.result_int(), 504);
+  EXPECT_NE(res.body().find("GatewayTimeout"), std::string::npos);
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 1500ms);
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+}
+
+TEST_F(GatewayIoTest, BodyThatStallsGetsAClean504NotACutBody) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+    WriteAll(s, "{\"id\":");  // and then nothing
+    std::this_thread::sleep_for(2s);
+  });
+  StartGateway(engine.port(), [](GatewayOptions& o) { o.stream_idle_timeout = 300ms; });
+  auto res = Post();
+  EXPECT_EQ(res.result_int(), 504);
+  EXPECT_EQ(res[bhttp::field::content_type], "application/json");
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+}
+
+TEST_F(GatewayIoTest, EngineClosingMidBodyGets502) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+    WriteAll(s, "{\"id\":");
+    s.close();
+  });
+  StartGateway(engine.port());
+  auto res = Post();
+  EXPECT_EQ(res.result_int(), 502);
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+}
+
+TEST_F(GatewayIoTest, ClientLeavingWhileTheEngineThinksClosesTheEngineConnection) {
+  std::atomic<bool> engine_saw_close{false};
+  std::atomic<long> close_after_ms{-1};
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (!ReadRequest(s, buf)) return;
+    auto t0 = std::chrono::steady_clock::now();
+    char c;
+    boost::system::error_code ec;
+    s.read_some(asio::buffer(&c, 1), ec);  // blocks until the gateway closes
+    if (ec) {
+      engine_saw_close = true;
+      close_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+    }
+  });
+  StartGateway(engine.port());
+  {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    WriteAll(s, RawRequest());
+    std::this_thread::sleep_for(200ms);
+  }  // the client closes
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kClientAborted);
+  EXPECT_EQ(ex.http_status, 499u);
+  for (int i = 0; i < 100 && !engine_saw_close; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(engine_saw_close);
+  EXPECT_LT(close_after_ms.load(), 1500);
+}
+
+TEST_F(GatewayIoTest, PipelinedRequestsAreAnsweredInOrder) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    int n = 0;
+    while (ReadRequest(s, buf)) {
+      ++n;
+      std::this_thread::sleep_for(50ms);  // the second request waits in the client socket
+      std::string body = kChat;
+      body.replace(body.find("chatcmpl-1"), 10, "chatcmpl-" + std::to_string(n));
+      WriteAll(s, Response(body));
+    }
+  });
+  StartGateway(engine.port());
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  WriteAll(s, RawRequest() + RawRequest());  // both in one write
+  beast::flat_buffer buf;
+  for (int i = 1; i <= 2; ++i) {
+    bhttp::response<bhttp::string_body> res;
+    boost::system::error_code ec;
+    bhttp::read(s, buf, res, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(res.result_int(), 200);
+    EXPECT_NE(res.body().find("chatcmpl-" + std::to_string(i)), std::string::npos);
+  }
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(1).outcome, Outcome::kOk);
+}
+
+TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
+  // 1 KiB (read whole, one write) and 1 MiB (relayed in pieces), each in several engine
+  // writes with pauses, so the gateway sees them arrive in parts.
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    while (ReadRequest(s, buf)) {
+      static int n = 0;
+      std::string body = kChat;
+      std::size_t pad = ++n == 1 ? 1024 : 1024 * 1024;
+      body.insert(body.size() - 1, ",\"pad\":\"" + std::string(pad, 'p') + "\"");
+      std::string all = Response(body);
+      std::size_t third = all.size() / 3;
+      WriteAll(s, std::string_view(all).substr(0, third));
+      std::this_thread::sleep_for(20ms);
+      WriteAll(s, std::string_view(all).substr(third, third));
+      std::this_thread::sleep_for(20ms);
+      WriteAll(s, std::string_view(all).substr(2 * third));
+    }
+  });
+  StartGateway(engine.port());
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  beast::flat_buffer buf;
+  for (std::size_t pad : {std::size_t{1024}, std::size_t{1024 * 1024}}) {
+    WriteAll(s, RawRequest());
+    bhttp::response_parser<bhttp::string_body> p;
+    p.body_limit(8u << 20);
+    boost::system::error_code ec;
+    bhttp::read(s, buf, p, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    const std::string& body = p.get().body();
+    EXPECT_EQ(body.size(), std::strlen(kChat) + pad + 9);
+    EXPECT_EQ(body.substr(0, 20), std::string(kChat).substr(0, 20));
+    EXPECT_EQ(p.get()[bhttp::field::content_length], std::to_string(body.size()));
+  }
+  Exchange small = recorder_.WaitOne(0);
+  Exchange large = recorder_.WaitOne(1);
+  EXPECT_EQ(small.outcome, Outcome::kOk);
+  EXPECT_EQ(small.response.usage.output_tokens, 2);
+  EXPECT_EQ(large.outcome, Outcome::kOk);
+  EXPECT_EQ(large.response.usage.output_tokens, 2);
+}
+
+}  // namespace
+}  // namespace infertel::gateway
