@@ -244,7 +244,8 @@ bool Agent::Start(std::string* error) {
   if (im.pipelines->logs->LaneCount() > 0) im.gateway->AddListener(im.content_events.get());
   im.request_log = std::make_unique<gateway::RequestLog>();
   im.gateway->AddListener(im.request_log.get());
-  im.gateway->AddListener(im.assembler.get());
+  // Join records and SGLang trace levels serve engine spans, which only the receiver lets in.
+  if (im.receiver) im.gateway->AddListener(im.assembler.get());
   im.gateway->AddListener(im.metrics->listener());
   for (auto* l : extra_listeners_) im.gateway->AddListener(l);
   im.gateway->stats().Register(&stats_, "");

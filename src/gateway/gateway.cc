@@ -114,6 +114,38 @@ void MapTimeout(error_code& ec, const Deadline& d) {
   if (ec == asio::error::operation_aborted && d.fired()) ec = beast::error::timeout;
 }
 
+// Watches the client socket while the gateway waits on the engine and relays its answer, so
+// that a client going away is noticed at once and the engine's request is closed (which
+// makes the engine abort it). A peek, so a pipelined next request stays in the socket for
+// the session; asio tries it at once (one recv that finds nothing, or the close that is
+// already there) and then waits for the socket's next event without another system call.
+struct ClientWatch {
+  tcp::socket* client = nullptr;
+  bool stopped = false;      // the exchange is over; a late completion does nothing
+  bool client_gone = false;  // the client closed or reset its connection
+  bool armed = false;
+  beast::tcp_stream* upstream = nullptr;
+  char peek = 0;
+};
+
+void ArmWatch(std::shared_ptr<ClientWatch> watch) {
+  watch->armed = true;
+  tcp::socket& client = *watch->client;
+  char* peek = &watch->peek;
+  client.async_receive(asio::buffer(peek, 1), tcp::socket::message_peek,
+                       [watch = std::move(watch)](const error_code& ec, std::size_t n) {
+                         // After the exchange the socket may be gone; a stopped watch never
+                         // touches it.
+                         if (watch->stopped) return;
+                         if (!ec && n > 0) return;  // a pipelined request: read after this one
+                         watch->client_gone = true;
+                         if (watch->upstream != nullptr) {
+                           error_code cec;
+                           watch->upstream->socket().cancel(cec);
+                         }
+                       });
+}
+
 }  // namespace
 
 struct Gateway::Impl {
@@ -395,46 +427,25 @@ void Gateway::Impl::Finish(Exchange& ex) {
 
 namespace {
 
-// Watches the client socket while the gateway waits on the engine and relays its answer, so
-// that a client going away is noticed at once and the engine's request is closed (which
-// makes the engine abort it). A readiness wait, not a read: it costs no system call until
-// the client sends or closes, and leaves a pipelined next request in the socket.
-struct ClientWatch {
-  bool stopped = false;      // the exchange is over; a late completion does nothing
-  bool client_gone = false;  // the client closed or reset its connection
-  beast::tcp_stream* upstream = nullptr;
-};
-
-void ArmWatch(tcp::socket& client, std::shared_ptr<ClientWatch> watch) {
-  client.async_wait(tcp::socket::wait_read, [&client, watch](const error_code& ec) {
-    // After the exchange the socket may be gone; a stopped watch never touches it.
-    if (watch->stopped) return;
-    if (!ec) {
-      char byte;
-      ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n > 0) return;  // a pipelined request: the session reads it after this exchange
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        ArmWatch(client, std::move(watch));
-        return;
-      }
-    }
-    watch->client_gone = true;
-    if (watch->upstream != nullptr) {
-      error_code cec;
-      watch->upstream->socket().cancel(cec);
-    }
-  });
-}
-
 // Ends the watch when the exchange's frame goes, on every path out of it. A wait still
 // pending completes with the socket's next event (or its close) and does nothing.
 struct WatchGuard {
-  std::shared_ptr<ClientWatch> watch = std::make_shared<ClientWatch>();
-  ~WatchGuard() { Stop(); }
+  ~WatchGuard() { End(); }
+  // Ends the watch and withdraws its pending peek, so the peek does not run (a recv) when
+  // the client's next request arrives. Only while the client socket is open.
   void Stop() {
+    if (watch->stopped) return;
+    End();
+    if (watch->armed) {
+      error_code ec;
+      watch->client->cancel(ec);
+    }
+  }
+  void End() {
     watch->stopped = true;
     watch->upstream = nullptr;
   }
+  std::shared_ptr<ClientWatch> watch = std::make_shared<ClientWatch>();
 };
 
 // A relay buffer from the worker's free list, returned to it when done.
@@ -604,6 +615,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   WatchGuard guard;
   ClientWatch& watch = *guard.watch;
+  watch.client = &client.socket();
   bool watching = false;
   error_code ec;
   bool dispatched = false;
@@ -626,7 +638,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       watch.upstream = &up.stream;
       if (!watching) {
         watching = true;
-        ArmWatch(client.socket(), guard.watch);
+        ArmWatch(guard.watch);
       }
       co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
                                         asio::redirect_error(asio::use_awaitable, ec));
