@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e bench format clean
+.PHONY: all deps build demo test unit e2e bench bench-streams bench-visibility format clean
 
 all: build
 
@@ -31,6 +31,12 @@ test: build
 
 bench: build
 	bash bench/run.sh $(BUILD_DIR)
+
+bench-streams: build
+	bash bench/streams_memory.sh $(BUILD_DIR)
+
+bench-visibility: build
+	bash bench/span_visibility.sh $(BUILD_DIR)
 
 format:
 	find src tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i

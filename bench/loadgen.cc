@@ -7,9 +7,21 @@
 //   closed  closed loop: C connections each send the next request as soon as the previous
 //           response is complete (maximum throughput).
 //   stream  S concurrent SSE streams; the upstream stamps every event with its send time on
-//           the monotonic clock and the client subtracts it from the receive time.
+//           the monotonic clock and the client subtracts it from the receive time. With
+//           --ramp the stream starts are spread over that many seconds; with --hold every
+//           stream stays open until the window ends and is then cut by the client (for
+//           memory under many open streams: bench/streams_memory.sh), and the open streams
+//           are counted every 250 ms over the window.
 //   serve   only the upstream, for --duration seconds (for external clients such as wrk).
 //   freeport  prints a port that is free on 127.0.0.1 now.
+//
+// --rss-pids samples the VmRSS of other processes every 250 ms over the window (with
+// --cpu-pids, their CPU time). fixed --record FILE sends every request with a `traceparent`
+// of a fresh random trace id and writes, per request of the window, that trace id, its
+// parent span id, the CLOCK_MONOTONIC time at which the whole response had arrived and
+// whether it succeeded (for bench/span_visibility.sh, joined with the sink's arrival times);
+// --stream-fraction makes that share of fixed-mode requests SSE streams (read to the end);
+// --cooldown keeps the load going for that long after the window, unmeasured.
 //
 // With --serve HOST:PORT the process runs the upstream itself (same process, same clock):
 // POST /v1/chat/completions answers at once with a fixed vLLM-shaped chat completion, or, when
@@ -38,6 +50,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -68,15 +81,21 @@ struct Options {
   std::string serve;   // HOST:PORT of the in-process upstream; empty: none
   std::string model = "bench-model";
   std::string label = "run";
-  double rate = 1000;      // fixed: requests per second
-  double duration = 10;    // measured seconds
-  double warmup = 1;       // seconds of the same load before measuring, discarded
-  int connections = 64;    // fixed: pool size; closed: concurrency
-  int streams = 32;        // stream: concurrent streams
-  int events = 50;         // stream: content events per stream
-  double interval_ms = 4;  // stream: time between two events of a stream
-  int max_tokens = 16;     // non-streaming requests
-  std::string cpu_pids;    // comma-separated pids whose CPU time is measured over the window
+  double rate = 1000;          // fixed: requests per second
+  double duration = 10;        // measured seconds
+  double warmup = 1;           // seconds of the same load before measuring, discarded
+  int connections = 64;        // fixed: pool size; closed: concurrency
+  int streams = 32;            // stream: concurrent streams
+  int events = 50;             // stream: content events per stream
+  double interval_ms = 4;      // stream: time between two events of a stream
+  int max_tokens = 16;         // non-streaming requests
+  std::string cpu_pids;        // comma-separated pids whose CPU time is measured over the window
+  std::string rss_pids;        // comma-separated pids whose VmRSS is sampled over the window
+  double ramp = -1;            // stream: seconds over which starts are spread; < 0: one interval
+  bool hold = false;           // stream: keep every stream open until the window ends, then cut it
+  std::string record;          // fixed: per-request trace id and end time to this file
+  double stream_fraction = 0;  // fixed: share of requests that are SSE streams
+  double cooldown = 0;         // fixed: seconds of the same load after the window, not measured
 };
 
 bool SplitHostPort(const std::string& hp, std::string* host, std::string* port) {
@@ -116,6 +135,27 @@ double PidsCpuSeconds(const std::string& pids) {
   return total;
 }
 
+// A "Vm...:" line of /proc/PID/status in KiB (VmRSS: resident now, VmHWM: peak resident).
+std::int64_t ProcStatusKib(const std::string& pid, std::string_view key) {
+  std::ifstream f("/proc/" + pid + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+        line[key.size()] == ':')
+      return std::strtoll(line.c_str() + key.size() + 1, nullptr, 10);
+  }
+  return 0;
+}
+
+std::int64_t PidsStatusKib(const std::string& pids, std::string_view key) {
+  std::int64_t total = 0;
+  std::stringstream ss(pids);
+  std::string pid;
+  while (std::getline(ss, pid, ','))
+    if (!pid.empty()) total += ProcStatusKib(pid, key);
+  return total;
+}
+
 // ---------------------------------------------------------------------------------------
 // Bodies.
 
@@ -133,11 +173,25 @@ std::string ChatRequestBody(const Options& o, bool stream) {
   return b;
 }
 
-std::string RawPost(const std::string& host, const std::string& body) {
+// `extra` holds whole header lines, each ending in \r\n.
+std::string RawPost(const std::string& host, const std::string& body,
+                    const std::string& extra = {}) {
   return "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host +
-         "\r\nContent-Type: application/json\r\nAccept: */*\r\nUser-Agent: infertel-loadgen\r\n"
-         "Content-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+         "\r\nContent-Type: application/json\r\nAccept: */*\r\nUser-Agent: infertel-loadgen\r\n" +
+         extra + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// One request of a --record run: the trace it started and when its response was complete.
+struct Traced {
+  std::uint64_t trace_hi = 0, trace_lo = 0, span = 0;
+  std::int64_t due_ns = 0, end_ns = 0;
+  bool ok = false, stream = false;
+};
+
+std::string Hex64(std::uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
 }
 
 std::string FixedCompletion(const std::string& model, int tokens) {
@@ -312,6 +366,12 @@ struct Results {
   std::int64_t events = 0;  // stream: events received in the window
   std::int64_t meas_start = 0, meas_end = 0;
   double cpu_start = 0, cpu_end = 0, self_start = 0, self_end = 0;
+  // stream --hold: streams open (header received, not ended) sampled over the window,
+  // streams ever opened, failed connects (errors then counts every failure, at any time).
+  std::int64_t open_min = -1, open_max = 0, opened = 0, connect_errors = 0;
+  std::vector<std::int64_t> rss_kib;  // --rss-pids: summed VmRSS samples over the window
+  std::int64_t hwm_kib = 0;           // --rss-pids: summed VmHWM at the end of the window
+  std::vector<Traced> traced;         // fixed --record: the requests of the window
 };
 
 double Pct(std::vector<std::int64_t>& v, double p) {
@@ -335,13 +395,30 @@ void Report(const Options& o, Results& r, double achieved_seconds) {
               o.label.c_str(), o.mode.c_str(), count, o.mode == "stream" ? "events" : "responses",
               secs, count / secs, r.errors, Pct(r.lat_ns, 50), Pct(r.lat_ns, 90), Pct(r.lat_ns, 99),
               Pct(r.lat_ns, 99.9), Pct(r.lat_ns, 100), mean, proxy_cpu, self_cpu);
+  std::int64_t rss_max = 0;
+  double rss_mean = 0;
+  for (auto k : r.rss_kib) {
+    rss_max = std::max(rss_max, k);
+    rss_mean += static_cast<double>(k);
+  }
+  if (!r.rss_kib.empty()) rss_mean /= static_cast<double>(r.rss_kib.size());
   std::printf("RESULT label=%s mode=%s count=%.0f seconds=%.3f per_s=%.1f errors=%" PRId64
               " samples=%zu p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f "
-              "mean_us=%.1f proxy_cpu_s=%.3f proxy_cpu_us_per_item=%.2f loadgen_cpu_s=%.3f\n",
+              "mean_us=%.1f proxy_cpu_s=%.3f proxy_cpu_us_per_item=%.2f loadgen_cpu_s=%.3f",
               o.label.c_str(), o.mode.c_str(), count, secs, count / secs, r.errors, r.lat_ns.size(),
               Pct(r.lat_ns, 50), Pct(r.lat_ns, 90), Pct(r.lat_ns, 99), Pct(r.lat_ns, 99.9),
               Pct(r.lat_ns, 100), mean, proxy_cpu, count > 0 ? proxy_cpu * 1e6 / count : 0.0,
               self_cpu);
+  if (o.hold) {
+    std::printf(" open_min=%" PRId64 " open_max=%" PRId64 " opened=%" PRId64
+                " connect_errors=%" PRId64,
+                std::max<std::int64_t>(r.open_min, 0), r.open_max, r.opened, r.connect_errors);
+  }
+  if (!o.rss_pids.empty()) {
+    std::printf(" rss_mean_kib=%.0f rss_max_kib=%" PRId64 " hwm_kib=%" PRId64, rss_mean, rss_max,
+                r.hwm_kib);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -351,9 +428,11 @@ void Report(const Options& o, Results& r, double achieved_seconds) {
 class Client {
  public:
   Client(asio::io_context& io, const Options& o, tcp::endpoint target, const std::string& host)
-      : io_(io), opts_(o), target_(target) {
-    post_ = RawPost(host, ChatRequestBody(o, false));
-    stream_post_ = RawPost(host, ChatRequestBody(o, true));
+      : io_(io), opts_(o), target_(target), host_(host), rng_(std::random_device{}()) {
+    body_ = ChatRequestBody(o, false);
+    stream_body_ = ChatRequestBody(o, true);
+    post_ = RawPost(host, body_);
+    stream_post_ = RawPost(host, stream_body_);
   }
 
   // Runs the mode to completion (the caller runs io).
@@ -370,10 +449,12 @@ class Client {
       for (int i = 0; i < opts_.connections; ++i)
         asio::co_spawn(io_, ClosedWorker(), asio::detached);
     } else {
+      const double spread_ns = opts_.ramp >= 0 ? opts_.ramp * 1e9 : opts_.interval_ms * 1e6;
       for (int i = 0; i < opts_.streams; ++i) {
-        auto offset = static_cast<std::int64_t>(opts_.interval_ms * 1e6 * i / opts_.streams);
+        auto offset = static_cast<std::int64_t>(spread_ns * i / opts_.streams);
         asio::co_spawn(io_, StreamWorker(now + offset), asio::detached);
       }
+      if (opts_.hold) asio::co_spawn(io_, Progress(now), asio::detached);
     }
     active_ = opts_.mode == "fixed"    ? opts_.connections
               : opts_.mode == "closed" ? opts_.connections
@@ -391,6 +472,18 @@ class Client {
     co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     r_.cpu_start = PidsCpuSeconds(opts_.cpu_pids);
     r_.self_start = ProcCpuSeconds("self");
+    // Every 250 ms over the window: the open streams and the resident memory of --rss-pids.
+    constexpr std::int64_t kStep = 250'000'000;
+    for (std::int64_t next = r_.meas_start; next < r_.meas_end; next += kStep) {
+      t.expires_at(AtNs(next));
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (sampled_end_) break;
+      if (opts_.hold) {
+        r_.open_min = r_.open_min < 0 ? open_ : std::min(r_.open_min, open_);
+        r_.open_max = std::max(r_.open_max, open_);
+      }
+      if (!opts_.rss_pids.empty()) r_.rss_kib.push_back(PidsStatusKib(opts_.rss_pids, "VmRSS"));
+    }
     t.expires_at(AtNs(r_.meas_end));
     co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     SampleEnd();
@@ -400,6 +493,22 @@ class Client {
     sampled_end_ = true;
     r_.cpu_end = PidsCpuSeconds(opts_.cpu_pids);
     r_.self_end = ProcCpuSeconds("self");
+    if (!opts_.rss_pids.empty()) r_.hwm_kib = PidsStatusKib(opts_.rss_pids, "VmHWM");
+  }
+
+  // --hold: one line a second until the window ends, so a slow ramp-up is visible.
+  asio::awaitable<void> Progress(std::int64_t t0) {
+    asio::steady_timer t(io_);
+    error_code ec;
+    for (std::int64_t next = t0 + 1'000'000'000; next <= r_.meas_end; next += 1'000'000'000) {
+      t.expires_at(AtNs(next));
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      std::printf("progress t=%.1f open=%" PRId64 " opened=%" PRId64 " errors=%" PRId64
+                  " connect_errors=%" PRId64 "\n",
+                  static_cast<double>(next - t0) / 1e9, open_, r_.opened, r_.errors,
+                  r_.connect_errors);
+      std::fflush(stdout);
+    }
   }
 
   void WorkerDone() {
@@ -417,11 +526,13 @@ class Client {
     co_return true;
   }
 
-  // One request/response on a kept-alive connection; false on any failure (reconnect).
-  asio::awaitable<bool> Exchange(beast::tcp_stream& s, beast::flat_buffer& buf) {
+  // One request/response on a kept-alive connection; false on any failure (reconnect). A
+  // stream's whole body is read: the response is complete when its last chunk has arrived.
+  asio::awaitable<bool> Exchange(beast::tcp_stream& s, beast::flat_buffer& buf,
+                                 const std::string& request) {
     error_code ec;
     s.expires_after(std::chrono::seconds(10));
-    co_await asio::async_write(s, asio::buffer(post_),
+    co_await asio::async_write(s, asio::buffer(request),
                                asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return false;
     bhttp::response_parser<bhttp::string_body> p;
@@ -448,7 +559,7 @@ class Client {
     error_code ec;
     for (std::int64_t i = 0;; ++i) {
       std::int64_t due = t0 + static_cast<std::int64_t>(static_cast<double>(i) * period);
-      if (due >= r_.meas_end) break;
+      if (due >= r_.meas_end + static_cast<std::int64_t>(opts_.cooldown * 1e9)) break;
       t.expires_at(AtNs(due));
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (pending_.size() >= 100000) {  // bounded: far beyond any sane backlog
@@ -483,8 +594,28 @@ class Client {
       std::int64_t due = pending_.front();
       pending_.pop_front();
       if (!connected) connected = co_await Connect(s);
-      bool ok = connected && co_await Exchange(s, buf);
-      Record(due, NowNs(), ok);
+      Traced tr;
+      tr.stream = opts_.stream_fraction > 0 && unit_(rng_) < opts_.stream_fraction;
+      const std::string* request = tr.stream ? &stream_post_ : &post_;
+      std::string traced;
+      if (!opts_.record.empty()) {
+        tr.trace_hi = rng_();
+        tr.trace_lo = rng_();
+        tr.span = rng_() | 1;  // never the invalid all-zero id
+        traced = RawPost(host_, tr.stream ? stream_body_ : body_,
+                         "traceparent: 00-" + Hex64(tr.trace_hi) + Hex64(tr.trace_lo) + "-" +
+                             Hex64(tr.span) + "-01\r\n");
+        request = &traced;
+      }
+      bool ok = connected && co_await Exchange(s, buf, *request);
+      const std::int64_t end = NowNs();
+      Record(due, end, ok);
+      if (!opts_.record.empty() && due >= r_.meas_start && due < r_.meas_end) {
+        tr.due_ns = due;
+        tr.end_ns = end;
+        tr.ok = ok;
+        r_.traced.push_back(tr);
+      }
       if (!ok) {
         s.close();
         buf.clear();
@@ -502,7 +633,7 @@ class Client {
     while (NowNs() < r_.meas_end) {
       if (!connected) connected = co_await Connect(s);
       std::int64_t start = NowNs();
-      bool ok = connected && co_await Exchange(s, buf);
+      bool ok = connected && co_await Exchange(s, buf, post_);
       Record(start, NowNs(), ok);
       if (!ok) {
         s.close();
@@ -547,7 +678,10 @@ class Client {
     std::array<char, 16384> body;
     std::string acc;
     while (NowNs() < r_.meas_end) {
-      if (!connected) connected = co_await Connect(s);
+      if (!connected) {
+        connected = co_await Connect(s);
+        if (!connected) ++r_.connect_errors;
+      }
       bool ok = connected;
       std::int64_t start = NowNs();
       if (ok) {
@@ -562,10 +696,15 @@ class Client {
         co_await bhttp::async_read_header(s, buf, p, asio::redirect_error(asio::use_awaitable, ec));
         ok = !ec && p.get().result_int() == 200;
       }
+      const bool opened = ok;
+      if (opened) ++open_, ++r_.opened;
+      bool cut = false;  // --hold: the window ended while the stream was open
       acc.clear();
       while (ok && !p.is_done()) {
         p.get().body().data = body.data();
         p.get().body().size = body.size();
+        // A held stream lives longer than any fixed deadline: each read gets its own.
+        if (opts_.hold) s.expires_after(std::chrono::seconds(30));
         co_await bhttp::async_read_some(s, buf, p, asio::redirect_error(asio::use_awaitable, ec));
         std::int64_t recv = NowNs();
         if (ec == bhttp::error::need_buffer) ec = {};
@@ -576,21 +715,39 @@ class Client {
         std::size_t n = body.size() - p.get().body().size;
         acc.append(body.data(), n);
         ScanEvents(&acc, recv);
+        if (opts_.hold && recv >= r_.meas_end) {
+          cut = true;
+          break;
+        }
       }
-      if (start >= r_.meas_start && start < r_.meas_end) ok ? ++r_.ok : ++r_.errors;
-      if (!ok || !p.keep_alive()) {
+      if (opened) --open_;
+      if (opts_.hold) {
+        if (!ok) ++r_.errors;  // every failure counts: all streams should stay open throughout
+      } else if (start >= r_.meas_start && start < r_.meas_end) {
+        ok ? ++r_.ok : ++r_.errors;
+      }
+      if (!ok || cut || !p.keep_alive()) {
         s.close();
         buf.clear();
         connected = false;
       }
+      if (opts_.hold && !ok) {  // no tight reconnect loop against a refusing target
+        t.expires_after(std::chrono::milliseconds(100));
+        co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
     }
+    if (opts_.hold) ++r_.ok;
     WorkerDone();
   }
 
   asio::io_context& io_;
   const Options& opts_;
   tcp::endpoint target_;
-  std::string post_, stream_post_;
+  std::string host_;
+  std::string body_, stream_body_, post_, stream_post_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
+  std::int64_t open_ = 0;  // streams between their header and their end
   Results r_;
   std::deque<std::int64_t> pending_;
   std::vector<asio::steady_timer*> idle_;
@@ -615,17 +772,28 @@ int Main(int argc, char** argv) {
     sub->add_option("--warmup", o.warmup, "Discarded seconds before measuring");
     sub->add_option("--label", o.label, "Name of this run in the output");
     sub->add_option("--cpu-pids", o.cpu_pids, "Comma-separated pids whose CPU time is measured");
+    sub->add_option("--rss-pids", o.rss_pids,
+                    "Comma-separated pids whose VmRSS is sampled over the window (summed)");
   };
   auto* fixed = app.add_subcommand("fixed", "Open loop at a fixed rate");
   add_common(fixed, true);
   fixed->add_option("--rate", o.rate, "Requests per second");
   fixed->add_option("--connections", o.connections, "Keep-alive connection pool size");
+  fixed->add_option("--record", o.record,
+                    "Send a traceparent per request; write trace id and end time per request");
+  fixed->add_option("--stream-fraction", o.stream_fraction, "Share of requests that are streams")
+      ->check(CLI::Range(0.0, 1.0));
+  fixed->add_option("--cooldown", o.cooldown,
+                    "Seconds of the same load after the window, not measured (so what the "
+                    "window's requests leave behind is still pushed along by later traffic)");
   auto* closed = app.add_subcommand("closed", "Closed loop, maximum throughput");
   add_common(closed, true);
   closed->add_option("--connections", o.connections, "Concurrent connections");
   auto* stream = app.add_subcommand("stream", "Concurrent SSE streams, per-event latency");
   add_common(stream, true);
   stream->add_option("--streams", o.streams, "Concurrent streams");
+  stream->add_option("--ramp", o.ramp, "Seconds over which stream starts are spread");
+  stream->add_flag("--hold", o.hold, "Keep every stream open until the window ends");
   auto* serve = app.add_subcommand("serve", "Only the upstream");
   add_common(serve, false);
   serve->add_option("--duration", o.duration, "Seconds to serve");
@@ -671,8 +839,8 @@ int Main(int argc, char** argv) {
   Client client(io, o, target, o.target);
   client.on_done = [&] { io.stop(); };
   // A hard bound on the whole run, whatever the target does.
-  asio::steady_timer guard(io, std::chrono::milliseconds(
-                                   static_cast<std::int64_t>((o.warmup + o.duration + 30) * 1000)));
+  asio::steady_timer guard(io, std::chrono::milliseconds(static_cast<std::int64_t>(
+                                   (o.warmup + o.duration + o.cooldown + 30) * 1000)));
   guard.async_wait([&](error_code e) {
     if (!e) {
       std::fprintf(stderr, "infertel-loadgen: run did not finish in time\n");
@@ -682,6 +850,21 @@ int Main(int argc, char** argv) {
   client.Start();
   io.run();
   Report(o, client.results(), o.duration);
+  if (!o.record.empty()) {
+    // trace id, parent span id (ours), CLOCK_MONOTONIC ns of the complete response, ok,
+    // stream, latency from the scheduled send time in ns.
+    std::FILE* f = std::fopen(o.record.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "infertel-loadgen: cannot write %s\n", o.record.c_str());
+      return 1;
+    }
+    for (const Traced& t : client.results().traced) {
+      std::fprintf(f, "%s%s %s %" PRId64 " %d %d %" PRId64 "\n", Hex64(t.trace_hi).c_str(),
+                   Hex64(t.trace_lo).c_str(), Hex64(t.span).c_str(), t.end_ns, t.ok ? 1 : 0,
+                   t.stream ? 1 : 0, t.end_ns - t.due_ns);
+    }
+    std::fclose(f);
+  }
   return client.results().ok > 0 ? 0 : 1;
 }
 

@@ -18,6 +18,8 @@
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 INFERTEL=$BUILD/infertel
 OTB=$BUILD/infertel-otlp-bench
 for b in "$INFERTEL" "$OTB"; do
@@ -47,43 +49,13 @@ else
 fi
 TCK=$(getconf CLK_TCK)
 
-TMP=$(mktemp -d /tmp/infertel-otlpbench.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-wait_line() {  # wait_line FILE REGEX: prints the first matching line (10 s at most)
-  local i line
-  for i in $(seq 1 200); do
-    line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
-    if [[ -n $line ]]; then echo "$line"; return 0; fi
-    sleep 0.05
-  done
-  echo "otlp bench: no line /$2/ in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
+bench_init "otlp bench" otlpbench
 
 now() { date +%s.%N; }
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-rss_kib() { awk '/^'"$2"':/ { print $2 }' "/proc/$1/status"; }
 sink_count() {  # last cumulative count the sink printed
   awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$1"
 }
-metric() {  # metric ADMIN_PORT NAME: sum of the trace samples of counter NAME (with or without _total)
-  curl -s "http://127.0.0.1:$1/metrics" |
-    awk -v re="^$2(_total)?[ {]" '$0 ~ re && ($0 !~ /signal="/ || $0 ~ /signal="traces"/) { s += $NF } END { printf "%.0f", s }'
-}
-stop() {  # stop PID: SIGTERM and wait
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
+stop() { stop_pid "$1"; }
 
 SINK_PID=0 AGENT_PID=0 SINK_LOG="" AGENT_ADMIN=0 AGENT_GRPC=0
 start_pair() {  # start_pair MODE TAG: a fresh sink and agent

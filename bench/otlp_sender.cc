@@ -1,4 +1,5 @@
-// infertel-otlp-bench: the load and the sink of bench/otlp_pipeline.sh.
+// infertel-otlp-bench: the load and the sink of bench/otlp_pipeline.sh, and the span
+// visibility join of bench/span_visibility.sh.
 //
 //   infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] [--duration S] [--batch B]
 //                            [--threads T]
@@ -6,26 +7,44 @@
 //     frontend emits them, facts/vllm.md §1.3) at --rate spans/s (0: as fast as possible) for
 //     --duration seconds from T threads, then prints `RESULT send ...` with the achieved rate.
 //
-//   infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS]
+//   infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] [--record FILE]
 //     An OTLP gRPC TraceService that counts the spans it receives. Prints `LISTEN port=N` once
 //     bound, `SINK t=... spans=... rate=...` every interval (cumulative count) and
-//     `RESULT sink ...` on SIGINT/SIGTERM.
+//     `RESULT sink ...` on SIGINT/SIGTERM. With --record, writes one line per span received:
+//     arrival time (CLOCK_MONOTONIC ns, taken when the export call reaches the service; the
+//     clock is system-wide, so comparable with other processes' steady_clock), trace id, span
+//     id, parent span id (- if none), scope name, kind and name.
+//
+//   infertel-otlp-bench join --requests FILE --spans FILE [--label L]
+//     Joins infertel-loadgen's `fixed --record` file (trace id, parent span id, response end
+//     time, ok, stream) with a sink's --record file and prints, per kind of span, how long after
+//     its request ended the first such span of the request's trace arrived: `entry` is the
+//     span whose parent is the client's span (the gateway's entry span), every other span is
+//     grouped by name (llm_request, wait, prefill, decode, ...). One `RESULT join ...` line per
+//     group with p50/p90/p99/max in ms and the successful requests that never got such a span.
 //
 // Loopback benchmarking tool only: no TLS, no retries.
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/semconv.h"
@@ -67,13 +86,19 @@ struct Args {
   int batch = 512;
   int threads = 2;
   int interval_ms = 500;
+  std::string record;    // sink: per-span arrival file
+  std::string requests;  // join: the loadgen's --record file
+  std::string spans;     // join: the sink's --record file
+  std::string label = "run";
 };
 
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
                "usage: infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] "
                "[--duration S] [--batch B] [--threads T]\n"
-               "       infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS]\n");
+               "       infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] "
+               "[--record FILE]\n"
+               "       infertel-otlp-bench join --requests FILE --spans FILE [--label L]\n");
   std::exit(2);
 }
 
@@ -81,7 +106,7 @@ Args Parse(int argc, char** argv) {
   if (argc < 2) Usage();
   Args a;
   a.mode = argv[1];
-  if (a.mode != "send" && a.mode != "sink") Usage();
+  if (a.mode != "send" && a.mode != "sink" && a.mode != "join") Usage();
   for (int i = 2; i < argc; ++i) {
     std::string k = argv[i];
     if (i + 1 >= argc) Usage();
@@ -100,11 +125,20 @@ Args Parse(int argc, char** argv) {
       a.threads = std::atoi(v.c_str());
     } else if (k == "--interval-ms") {
       a.interval_ms = std::atoi(v.c_str());
+    } else if (k == "--record") {
+      a.record = v;
+    } else if (k == "--requests") {
+      a.requests = v;
+    } else if (k == "--spans") {
+      a.spans = v;
+    } else if (k == "--label") {
+      a.label = v;
     } else {
       Usage();
     }
   }
   if (a.batch < 1 || a.threads < 1 || a.duration <= 0 || a.rate < 0 || a.interval_ms < 10) Usage();
+  if (a.mode == "join" && (a.requests.empty() || a.spans.empty())) Usage();
   return a;
 }
 
@@ -227,12 +261,62 @@ int RunSend(const Args& a) {
   return err_batches.load() == 0 ? 0 : 1;
 }
 
+std::string Hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+// Spaces would break the line format; names and scopes rarely have any.
+std::string NoSpaces(std::string s) {
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s.empty() ? "-" : s;
+}
+
 class CountingService final : public TraceService::Service {
  public:
+  // `record`: where one line per received span goes (nullptr: counting only).
+  explicit CountingService(std::FILE* record) : record_(record) {}
+
   grpc::Status Export(grpc::ServerContext*, const TracesRequest* req,
                       ExportTraceServiceResponse*) override {
+    // steady_clock is CLOCK_MONOTONIC here: the same clock the loadgen stamps responses with.
+    const std::int64_t arrival =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count();
     spans_.fetch_add(infertel::CountSpans(*req), std::memory_order_relaxed);
     requests_.fetch_add(1, std::memory_order_relaxed);
+    if (record_ != nullptr) {
+      std::string lines;
+      for (const auto& rs : req->resource_spans()) {
+        for (const auto& ss : rs.scope_spans()) {
+          const std::string scope = NoSpaces(ss.scope().name());
+          for (const auto& sp : ss.spans()) {
+            lines += std::to_string(arrival);
+            lines += ' ';
+            lines += Hex(sp.trace_id());
+            lines += ' ';
+            lines += Hex(sp.span_id());
+            lines += ' ';
+            lines += sp.parent_span_id().empty() ? "-" : Hex(sp.parent_span_id());
+            lines += ' ';
+            lines += scope;
+            lines += ' ';
+            lines += std::to_string(static_cast<int>(sp.kind()));
+            lines += ' ';
+            lines += NoSpaces(sp.name());
+            lines += '\n';
+          }
+        }
+      }
+      std::lock_guard lock(record_mu_);
+      std::fwrite(lines.data(), 1, lines.size(), record_);
+    }
     return grpc::Status::OK;
   }
   std::uint64_t spans() const { return spans_.load(std::memory_order_relaxed); }
@@ -241,12 +325,22 @@ class CountingService final : public TraceService::Service {
  private:
   std::atomic<std::uint64_t> spans_{0};
   std::atomic<std::uint64_t> requests_{0};
+  std::FILE* record_;
+  std::mutex record_mu_;
 };
 
 int RunSink(const Args& a) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  CountingService svc;
+  std::FILE* record = nullptr;
+  if (!a.record.empty()) {
+    record = std::fopen(a.record.c_str(), "w");
+    if (record == nullptr) {
+      std::fprintf(stderr, "sink: cannot write %s\n", a.record.c_str());
+      return 1;
+    }
+  }
+  CountingService svc(record);
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort(a.listen, grpc::InsecureServerCredentials(), &port);
@@ -277,6 +371,8 @@ int RunSink(const Args& a) {
     last_n = n;
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server->Wait();
+  if (record != nullptr) std::fclose(record);
   const double secs = SecondsSince(t0);
   std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f\n",
               static_cast<unsigned long long>(svc.spans()),
@@ -286,9 +382,125 @@ int RunSink(const Args& a) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------
+// join: request end times against span arrival times.
+
+struct RequestRow {
+  std::string parent;  // the client's span id: the entry span's parent
+  std::int64_t end_ns = 0;
+  bool ok = false, stream = false;
+};
+
+// First arrival of one group's span in one trace, and how many such spans came.
+struct Seen {
+  std::int64_t first_ns = 0;
+  int count = 0;
+};
+
+double PctMs(const std::vector<std::int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1) + 0.5);
+  return static_cast<double>(sorted[std::min(i, sorted.size() - 1)]) / 1e6;
+}
+
+int RunJoin(const Args& a) {
+  std::unordered_map<std::string, RequestRow> reqs;
+  {
+    std::ifstream f(a.requests);
+    if (!f) {
+      std::fprintf(stderr, "join: cannot read %s\n", a.requests.c_str());
+      return 1;
+    }
+    std::string trace, parent;
+    std::int64_t end = 0, lat = 0;
+    int ok = 0, stream = 0;
+    while (f >> trace >> parent >> end >> ok >> stream >> lat)
+      reqs[trace] = RequestRow{parent, end, ok != 0, stream != 0};
+  }
+  // group -> trace -> first arrival
+  std::map<std::string, std::unordered_map<std::string, Seen>> groups;
+  std::uint64_t lines = 0, foreign = 0;
+  {
+    std::ifstream f(a.spans);
+    if (!f) {
+      std::fprintf(stderr, "join: cannot read %s\n", a.spans.c_str());
+      return 1;
+    }
+    std::string line;
+    while (std::getline(f, line)) {
+      std::istringstream in(line);
+      std::int64_t arrival = 0;
+      std::string trace, span, parent, scope, name;
+      int kind = 0;
+      if (!(in >> arrival >> trace >> span >> parent >> scope >> kind >> name)) continue;
+      ++lines;
+      auto it = reqs.find(trace);
+      if (it == reqs.end()) {
+        ++foreign;  // warm-up, or not one of ours
+        continue;
+      }
+      const std::string group = parent == it->second.parent ? "entry" : name;
+      Seen& s = groups[group][trace];
+      if (s.count == 0 || arrival < s.first_ns) s.first_ns = arrival;
+      ++s.count;
+    }
+  }
+  std::size_t ok_requests = 0, failed = 0, streams = 0;
+  for (const auto& [trace, r] : reqs) {
+    if (!r.ok) ++failed;
+    if (r.ok) ++ok_requests;
+    if (r.ok && r.stream) ++streams;
+  }
+  std::printf("join %s: %zu requests (%zu ok, %zu of them streams, %zu failed), %" PRIu64
+              " spans read, %" PRIu64 " of other traces\n",
+              a.label.c_str(), reqs.size(), ok_requests, streams, failed, lines, foreign);
+  auto report = [&](const std::string& group, const std::unordered_map<std::string, Seen>& seen,
+                    int want_stream) {  // want_stream: -1 all, 0 non-streaming, 1 streams
+    std::vector<std::int64_t> lat;
+    std::size_t missing = 0, dups = 0, n = 0;
+    double sum = 0;
+    for (const auto& [trace, r] : reqs) {
+      if (!r.ok || (want_stream >= 0 && r.stream != (want_stream == 1))) continue;
+      ++n;
+      auto it = seen.find(trace);
+      if (it == seen.end()) {
+        ++missing;
+        continue;
+      }
+      if (it->second.count > 1) ++dups;
+      lat.push_back(it->second.first_ns - r.end_ns);
+      sum += static_cast<double>(it->second.first_ns - r.end_ns);
+    }
+    if (n == 0) return;
+    std::sort(lat.begin(), lat.end());
+    const std::string name = want_stream < 0   ? group
+                             : want_stream > 0 ? group + ".stream"
+                                               : group + ".plain";
+    const double mean = lat.empty() ? 0 : sum / static_cast<double>(lat.size()) / 1e6;
+    std::printf(
+        "RESULT join label=%s group=%s requests=%zu found=%zu missing=%zu dups=%zu "
+        "min_ms=%.1f p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f mean_ms=%.1f\n",
+        a.label.c_str(), name.c_str(), n, lat.size(), missing, dups,
+        lat.empty() ? 0 : static_cast<double>(lat.front()) / 1e6, PctMs(lat, 50), PctMs(lat, 90),
+        PctMs(lat, 99), PctMs(lat, 100), mean);
+  };
+  static const std::unordered_map<std::string, Seen> kNone;
+  auto entry = groups.find("entry");
+  report("entry", entry == groups.end() ? kNone : entry->second, -1);
+  if (streams > 0 && streams < ok_requests) {
+    report("entry", entry == groups.end() ? kNone : entry->second, 0);
+    report("entry", entry == groups.end() ? kNone : entry->second, 1);
+  }
+  for (const auto& [group, seen] : groups)
+    if (group != "entry") report(group, seen, -1);
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
+  if (a.mode == "join") return RunJoin(a);
   return a.mode == "send" ? RunSend(a) : RunSink(a);
 }

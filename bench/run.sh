@@ -23,6 +23,8 @@ set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 INFERTEL=$BUILD/infertel
 LOADGEN=$BUILD/infertel-loadgen
 for b in "$INFERTEL" "$LOADGEN"; do
@@ -53,55 +55,7 @@ else
   PIN_PROXY=()
 fi
 
-TMP=$(mktemp -d /tmp/infertel-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-wait_port() {  # wait_port PORT: until something accepts on 127.0.0.1:PORT (5 s at most)
-  local i
-  for i in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "bench: nothing listens on port $1" >&2
-  return 1
-}
-
-wait_line() {  # wait_line FILE REGEX: prints the first matching line (10 s at most)
-  local i line
-  for i in $(seq 1 200); do
-    line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
-    if [[ -n $line ]]; then echo "$line"; return 0; fi
-    sleep 0.05
-  done
-  echo "bench: no '$2' in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
-
-port_of() { sed -E 's#.*http://[^:]+:([0-9]+).*#\1#'; }
-
-start_nginx() {  # start_nginx NAME UPSTREAM_PORT → sets NGINX_PORT, NGINX_WORKER
-  local dir=$TMP/$1
-  mkdir -p "$dir"
-  NGINX_PORT=$("$LOADGEN" freeport)
-  sed -e "s#@PREFIX@#$dir#g" -e "s#@LISTEN_PORT@#$NGINX_PORT#g" -e "s#@UPSTREAM_PORT@#$2#g" \
-    "$ROOT/bench/nginx.conf.template" >"$dir/nginx.conf"
-  "${PIN_PROXY[@]}" nginx -c "$dir/nginx.conf" -p "$dir/" -e "$dir/error.log" \
-    >"$dir/stdout" 2>&1 &
-  local master=$!
-  PIDS+=("$master")
-  wait_port "$NGINX_PORT"
-  NGINX_WORKER=$(pgrep -P "$master" | head -1)
-  [[ -n $NGINX_WORKER ]] || { echo "bench: nginx worker not found" >&2; cat "$dir/error.log" >&2; exit 1; }
-}
+bench_init bench bench
 
 start_agent() {  # start_agent NAME UPSTREAM_PORT STORE_ARGS... → sets AGENT_PORT, AGENT_PID
   local name=$1 up=$2
@@ -115,13 +69,8 @@ start_agent() {  # start_agent NAME UPSTREAM_PORT STORE_ARGS... → sets AGENT_P
   wait_port "$AGENT_PORT"
 }
 
-# Flags of newer agents: no OTLP receivers (they would collide on 4317/4318 and are not on
-# the measured path) and no version probe of the bench upstream.
-AGENT_EXTRA=()
-AGENT_HELP=$("$INFERTEL" agent --help 2>&1 || true)
-grep -q -- '--receiver-grpc' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--receiver-grpc off)
-grep -q -- '--receiver-http' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--receiver-http off)
-grep -q -- '--engine-version' <<<"$AGENT_HELP" && AGENT_EXTRA+=(--engine-version v1)
+# Flags of newer agents: no OTLP receivers and no version probe of the bench upstream.
+agent_compat_flags "$INFERTEL"
 
 UP_PORT=$("$LOADGEN" freeport)
 start_nginx nginx "$UP_PORT"

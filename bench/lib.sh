@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# bench/lib.sh — shell helpers shared by the bench scripts (sourced, not run).
+#
+# bench_init NAME TAG   message prefix NAME; a fresh temp dir $TMP (/tmp/infertel-TAG.XXXXXX);
+#                       $PIDS, whose processes are stopped (and $TMP removed) on exit,
+#                       Ctrl-C or SIGTERM. Add every started process: PIDS+=($!).
+#                       BENCH_KEEP_TMP=1 keeps $TMP (the processes' logs) for a look.
+# The rest needs no state beyond that: waiting for ports and log lines, /proc readings,
+# the agent's optional flags, nginx from bench/nginx.conf.template.
+
+bench_init() {
+  BENCH_NAME=$1
+  TMP=$(mktemp -d "/tmp/infertel-$2.XXXXXX")
+  PIDS=()
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [[ -n ${BENCH_KEEP_TMP:-} ]]; then
+    echo "$BENCH_NAME: logs kept in $TMP" >&2
+  else
+    rm -rf "$TMP"
+  fi
+}
+
+bench_die() {
+  echo "$BENCH_NAME: $*" >&2
+  exit 1
+}
+
+wait_port() {  # wait_port PORT: until something accepts on 127.0.0.1:PORT (5 s at most)
+  local i
+  for i in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "$BENCH_NAME: nothing listens on port $1" >&2
+  return 1
+}
+
+wait_line() {  # wait_line FILE REGEX: prints the first matching line (10 s at most)
+  local i line
+  for i in $(seq 1 200); do
+    line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
+    if [[ -n $line ]]; then echo "$line"; return 0; fi
+    sleep 0.05
+  done
+  echo "$BENCH_NAME: no line /$2/ in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+port_of() { sed -E 's#.*http://[^:]+:([0-9]+).*#\1#'; }  # the port of the first http:// URL
+
+stop_pid() {  # stop_pid PID: SIGTERM, wait, and forget it (so cleanup never signals a reused pid)
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local p rest=()
+  for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || rest+=("$p"); done
+  PIDS=("${rest[@]}")
+}
+
+load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }  # utime + stime
+rss_kib() { awk '/^'"$2"':/ { print $2 }' "/proc/$1/status"; }  # rss_kib PID VmRSS|VmHWM
+
+# result_field FILE KEY [PREFIX]: the value of KEY=... on the last line starting with PREFIX
+# (default RESULT).
+result_field() {
+  awk -v key="$2" -v pre="${3:-RESULT}" 'index($0, pre) == 1 {
+      for (i = 1; i <= NF; i++) if (index($i, key "=") == 1) v = substr($i, length(key) + 2)
+    } END { print v }' "$1"
+}
+
+metric() {  # metric ADMIN_PORT NAME: sum of the trace samples of counter NAME (with or without _total)
+  curl -s "http://127.0.0.1:$1/metrics" |
+    awk -v re="^$2(_total)?[ {]" '$0 ~ re && ($0 !~ /signal="/ || $0 ~ /signal="traces"/) { s += $NF } END { printf "%.0f", s }'
+}
+
+# agent_compat_flags INFERTEL: sets AGENT_EXTRA to the flags newer agents have and the
+# benchmarks want: no OTLP receivers (they would collide on 4317/4318 and are not on the
+# measured path) and no version probe of the upstream.
+agent_compat_flags() {
+  local help
+  help=$("$1" agent --help 2>&1 || true)
+  AGENT_EXTRA=()
+  grep -q -- '--receiver-grpc' <<<"$help" && AGENT_EXTRA+=(--receiver-grpc off)
+  grep -q -- '--receiver-http' <<<"$help" && AGENT_EXTRA+=(--receiver-http off)
+  grep -q -- '--engine-version' <<<"$help" && AGENT_EXTRA+=(--engine-version v1)
+  return 0
+}
+
+# start_nginx NAME UPSTREAM_PORT: nginx from bench/nginx.conf.template in $TMP/NAME, started
+# with ${PIN_PROXY[@]} (may be empty); needs $ROOT and $LOADGEN (for a free port). With
+# NGINX_WORKER_CONNECTIONS set, the config is a variant with that many worker_connections and a
+# matching worker_rlimit_nofile. Sets NGINX_PORT, NGINX_MASTER, NGINX_WORKER.
+start_nginx() {
+  local dir=$TMP/$1
+  mkdir -p "$dir"
+  NGINX_PORT=$("$LOADGEN" freeport)
+  local variant=()
+  if [[ -n ${NGINX_WORKER_CONNECTIONS:-} ]]; then
+    local nofile=$((NGINX_WORKER_CONNECTIONS + 256)) hard
+    hard=$(ulimit -Hn)
+    [[ $hard != unlimited ]] && ((nofile > hard)) && nofile=$hard
+    variant=(-e "s#worker_connections [0-9]*;#worker_connections $NGINX_WORKER_CONNECTIONS;#"
+      -e "s#^worker_processes 1;#worker_processes 1;\nworker_rlimit_nofile $nofile;#")
+  fi
+  sed -e "s#@PREFIX@#$dir#g" -e "s#@LISTEN_PORT@#$NGINX_PORT#g" -e "s#@UPSTREAM_PORT@#$2#g" \
+    "${variant[@]}" "$ROOT/bench/nginx.conf.template" >"$dir/nginx.conf"
+  "${PIN_PROXY[@]}" nginx -c "$dir/nginx.conf" -p "$dir/" -e "$dir/error.log" \
+    >"$dir/stdout" 2>&1 &
+  NGINX_MASTER=$!
+  PIDS+=("$NGINX_MASTER")
+  wait_port "$NGINX_PORT"
+  NGINX_WORKER=$(pgrep -P "$NGINX_MASTER" | head -1)
+  if [[ -z $NGINX_WORKER ]]; then
+    cat "$dir/error.log" >&2
+    bench_die "nginx worker not found"
+  fi
+}
