@@ -1,5 +1,7 @@
 #include "engines/assembler.h"
 
+#include <algorithm>
+
 #include "core/semconv.h"
 #include "engines/sglang/sglang_spans.h"
 
@@ -97,33 +99,43 @@ std::shared_ptr<const JoinRecord> Assembler::Lookup(const std::vector<std::strin
   return nullptr;
 }
 
-void Assembler::Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out) {
-  std::vector<Span> phases;
-  if (vllm::IsVllmRequestSpan(w.span)) {
+void Assembler::BeginOutput(Output* out) const {
+  auto settings = config_->Current();
+  out->level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
+}
+
+void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
+  std::vector<Span>& phases = out->phases;
+  phases.clear();
+  const Origin& origin = *w.origin;
+  {  // only vLLM request spans wait (Submit checked)
     vllm::NormalizeContext ctx;
     ctx.record = record;
     ctx.shape = options_.vllm_shape;
-    {
+    if (record != nullptr) {
       std::lock_guard lock(hints_mu_);
-      auto it = record ? hints_.find(record->upstream) : hints_.end();
+      auto it = hints_.find(record->upstream);
       if (it != hints_.end()) ctx.shape = it->second;
     }
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
-    auto settings = config_->Current();
-    ctx.level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
-    vllm::Normalize(&w.span, w.scope.name(), ctx, &phases);
+    ctx.level = out->level;
+    vllm::Normalize(&w.span, origin.scope.name(), ctx, &phases);
   }
   (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
   stats_.derived_spans.fetch_add(phases.size(), std::memory_order_relaxed);
-  auto* rs = out->add_resource_spans();
-  *rs->mutable_resource() = std::move(w.resource);
-  rs->set_schema_url(w.resource_schema_url);
-  auto* ss = rs->add_scope_spans();
-  *ss->mutable_scope() = std::move(w.scope);
-  ss->set_schema_url(w.scope_schema_url);
-  *ss->add_spans() = std::move(w.span);
-  for (auto& p : phases) *ss->add_spans() = std::move(p);
+  if (out->last != &origin) {
+    auto* rs = out->request.add_resource_spans();
+    *rs->mutable_resource() = origin.resource;
+    rs->set_schema_url(origin.resource_schema_url);
+    out->scope_spans = rs->add_scope_spans();
+    *out->scope_spans->mutable_scope() = origin.scope;
+    out->scope_spans->set_schema_url(origin.scope_schema_url);
+    out->last = &origin;
+  }
+  auto* spans = out->scope_spans->mutable_spans();
+  *spans->Add() = std::move(w.span);
+  for (auto& p : phases) *spans->Add() = std::move(p);
 }
 
 void Assembler::Submit(TracesRequest&& request) noexcept {
@@ -164,6 +176,7 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
         continue;
       }
       auto* spans = ss.mutable_spans();
+      std::shared_ptr<const Origin> origin;  // made for the first engine span of the scope
       int keep = 0;
       for (int i = 0; i < spans->size(); ++i) {
         Span* span = spans->Mutable(i);
@@ -173,11 +186,16 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
           continue;
         }
         stats_.engine_spans.fetch_add(1, std::memory_order_relaxed);
-        Waiting w;
-        w.resource = rs.resource();
-        w.resource_schema_url = rs.schema_url();
-        w.scope = ss.scope();
-        w.scope_schema_url = ss.schema_url();
+        if (!origin) {
+          auto o = std::make_shared<Origin>();
+          o->resource = rs.resource();
+          o->resource_schema_url = rs.schema_url();
+          o->scope = ss.scope();
+          o->scope_schema_url = ss.schema_url();
+          origin = std::move(o);
+        }
+        Waiting w;  // a vLLM request span: Emit normalizes it without checking again
+        w.origin = origin;
         w.span = std::move(*span);
         w.keys = vllm::JoinKeys(w.span);
         early.push_back(std::move(w));
@@ -203,8 +221,10 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
   if (early.empty()) return;
 
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
+  bool wake_timer = false;
   {
     std::lock_guard lock(mu_);
+    wake_timer = waiting_.empty();  // the timer sleeps without a deadline to wait for
     auto deadline = std::chrono::steady_clock::now() + options_.join_window;
     for (auto& w : early) {
       if (auto rec = Lookup(w.keys)) {
@@ -221,11 +241,14 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
       waiting_.push_back(std::move(w));
     }
     stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+    wake_timer = wake_timer && !waiting_.empty();
   }
+  if (wake_timer) cv_.notify_all();
   if (ready.empty()) return;
-  TracesRequest joined;
+  Output joined;
+  BeginOutput(&joined);
   for (auto& [w, rec] : ready) Emit(std::move(w), rec.get(), &joined);
-  out_->Submit(std::move(joined));
+  out_->Submit(std::move(joined.request));
 }
 
 void Assembler::OnExchangeStarted(const gateway::Exchange& ex) noexcept {
@@ -265,9 +288,10 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
     stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
   }
   if (matched.empty()) return;
-  TracesRequest out;
+  Output out;
+  BeginOutput(&out);
   for (auto& w : matched) Emit(std::move(w), record.get(), &out);
-  out_->Submit(std::move(out));
+  out_->Submit(std::move(out.request));
 }
 
 void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
@@ -283,15 +307,22 @@ void Assembler::FlushWaiting() {
     stats_.waiting.store(0, std::memory_order_relaxed);
   }
   if (all.empty()) return;
-  TracesRequest out;
+  Output out;
+  BeginOutput(&out);
   for (auto& w : all) Emit(std::move(w), nullptr, &out);
-  out_->Submit(std::move(out));
+  out_->Submit(std::move(out.request));
 }
 
 void Assembler::TimerLoop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    // Wake when the oldest waiting span is due (Submit wakes this wait when the table was
+    // empty), else every 100 ms for the record expiry. Releasing each span when its window
+    // ends, rather than on a 100 ms tick, keeps the releases small: a tick's worth of spans
+    // (4 out per span in) could exceed the export queue at once and be dropped.
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    if (!waiting_.empty()) wake = std::min(wake, waiting_.front().deadline);
+    cv_.wait_until(lock, wake);
     auto now = std::chrono::steady_clock::now();
     while (!expiry_.empty() && expiry_.front().first <= now) {
       auto it = records_.find(expiry_.front().second);
@@ -308,9 +339,10 @@ void Assembler::TimerLoop() {
     stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
     if (due.empty()) continue;
     lock.unlock();
-    TracesRequest out;
+    Output out;
+    BeginOutput(&out);
     for (auto& w : due) Emit(std::move(w), nullptr, &out);
-    out_->Submit(std::move(out));
+    out_->Submit(std::move(out.request));
     lock.lock();
   }
 }

@@ -87,13 +87,27 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   const AssemblerStats& stats() const { return stats_; }
 
  private:
-  struct Waiting {
+  // The resource and scope a group of engine spans arrived under: copied once per received
+  // scope and shared by its spans, not copied per span.
+  struct Origin {
     Resource resource;
     otlp_common::InstrumentationScope scope;
     std::string resource_schema_url, scope_schema_url;
+  };
+  struct Waiting {
+    std::shared_ptr<const Origin> origin;
     Span span;
     std::vector<std::string> keys;
     std::chrono::steady_clock::time_point deadline;
+  };
+  // An outgoing request being filled: consecutive spans of one origin share one
+  // ResourceSpans/ScopeSpans, and what Emit needs from the settings is read once.
+  struct Output {
+    TracesRequest request;
+    const Origin* last = nullptr;
+    otlp_trace::ScopeSpans* scope_spans = nullptr;
+    int level = 1;
+    std::vector<Span> phases;  // reused
   };
   struct Stored {
     std::shared_ptr<const JoinRecord> record;
@@ -101,7 +115,8 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   };
 
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
-  void Emit(Waiting&& w, const JoinRecord* record, TracesRequest* out);
+  void Emit(Waiting&& w, const JoinRecord* record, Output* out);
+  void BeginOutput(Output* out) const;
   std::shared_ptr<const JoinRecord> Lookup(const std::vector<std::string>& keys);  // mu_ held
   void TimerLoop();
 

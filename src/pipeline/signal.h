@@ -2,9 +2,11 @@
 // Signal traits: one place that knows how the three OTLP request types nest
 // (request → resource → scope → item), so batching, merging and splitting are written once.
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/telemetry.h"
 
@@ -58,6 +60,24 @@ struct SignalTraits<MetricsRequest> {
   }
 };
 
+// Moves the first `k` elements of `from` to the end of `to`, in order. Heap-allocated
+// elements change owner without being copied or reallocated (messages on an arena are copied
+// by protobuf, which keeps this correct for them too).
+template <typename T>
+void MoveFront(google::protobuf::RepeatedPtrField<T>* from, int k,
+               google::protobuf::RepeatedPtrField<T>* to) {
+  if (k <= 0) return;
+  std::vector<T*> taken(static_cast<std::size_t>(k));
+  from->ExtractSubrange(0, k, taken.data());
+  to->Reserve(to->size() + k);
+  for (T* e : taken) to->AddAllocated(e);
+}
+template <typename T>
+void MoveAll(google::protobuf::RepeatedPtrField<T>* from,
+             google::protobuf::RepeatedPtrField<T>* to) {
+  MoveFront(from, from->size(), to);
+}
+
 // Appends everything of `src` to `dst` (by swap, no deep copies). A resource block whose
 // Resource and schema_url equal one already in `dst` is folded into it, and likewise a scope
 // block into an equal scope, so a batch of many small requests from one producer exports as
@@ -95,8 +115,7 @@ void MergeInto(Request* dst, Request&& src) {
         dst_scopes->Add()->Swap(&ss);
         continue;
       }
-      auto* items = T::Items(starget);
-      for (auto& item : *T::Items(&ss)) items->Add()->Swap(&item);
+      MoveAll(T::Items(&ss), T::Items(starget));
     }
   }
 }
@@ -123,10 +142,9 @@ std::size_t TakeItems(Request* src, std::size_t n, Request* dst) {
       *out_ss->mutable_scope() = ss->scope();
       out_ss->set_schema_url(ss->schema_url());
       auto* items = T::Items(ss);
-      int k = 0;
-      for (; k < items->size() && moved < n; ++k, ++moved)
-        T::Items(out_ss)->Add()->Swap(items->Mutable(k));
-      items->DeleteSubrange(0, k);
+      const int k = static_cast<int>(std::min<std::size_t>(items->size(), n - moved));
+      MoveFront(items, k, T::Items(out_ss));
+      moved += static_cast<std::size_t>(k);
       if (items->empty()) ++drop_scopes;
     }
     scopes->DeleteSubrange(0, drop_scopes);

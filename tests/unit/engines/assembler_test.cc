@@ -187,5 +187,47 @@ TEST_F(AssemblerTest, TwoChildSequencesOfOneRequestJoinTheSameExchange) {
   EXPECT_EQ(joined, 2);
 }
 
+// Spans released together that arrived under one resource and scope leave under one
+// ResourceSpans/ScopeSpans (in arrival order), with that resource and scope.
+TEST_F(AssemblerTest, SpansReleasedTogetherShareTheirResourceAndScope) {
+  class RequestSink : public pipeline::TraceSink {
+   public:
+    void Submit(TracesRequest&& r) noexcept override { requests.push_back(std::move(r)); }
+    std::vector<TracesRequest> requests;
+  } out;
+  AssemblerOptions o;
+  o.join_window = std::chrono::hours(1);
+  Assembler a(o, &out, config_);
+  TracesRequest req = EngineRequest("g-0");
+  TracesRequest more = EngineRequest("g-1");
+  auto* spans = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  *spans->Add() = more.resource_spans(0).scope_spans(0).spans(0);
+  TracesRequest other_scope = EngineRequest("g-2");
+  other_scope.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_scope()->set_name("x");
+  *req.add_resource_spans() = other_scope.resource_spans(0);
+  a.Submit(std::move(req));
+  EXPECT_TRUE(out.requests.empty());
+  a.FlushWaiting();
+  ASSERT_EQ(out.requests.size(), 1u);
+  const TracesRequest& got = out.requests[0];
+  ASSERT_EQ(got.resource_spans_size(), 2);
+  for (const auto& rs : got.resource_spans()) {
+    ASSERT_EQ(rs.scope_spans_size(), 1);
+    EXPECT_EQ(FindAttr(rs.resource().attributes(), "service.name")->string_value(), "vllm-server");
+  }
+  const auto& first = got.resource_spans(0).scope_spans(0);
+  EXPECT_EQ(first.scope().name(), "vllm.tracing.otel");
+  ASSERT_EQ(first.spans_size(), 8);  // two request spans, each followed by its three phases
+  EXPECT_EQ(first.spans(0).name(), "llm_request");
+  EXPECT_EQ(first.spans(4).name(), "llm_request");
+  EXPECT_EQ(FindAttr(first.spans(4).attributes(), sc::kGenAiRequestId)->string_value(),
+            "chatcmpl-g-1");
+  const auto& second = got.resource_spans(1).scope_spans(0);
+  EXPECT_EQ(second.scope().name(), "x");
+  EXPECT_EQ(second.spans_size(), 4);
+  EXPECT_EQ(a.stats().unmatched.load(), 3u);
+  EXPECT_EQ(a.stats().derived_spans.load(), 9u);
+}
+
 }  // namespace
 }  // namespace infertel::engines

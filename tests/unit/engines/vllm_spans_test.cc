@@ -183,6 +183,55 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenIds), nullptr);  // engine returned none
 }
 
+TEST(VllmSpansTest, RemoteKvWaitIsNestedInTheWaitPhase) {
+  Span s = V1Span("chatcmpl-kv");
+  AddAttr(s.mutable_attributes(), sc::kGenAiLatencyTimeInKvTransfer, 0.015);
+  vllm::NormalizeContext ctx;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  ASSERT_EQ(phases.size(), 4u);  // wait, kv_transfer (in wait), prefill, decode
+  EXPECT_EQ(phases[0].name(), "wait");
+  EXPECT_EQ(phases[1].name(), sc::kSpanKvTransfer);
+  EXPECT_EQ(phases[1].parent_span_id(), phases[0].span_id());
+  EXPECT_NE(phases[0].span_id(), phases[1].span_id());
+  EXPECT_EQ(phases[1].start_time_unix_nano(), phases[0].start_time_unix_nano());
+  EXPECT_EQ(phases[1].end_time_unix_nano(), phases[0].start_time_unix_nano() + 15'000'000);
+  EXPECT_EQ(Attr(phases[1], sc::kGenAiKvTransferDirection).string_value(), "recv");
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInKvTransfer).int_value(), 15'000'000);
+}
+
+TEST(VllmSpansTest, RepeatedKeysFirstOneCountsAndPhasesCopyEveryOne) {
+  Span s = V1Span("chatcmpl-dup");
+  AddAttr(s.mutable_attributes(), sc::kGenAiLatencyE2e, 0.7);             // a second e2e
+  AddAttr(s.mutable_attributes(), sc::kGenAiRequestId, "chatcmpl-dup2");  // a second id
+  vllm::NormalizeContext ctx;
+  ctx.pd_role = "producer";
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  int e2e = 0;
+  for (const auto& kv : s.attributes()) {
+    if (kv.key() != sc::kGenAiLatencyE2e) continue;
+    // Only the first is converted, as a lookup by key finds the first.
+    if (e2e++ == 0) {
+      EXPECT_EQ(kv.value().int_value(), 500'000'000);
+    } else {
+      EXPECT_DOUBLE_EQ(kv.value().double_value(), 0.7);
+    }
+  }
+  EXPECT_EQ(e2e, 2);
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInModelDecode).int_value(), 0);  // producer: no decode
+  ASSERT_EQ(phases.size(), 1u);                                           // prefill only
+  std::vector<std::string> keys, ids;
+  for (const auto& kv : phases[0].attributes()) {
+    keys.push_back(kv.key());
+    if (kv.key() == sc::kGenAiRequestId) ids.push_back(kv.value().string_value());
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"chatcmpl-dup", "chatcmpl-dup2"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{std::string(sc::kGenAiRequestId),
+                                            std::string(sc::kGenAiRequestId),
+                                            std::string(sc::kGenAiPdRole)}));
+}
+
 TEST(VllmSpansTest, IntegerSecondsFromAnotherSdkAndAlreadyNormalizedSpans) {
   Span s = V1Span("chatcmpl-i");
   for (auto& kv : *s.mutable_attributes())

@@ -1,0 +1,256 @@
+// The engine-span path (receiver → assembler → batch processor → exporter encoding), stage by
+// stage, on the requests bench/otlp_pipeline.sh sends: batches of 512 vLLM V1 `llm_request`
+// spans as vLLM's frontend emits them. Per-span costs are CPU time per iteration / 512 (the
+// items/s counters give spans per CPU-second). gRPC transport is not included; see
+// docs/performance.md, "OTLP pipeline", for the end-to-end figures.
+// Run: build-*/bench/otlp_normalize_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "core/ids.h"
+#include "core/semconv.h"
+#include "core/telemetry.h"
+#include "engines/assembler.h"
+#include "engines/vllm/vllm_spans.h"
+#include "pipeline/batch_processor.h"
+#include "receiver/ingest.h"
+
+namespace {
+
+using infertel::AddAttr;
+using infertel::Span;
+using infertel::TracesRequest;
+namespace sc = infertel::semconv;
+namespace engines = infertel::engines;
+namespace pipeline = infertel::pipeline;
+namespace receiver = infertel::receiver;
+namespace config = infertel::config;
+
+constexpr int kBatch = 512;
+
+// What infertel-otlp-bench sends: one resource, vLLM V1's scope, `batch` request spans with
+// distinct ids and request ids.
+TracesRequest SenderRequest(int batch) {
+  TracesRequest req;
+  auto* rs = req.add_resource_spans();
+  auto* res = rs->mutable_resource();
+  AddAttr(res->mutable_attributes(), "telemetry.sdk.language", "python");
+  AddAttr(res->mutable_attributes(), sc::kTelemetrySdkName, "opentelemetry");
+  AddAttr(res->mutable_attributes(), "telemetry.sdk.version", "1.37.0");
+  AddAttr(res->mutable_attributes(), sc::kServiceName, "vllm-bench");
+  AddAttr(res->mutable_attributes(), "vllm.instrumenting_module_name", "vllm.llm_engine");
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name("vllm.tracing.otel");
+  for (int i = 0; i < batch; ++i) {
+    Span* s = ss->add_spans();
+    s->set_name(sc::kSpanLlmRequest.data(), sc::kSpanLlmRequest.size());
+    s->set_kind(infertel::otlp_trace::Span::SPAN_KIND_SERVER);
+    s->set_trace_id(std::string(infertel::AsBytes(infertel::NewTraceId())));
+    s->set_span_id(std::string(infertel::AsBytes(infertel::NewSpanId())));
+    s->set_start_time_unix_nano(1'764'500'000'000'000'000ULL);
+    s->set_end_time_unix_nano(1'764'500'001'203'400'000ULL);
+    auto* at = s->mutable_attributes();
+    AddAttr(at, sc::kGenAiLatencyTimeToFirstToken, 0.0421);
+    AddAttr(at, sc::kGenAiLatencyE2e, 1.2034);
+    AddAttr(at, sc::kGenAiLatencyTimeInQueue, 0.0031);
+    AddAttr(at, sc::kGenAiUsagePromptTokens, 312);
+    AddAttr(at, sc::kGenAiUsageCompletionTokens, 128);
+    AddAttr(at, sc::kGenAiLatencyTimeInModelPrefill, 0.0357);
+    AddAttr(at, sc::kGenAiLatencyTimeInModelDecode, 1.1552);
+    AddAttr(at, sc::kGenAiLatencyTimeInModelInference, 1.1909);
+    AddAttr(at, sc::kGenAiRequestId, "chatcmpl-bench-" + std::to_string(1'000'000'000 + i));
+    AddAttr(at, sc::kGenAiRequestTopP, 0.95);
+    AddAttr(at, sc::kGenAiRequestMaxTokens, 256);
+    AddAttr(at, sc::kGenAiRequestTemperature, 0.7);
+    AddAttr(at, sc::kGenAiRequestN, 1);
+  }
+  return req;
+}
+
+std::shared_ptr<config::ConfigStore> Config(bool vllm_on) {
+  auto env = [vllm_on](std::string_view name) -> std::optional<std::string> {
+    if (name == "OTEL_INSTRUMENTATION_VLLM_ENABLED") return vllm_on ? "true" : "false";
+    return std::nullopt;
+  };
+  return std::make_shared<config::ConfigStore>(config::Resolve(env).settings);
+}
+
+class CountingSink final : public pipeline::TraceSink {
+ public:
+  void Submit(TracesRequest&& r) noexcept override {
+    spans += infertel::CountSpans(r);
+    TracesRequest gone(std::move(r));  // freed here, as the next stage would
+  }
+  std::size_t spans = 0;
+};
+
+// Encodes each batch as the gRPC exporter's codec does, and sends nothing.
+class EncodingExporter final : public pipeline::TraceExporter {
+ public:
+  std::string_view Name() const noexcept override { return "encode"; }
+  pipeline::ExportResult Export(const TracesRequest& r) noexcept override {
+    buf_.clear();
+    r.SerializeToString(&buf_);
+    bytes.fetch_add(buf_.size(), std::memory_order_relaxed);
+    return pipeline::ExportResult::Ok();
+  }
+  std::atomic<std::size_t> bytes{0};
+
+ private:
+  std::string buf_;
+};
+
+// Receiver: decoding one request of 512 spans from the wire.
+void BM_OtlpParse512(benchmark::State& state) {
+  const std::string wire = SenderRequest(kBatch).SerializeAsString();
+  for (auto _ : state) {
+    TracesRequest req;
+    bool ok = req.ParseFromString(wire);
+    benchmark::DoNotOptimize(ok);
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * wire.size()));
+}
+BENCHMARK(BM_OtlpParse512);
+
+// Baseline for the next one: copying one engine span (what it starts from each time).
+void BM_SpanCopy(benchmark::State& state) {
+  const TracesRequest req = SenderRequest(1);
+  const Span& tmpl = req.resource_spans(0).scope_spans(0).spans(0);
+  for (auto _ : state) {
+    Span s = tmpl;
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_SpanCopy);
+
+// vllm::Normalize of one unmatched span (level 1: the span and its three phases), the span
+// copy included (subtract BM_SpanCopy).
+void BM_VllmNormalizeSpan(benchmark::State& state) {
+  const TracesRequest req = SenderRequest(1);
+  const Span& tmpl = req.resource_spans(0).scope_spans(0).spans(0);
+  engines::vllm::NormalizeContext ctx;
+  ctx.level = 1;
+  std::vector<Span> phases;
+  for (auto _ : state) {
+    Span s = tmpl;
+    phases.clear();
+    engines::vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(phases.data());
+  }
+}
+BENCHMARK(BM_VllmNormalizeSpan);
+
+// The join keys of one span (computed for every engine span on arrival).
+void BM_VllmJoinKeys(benchmark::State& state) {
+  const TracesRequest req = SenderRequest(1);
+  const Span& tmpl = req.resource_spans(0).scope_spans(0).spans(0);
+  for (auto _ : state) {
+    auto keys = engines::vllm::JoinKeys(tmpl);
+    benchmark::DoNotOptimize(keys.data());
+  }
+}
+BENCHMARK(BM_VllmJoinKeys);
+
+// The assembler on one decoded request: split, wait, release unmatched (FlushWaiting stands in
+// for the window's end), normalize and hand on. Arg: 1 = vLLM instrumentation on, 0 = off
+// (pass-through). The request copy is included (subtract BM_RequestCopy512).
+void BM_AssemblerSubmit512(benchmark::State& state) {
+  const TracesRequest tmpl = SenderRequest(kBatch);
+  CountingSink sink;
+  engines::AssemblerOptions o;
+  o.join_window = std::chrono::hours(1);  // released by FlushWaiting only
+  engines::Assembler a(o, &sink, Config(state.range(0) != 0));
+  for (auto _ : state) {
+    TracesRequest req = tmpl;
+    a.Submit(std::move(req));
+    a.FlushWaiting();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["out_per_in"] =
+      static_cast<double>(sink.spans) / static_cast<double>(state.iterations() * kBatch);
+}
+BENCHMARK(BM_AssemblerSubmit512)->ArgName("vllm")->Arg(1)->Arg(0);
+
+void BM_RequestCopy512(benchmark::State& state) {
+  const TracesRequest tmpl = SenderRequest(kBatch);
+  for (auto _ : state) {
+    TracesRequest req = tmpl;
+    benchmark::DoNotOptimize(req);
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_RequestCopy512);
+
+// The whole path short of gRPC: wire bytes → decode → receiver checks → assembler →
+// batch processor (cut, queue, merge) → encoding as the exporter sends it. Arg: vLLM
+// instrumentation on (1: 4 spans out per span in) or off (0: pass-through). Items = spans in.
+void BM_PipelineNoTransport512(benchmark::State& state) {
+  const std::string wire = SenderRequest(kBatch).SerializeAsString();
+  std::vector<pipeline::TraceBatchProcessor::ExporterPtr> exporters;
+  auto enc = std::make_unique<EncodingExporter>();
+  EncodingExporter* encoder = enc.get();
+  exporters.push_back(std::move(enc));
+  pipeline::BatchOptions bo;
+  bo.max_queue_items = 1 << 20;  // nothing dropped: every span is encoded
+  pipeline::TraceBatchProcessor processor(std::move(exporters), bo);
+  engines::AssemblerOptions o;
+  o.join_window = std::chrono::hours(1);
+  engines::Assembler a(o, &processor, Config(state.range(0) != 0));
+  receiver::ReceiverStats stats;
+  receiver::ReceiverSinks sinks;
+  sinks.traces = &a;
+  receiver::Ingestor ingestor(sinks, &stats);
+  for (auto _ : state) {
+    TracesRequest req;
+    req.ParseFromString(wire);
+    ingestor.Accept(receiver::Transport::kGrpc, std::move(req));
+    a.FlushWaiting();
+    processor.Flush(std::chrono::seconds(10));
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["out_bytes_per_in"] =
+      static_cast<double>(encoder->bytes.load()) / static_cast<double>(state.iterations() * kBatch);
+}
+// Real time: the export runs on the processor's thread.
+BENCHMARK(BM_PipelineNoTransport512)->ArgName("vllm")->Arg(1)->Arg(0)->UseRealTime();
+
+// Encoding normalized output: 512 spans in → 2048 spans out, as one request.
+void BM_OtlpEncodeNormalized512(benchmark::State& state) {
+  TracesRequest tmpl = SenderRequest(kBatch);
+  TracesRequest out;
+  {
+    // Normalize directly into one request, as the merged export batch holds it.
+    auto* rs = out.add_resource_spans();
+    *rs->mutable_resource() = tmpl.resource_spans(0).resource();
+    auto* ss = rs->add_scope_spans();
+    *ss->mutable_scope() = tmpl.resource_spans(0).scope_spans(0).scope();
+    engines::vllm::NormalizeContext ctx;
+    for (auto& s : *tmpl.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans()) {
+      std::vector<Span> phases;
+      engines::vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+      *ss->add_spans() = s;
+      for (auto& p : phases) *ss->add_spans() = std::move(p);
+    }
+  }
+  std::string buf;
+  for (auto _ : state) {
+    buf.clear();
+    out.SerializeToString(&buf);
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
+}
+BENCHMARK(BM_OtlpEncodeNormalized512);
+
+}  // namespace
+
+BENCHMARK_MAIN();
