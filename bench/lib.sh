@@ -82,14 +82,15 @@ metric() {  # metric ADMIN_PORT NAME: sum of the trace samples of counter NAME (
 }
 
 # agent_compat_flags INFERTEL: sets AGENT_EXTRA to the flags newer agents have and the
-# benchmarks want: no OTLP receivers (they would collide on 4317/4318 and are not on the
-# measured path) and no version probe of the upstream.
+# benchmarks want: the OTLP receivers on OS-chosen loopback ports (on by default in the
+# product; with a receiver the gateway keeps a join record per request for the engine's
+# spans, which is part of the measured cost) and no version probe of the upstream.
 agent_compat_flags() {
   local help
   help=$("$1" agent --help 2>&1 || true)
   AGENT_EXTRA=()
-  grep -q -- '--receiver-grpc' <<<"$help" && AGENT_EXTRA+=(--receiver-grpc off)
-  grep -q -- '--receiver-http' <<<"$help" && AGENT_EXTRA+=(--receiver-http off)
+  grep -q -- '--receiver-grpc' <<<"$help" && AGENT_EXTRA+=(--receiver-grpc 127.0.0.1:0)
+  grep -q -- '--receiver-http' <<<"$help" && AGENT_EXTRA+=(--receiver-http 127.0.0.1:0)
   grep -q -- '--engine-version' <<<"$help" && AGENT_EXTRA+=(--engine-version v1)
   return 0
 }

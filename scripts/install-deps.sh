@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsimdjson-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev libzstd-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc-dev
   prometheus nginx-light wrk clang-format curl jq
   nodejs npm
 )

@@ -9,6 +9,11 @@ namespace infertel::engines {
 
 namespace {
 
+// The records table's key for a request id.
+std::uint64_t RecordKey(std::string_view request_id) {
+  return std::hash<std::string_view>{}(request_id);
+}
+
 // A scope whose spans are SGLang's: named so by its scope or resource, or holding a span only
 // SGLang makes (a receiver may relabel the scope; the request and thread spans stay telling).
 bool IsSglangGroup(const Resource& resource, const otlp_trace::ScopeSpans& ss) {
@@ -93,8 +98,8 @@ Assembler::~Assembler() {
 
 std::shared_ptr<const JoinRecord> Assembler::Lookup(const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
-    auto it = records_.find(k);
-    if (it != records_.end()) return it->second.record;
+    auto it = records_.find(RecordKey(k));
+    if (it != records_.end() && it->second.record->request_id == k) return it->second.record;
   }
   return nullptr;
 }
@@ -268,8 +273,9 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   {
     std::lock_guard lock(mu_);
     auto now = std::chrono::steady_clock::now();
-    records_[ex.request_id] = {record, now + options_.record_ttl};
-    expiry_.emplace_back(now + options_.record_ttl, ex.request_id);
+    const std::uint64_t key = RecordKey(ex.request_id);
+    records_[key] = {record, now + options_.record_ttl};
+    expiry_.emplace_back(now + options_.record_ttl, key);
     while (records_.size() > options_.max_records && !expiry_.empty()) {
       records_.erase(expiry_.front().second);
       expiry_.pop_front();

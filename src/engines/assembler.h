@@ -35,8 +35,11 @@ namespace infertel::engines {
 
 struct AssemblerOptions {
   std::chrono::milliseconds join_window{3000};  // an early engine span waits this long
-  std::chrono::seconds record_ttl{120};         // a finished exchange is kept this long
-  std::size_t max_records = 200'000;
+  // A finished exchange is kept this long for its engine spans. vLLM exports a finished
+  // request's span within its BatchSpanProcessor delay (5 s by default); records of an engine
+  // that sends no spans are pure cost (about 0.3–0.5 KiB each), so the wait is not longer.
+  std::chrono::seconds record_ttl{30};
+  std::size_t max_records = 50'000;  // beyond it the oldest go first (counted)
   std::size_t max_waiting_spans = 50'000;
   std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
   // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
@@ -126,8 +129,10 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   AssemblerStats stats_;
 
   std::mutex mu_;  // guards records_, expiry_, waiting_, stop_
-  std::unordered_map<std::string, Stored> records_;
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> expiry_;
+  // Keyed by a hash of the request id, so the id is stored once (in the record, which
+  // Lookup compares); a colliding id replaces the older record.
+  std::unordered_map<std::uint64_t, Stored> records_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> expiry_;
   std::deque<Waiting> waiting_;
   bool stop_ = false;
   std::condition_variable cv_;
