@@ -37,7 +37,10 @@ struct RetryPolicy {
 };
 
 struct BatchOptions {
-  std::size_t max_queue_items = 2048;                 // per exporter lane (OTEL_BSP_MAX_QUEUE_SIZE)
+  // Per exporter lane (OTEL_BSP_MAX_QUEUE_SIZE). Not the SDK's 2048: the agent relays a whole
+  // engine's spans, and one vLLM export of 512 spans leaves normalization as 2,048 spans, which
+  // would push every entry span queued behind it out of an SDK-sized queue.
+  std::size_t max_queue_items = 16384;
   std::size_t max_queue_bytes = 64u * 1024u * 1024u;  // per exporter lane, Request::ByteSizeLong()
   std::size_t max_batch_items = 512;                  // per export (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
   std::chrono::milliseconds max_delay{200};           // OTEL_BSP_SCHEDULE_DELAY
