@@ -615,6 +615,18 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   WatchGuard guard;
   ClientWatch& watch = *guard.watch;
+  // The client went away before the response was complete (the engine's request was closed
+  // with it): the exchange ends as aborted and the connection is not reused.
+  auto end_as_aborted = [&](std::string_view message) {
+    stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+    guard.Stop();
+    ex.http_status = 499;
+    ex.outcome = Outcome::kClientAborted;
+    ex.error_type = "client_disconnected";
+    ex.error_message = std::string(message);
+    ex.end_mono_ns = MonoNanos();
+    if (observe) Finish(ex);
+  };
   watch.client = &client.socket();
   bool watching = false;
   error_code ec;
@@ -652,14 +664,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     watch.upstream = nullptr;  // the next attempt's connection replaces this one
   }
   if (watch.client_gone) {
-    stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
-    guard.Stop();
-    ex.http_status = 499;
-    ex.outcome = Outcome::kClientAborted;
-    ex.error_type = "client_disconnected";
-    ex.error_message = "client closed the connection before the engine answered";
-    ex.end_mono_ns = MonoNanos();
-    if (observe) Finish(ex);
+    end_as_aborted("client closed the connection before the engine answered");
     co_return false;
   }
   if (!conn || ec) {
@@ -736,14 +741,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     MapTimeout(uec, up.deadline);
     if (uec == bhttp::error::need_buffer && rp.is_done()) uec = {};
     if (watch.client_gone) {
-      stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
-      guard.Stop();
-      ex.http_status = 499;
-      ex.outcome = Outcome::kClientAborted;
-      ex.error_type = "client_disconnected";
-      ex.error_message = "client closed the connection before the response was complete";
-      ex.end_mono_ns = MonoNanos();
-      if (observe) Finish(ex);
+      end_as_aborted("client closed the connection before the response was complete");
       co_return false;
     }
     if (uec) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "exchange_recorder.h"
 #include "gateway/deadlines.h"
 #include "gateway/gateway.h"
 
@@ -25,26 +26,6 @@ namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
-
-class Recorder : public ExchangeListener {
- public:
-  void OnExchangeFinished(const Exchange& ex) noexcept override {
-    std::lock_guard lock(mu_);
-    exchanges_.push_back(ex);
-    cv_.notify_all();
-  }
-  Exchange WaitOne(std::size_t index = 0) {
-    std::unique_lock lock(mu_);
-    bool ok = cv_.wait_for(lock, 10s, [&] { return exchanges_.size() > index; });
-    EXPECT_TRUE(ok) << "no exchange finished";
-    return ok ? exchanges_[index] : Exchange{};
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Exchange> exchanges_;
-};
 
 // An engine that runs `script` on each accepted connection, in its own thread, with
 // blocking I/O.
@@ -149,7 +130,7 @@ class GatewayIoTest : public ::testing::Test {
     return res;
   }
 
-  Recorder recorder_;
+  ExchangeRecorder recorder_;
   std::unique_ptr<Gateway> gateway_;
   std::uint16_t port_ = 0;
 };

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/semconv.h"
+#include "exchange_recorder.h"
 #include "gateway/entry_span.h"
 #include "gateway/gateway.h"
 #include "http/simple_server.h"
@@ -23,28 +24,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
-
-// Records finished exchanges and lets a test wait for them.
-class Recorder : public ExchangeListener {
- public:
-  void OnExchangeFinished(const Exchange& ex) noexcept override {
-    std::lock_guard lock(mu_);
-    exchanges_.push_back(ex);
-    cv_.notify_all();
-  }
-  Exchange WaitOne(std::size_t index = 0) {
-    std::unique_lock lock(mu_);
-    bool ok =
-        cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
-    EXPECT_TRUE(ok) << "no exchange finished";
-    return ok ? exchanges_[index] : Exchange{};
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Exchange> exchanges_;
-};
 
 struct Captured {
   std::mutex mu;
@@ -104,7 +83,7 @@ class GatewayTest : public ::testing::Test {
     return res;
   }
 
-  Recorder recorder_;
+  ExchangeRecorder recorder_;
   Captured captured_;
   std::unique_ptr<http::SimpleServer> upstream_;
   std::unique_ptr<Gateway> gateway_;
@@ -294,7 +273,7 @@ TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
     uc.listen = {"127.0.0.1", 0};
     opts.upstreams.push_back(uc);
   }
-  Recorder rec;
+  ExchangeRecorder rec;
   Gateway gw(opts, std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings));
   gw.AddListener(&rec);
   ASSERT_TRUE(gw.Start(&error)) << error;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/semconv.h"
+#include "exchange_recorder.h"
 #include "gateway/content_events.h"
 #include "gateway/gateway.h"
 #include "gateway/request_log.h"
@@ -91,28 +92,6 @@ TEST(RequestLogFormat, ClientTextCannotForgeLines) {
   EXPECT_NE(line.find("a_Finished_request_x"), std::string::npos);
   EXPECT_LT(line.size(), 400u);
 }
-
-// Records exchanges (added last, so every other listener has run when it is told).
-class Recorder : public ExchangeListener {
- public:
-  void OnExchangeFinished(const Exchange& ex) noexcept override {
-    std::lock_guard lock(mu_);
-    exchanges_.push_back(ex);
-    cv_.notify_all();
-  }
-  Exchange Wait(std::size_t index) {
-    std::unique_lock lock(mu_);
-    bool ok =
-        cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
-    EXPECT_TRUE(ok) << "no exchange finished";
-    return ok ? exchanges_[index] : Exchange{};
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Exchange> exchanges_;
-};
 
 class CollectingLogSink : public pipeline::LogSink {
  public:
@@ -208,7 +187,7 @@ class LiveSwitchTest : public ::testing::Test {
 
   std::ostringstream log_text_;
   CollectingLogSink log_sink_;
-  Recorder recorder_;
+  ExchangeRecorder recorder_;
   std::unique_ptr<RequestLog> request_log_;
   std::unique_ptr<ContentEventEmitter> events_;
   std::unique_ptr<http::SimpleServer> upstream_;
@@ -220,13 +199,13 @@ class LiveSwitchTest : public ::testing::Test {
 TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
   Start(EngineKind::kVllm);
   ASSERT_EQ(Post(), 200u);
-  Exchange first = recorder_.Wait(0);
+  Exchange first = recorder_.WaitOne(0);
   EXPECT_FALSE(first.log_requests);  // unset: the engine's own default (off)
   EXPECT_EQ(LogText(), "");
 
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.Wait(1);
+  Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 3u) << LogText();
   // The request id the engine saw carries the trace id: <trace id>-<random>.
@@ -243,7 +222,7 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
 
   Set(Key::kVllmLogTraceContext, true);
   ASSERT_EQ(Post(), 200u);
-  ex = recorder_.Wait(2);
+  ex = recorder_.WaitOne(2);
   lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 6u) << LogText();
   const std::string prefix =
@@ -252,11 +231,11 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
 
   Set(Key::kVllmLogRequests, false);
   ASSERT_EQ(Post(), 200u);
-  recorder_.Wait(3);
+  recorder_.WaitOne(3);
   EXPECT_EQ(Lines(LogText()).size(), 6u);
   Set(Key::kSglangLogRequests, true);  // another engine's key changes nothing here
   ASSERT_EQ(Post(), 200u);
-  recorder_.Wait(4);
+  recorder_.WaitOne(4);
   EXPECT_EQ(Lines(LogText()).size(), 6u);
 }
 
@@ -264,12 +243,12 @@ TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
   Start(EngineKind::kSglang);
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 200u);
-  recorder_.Wait(0);
+  recorder_.WaitOne(0);
   EXPECT_EQ(LogText(), "");
   Set(Key::kSglangLogRequests, true);
   Set(Key::kVllmLogTraceContext, true);  // SGLang has none of its own: the vLLM key applies
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.Wait(1);
+  Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 3u) << LogText();
   EXPECT_NE(lines[1].find("to sglang upstream default"), std::string::npos) << lines[1];
@@ -280,7 +259,7 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
   Start(EngineKind::kVllm, /*upstream_up=*/false);
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 502u);
-  Exchange ex = recorder_.Wait(0);
+  Exchange ex = recorder_.WaitOne(0);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 2u) << LogText();  // received, then failed: never dispatched
   EXPECT_EQ(lines[1].rfind("warning Failed request " + ex.request_id + ": status=502", 0), 0u)
@@ -291,14 +270,14 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
 TEST_F(LiveSwitchTest, CaptureStrategyAndCaptureSwitchApplyLive) {
   Start(EngineKind::kVllm);
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.Wait(0);
+  Exchange ex = recorder_.WaitOne(0);
   EXPECT_TRUE(ex.content_on_span);
   EXPECT_FALSE(ex.content_on_event);
   EXPECT_EQ(log_sink_.size(), 0u);
 
   Set(Key::kMessageContentCaptureStrategy, std::string("event"));
   ASSERT_EQ(Post(), 200u);
-  ex = recorder_.Wait(1);
+  ex = recorder_.WaitOne(1);
   EXPECT_FALSE(ex.content_on_span);
   EXPECT_TRUE(ex.content_on_event);
   ASSERT_EQ(log_sink_.size(), 1u);
@@ -313,14 +292,14 @@ TEST_F(LiveSwitchTest, CaptureStrategyAndCaptureSwitchApplyLive) {
 
   Set(Key::kMessageContentCaptureStrategy, std::string("span_and_event"));
   ASSERT_EQ(Post(), 200u);
-  ex = recorder_.Wait(2);
+  ex = recorder_.WaitOne(2);
   EXPECT_TRUE(ex.content_on_span);
   EXPECT_TRUE(ex.content_on_event);
   EXPECT_EQ(log_sink_.size(), 2u);
 
   Set(Key::kCaptureMessageContent, false);  // capture off: no content anywhere, no event
   ASSERT_EQ(Post(), 200u);
-  ex = recorder_.Wait(3);
+  ex = recorder_.WaitOne(3);
   EXPECT_FALSE(ex.capture_content);
   EXPECT_TRUE(ex.request.input_messages_json.empty());
   EXPECT_TRUE(ex.response.output_messages_json.empty());
