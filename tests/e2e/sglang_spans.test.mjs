@@ -609,7 +609,21 @@ async function startLevelBlind(target) {
  * An agent in front of an SGLang simulator whose native spans go to the agent's gRPC receiver
  * (SGLang's `--otlp-traces-endpoint <ip>:<port>`). `blind`: a level-blind proxy in between.
  */
-async function startSglPair(rxc, { simExtra = [], simEnv = {}, blind = false, speed = 2 } = {}) {
+async function startSglPair(rxc, opts = {}) {
+  // The engine's port is reserved before the agent starts (the agent needs its URL), so a
+  // port the agent or another process takes in between makes the simulator fail to listen:
+  // then the pair is started again on a new port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startSglPairOnce(rxc, opts);
+    } catch (e) {
+      if (attempt >= 3 || !/Address already in use/.test(String(e.message))) throw e;
+      await stopPair(rxc.lastPair);
+    }
+  }
+}
+
+async function startSglPairOnce(rxc, { simExtra = [], simEnv = {}, blind = false, speed = 2 } = {}) {
   const port = await closedPort();
   let proxy;
   let upstreamUrl = `http://127.0.0.1:${port}`;
@@ -618,6 +632,7 @@ async function startSglPair(rxc, { simExtra = [], simEnv = {}, blind = false, sp
     upstreamUrl = proxy.url;
   }
   const a = await startAgent({ engine: 'sglang', upstream: upstreamUrl, otlp: { endpoint: rxc.endpoint, protocol: 'grpc' }, env: { OTEL_SERVICE_NAME: APP } });
+  rxc.lastPair = { agent: a, proxy };
   const sim = await startSim({
     engine: 'sglang',
     model: SIM_MODEL,
