@@ -318,7 +318,14 @@ TEST_F(SglangMetricsTest, GaugesFollowARunningRequest) {
            Value(m["sglang:token_usage"], "sglang:token_usage") > 0;
   }));
   t.join();
-  auto m = Parse(SimGet(server->port(), "/metrics").body);
+  // The response can reach the client just before the scheduler releases the request's
+  // slot and tokens: the gauges are read until they settle, not once.
+  std::map<std::string, Family> m;
+  WaitFor([&] {
+    m = Parse(SimGet(server->port(), "/metrics").body);
+    return Value(m["sglang:num_running_reqs"], "sglang:num_running_reqs") == 0 &&
+           Value(m["sglang:num_used_tokens"], "sglang:num_used_tokens") == 0;
+  });
   EXPECT_EQ(Value(m["sglang:num_running_reqs"], "sglang:num_running_reqs"), 0);
   EXPECT_EQ(Value(m["sglang:num_used_tokens"], "sglang:num_used_tokens"), 0);
 }
