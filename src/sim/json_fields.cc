@@ -45,4 +45,18 @@ std::optional<std::string> GetStr(const object& o, std::string_view key) {
   return std::string(s);
 }
 
+std::string ContentText(const element& content) {
+  std::string_view s;
+  if (content.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  std::string out;
+  simdjson::dom::array parts;
+  if (content.get_array().get(parts) == simdjson::SUCCESS) {
+    for (element part : parts) {
+      std::string_view t;
+      if (part["text"].get_string().get(t) == simdjson::SUCCESS) out.append(t);
+    }
+  }
+  return out;
+}
+
 }  // namespace infertel::sim

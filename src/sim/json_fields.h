@@ -17,5 +17,7 @@ bool GetBool(const simdjson::dom::object& o, std::string_view key, bool def);
 std::optional<std::int64_t> GetInt(const simdjson::dom::object& o, std::string_view key);
 std::optional<double> GetDouble(const simdjson::dom::object& o, std::string_view key);
 std::optional<std::string> GetStr(const simdjson::dom::object& o, std::string_view key);
+// Text of a chat message's content: a string, or the concatenated text of a list of parts.
+std::string ContentText(const simdjson::dom::element& content);
 
 }  // namespace infertel::sim

@@ -77,20 +77,6 @@ std::vector<std::string> GetStrList(const object& o, std::string_view key) {
   return out;
 }
 
-std::string ContentText(const element& content) {
-  std::string_view s;
-  if (content.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
-  std::string out;
-  array parts;
-  if (content.get_array().get(parts) == simdjson::SUCCESS) {
-    for (element part : parts) {
-      std::string_view t;
-      if (part["text"].get_string().get(t) == simdjson::SUCCESS) out.append(t);
-    }
-  }
-  return out;
-}
-
 std::string EscapeInner(std::string_view s) {
   std::string out;
   AppendJsonString(&out, s);

@@ -39,21 +39,6 @@ std::string_view PathOf(std::string_view target) {
   return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
-// Text of a chat message's content: a string or a list of parts.
-std::string ContentText(const element& content) {
-  std::string_view s;
-  if (content.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
-  std::string out;
-  array parts;
-  if (content.get_array().get(parts) == simdjson::SUCCESS) {
-    for (element part : parts) {
-      std::string_view t;
-      if (part["text"].get_string().get(t) == simdjson::SUCCESS) out.append(t);
-    }
-  }
-  return out;
-}
-
 // A Python-repr-like pydantic error list, the way FastAPI's RequestValidationError renders.
 std::string ValidationMessage(std::string_view type, std::string_view loc, std::string_view msg) {
   return "[{'type': '" + std::string(type) + "', 'loc': (" + std::string(loc) + "), 'msg': '" +
