@@ -256,15 +256,33 @@ bool Gateway::Start(std::string* error) {
       return false;
     }
     tcp::endpoint ep(addr, uc.listen.port);
-    st.acceptor = std::make_unique<tcp::acceptor>(im.accept_io);
-    st.acceptor->open(ep.protocol(), ec);
-    if (!ec) st.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) st.acceptor->bind(ep, ec);
-    if (!ec) st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      *error =
-          fmt::format("cannot listen on {}:{}: {}", uc.listen.host, uc.listen.port, ec.message());
+    // The gateway must never listen where its engine is: it would forward every request to
+    // itself, without end. An OS-chosen port can be the engine's while the engine is not up
+    // yet (launch mode, tests): choose again.
+    auto is_engine = [&](const tcp::endpoint& local) {
+      for (const auto& e : st.endpoints)
+        if (e.endpoint().port() == local.port() &&
+            (e.endpoint().address() == local.address() || local.address().is_unspecified()))
+          return true;
       return false;
+    };
+    for (int attempt = 0;; ++attempt) {
+      st.acceptor = std::make_unique<tcp::acceptor>(im.accept_io);
+      st.acceptor->open(ep.protocol(), ec);
+      if (!ec) st.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec) st.acceptor->bind(ep, ec);
+      if (!ec) st.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        *error =
+            fmt::format("cannot listen on {}:{}: {}", uc.listen.host, uc.listen.port, ec.message());
+        return false;
+      }
+      if (!is_engine(st.acceptor->local_endpoint())) break;
+      if (uc.listen.port != 0 || attempt >= 8) {
+        *error = fmt::format("upstream {}: the gateway would listen on the engine's own address {}",
+                             uc.name, uc.url.HostPort());
+        return false;
+      }
     }
     st.port = st.acceptor->local_endpoint().port();
     im.upstreams.push_back(std::move(st));

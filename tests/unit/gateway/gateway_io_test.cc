@@ -336,3 +336,29 @@ TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
 
 }  // namespace
 }  // namespace infertel::gateway
+
+namespace infertel::gateway {
+namespace {
+
+TEST(GatewayStartTest, RefusesToListenWhereItsEngineIs) {
+  // A free port, used as both the engine's address and the gateway's: the gateway would
+  // forward every request to itself.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  const std::uint16_t port = a.local_endpoint().port();
+  a.close();
+  GatewayOptions opts;
+  UpstreamConfig uc;
+  uc.url = *http::ParseUrl("http://127.0.0.1:" + std::to_string(port));
+  uc.listen = {"127.0.0.1", port};
+  opts.upstreams.push_back(uc);
+  opts.threads = 1;
+  Gateway gw(opts, std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings));
+  std::string error;
+  EXPECT_FALSE(gw.Start(&error));
+  EXPECT_NE(error.find("engine's own address"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace infertel::gateway
