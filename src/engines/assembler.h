@@ -77,6 +77,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
 
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
+  // The output's: a full waiting table is not a reason to refuse (the oldest span leaves
+  // unmatched), a full export queue is.
+  bool Saturated() const noexcept override { return out_->Saturated(); }
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.

@@ -119,6 +119,20 @@ class BatchProcessor final : public Sink<Request> {
     SubmitOne(std::move(request));
   }
 
+  // Saturated when every lane is above three quarters of its bound (items or bytes). The last
+  // quarter stays for what cannot be refused (the gateway's entry spans, content events); one
+  // dead backend fills only its own lane and does not make the others refuse.
+  bool Saturated() const noexcept override {
+    if (lanes_.empty()) return false;
+    for (const auto& lane : lanes_) {
+      const std::uint64_t items = lane->stats->queue_items.load(std::memory_order_relaxed);
+      const std::uint64_t bytes = lane->stats->queue_bytes.load(std::memory_order_relaxed);
+      if (items * 4 < options_.max_queue_items * 3 && bytes * 4 < options_.max_queue_bytes * 3)
+        return false;
+    }
+    return true;
+  }
+
  private:
   void SubmitOne(Request&& request) noexcept {
     const std::size_t items = CountItems(request);

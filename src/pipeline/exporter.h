@@ -47,6 +47,10 @@ class Sink {
  public:
   virtual ~Sink() = default;
   virtual void Submit(Request&& request) noexcept = 0;
+  // True while a request submitted now would only push queued telemetry out: the OTLP
+  // receiver then answers "retry later" before decoding, so an engine's exporter keeps its
+  // spans and retries, instead of the agent doing the work of accepting what it will drop.
+  virtual bool Saturated() const noexcept { return false; }
 };
 
 using TraceExporter = Exporter<TracesRequest>;

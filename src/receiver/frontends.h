@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,10 @@ class Service;
 }  // namespace grpc
 
 namespace infertel::receiver::internal {
+
+// The answer to a request refused while the export queues are full (Ingestor::Throttle).
+inline constexpr std::string_view kThrottledMessage =
+    "the agent's export queues are full; retry later";
 
 class GrpcFrontend {
  public:

@@ -29,6 +29,10 @@ class RawExportService final : public Base {
 
  private:
   grpc::Status Handle(const grpc::ByteBuffer* request, grpc::ByteBuffer* response) noexcept {
+    // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: every OTLP
+    // exporter retries it with backoff.
+    if (ingestor_->Throttle(Transport::kGrpc, signal_))
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
     Request decoded;
     grpc::ByteBuffer view(*request);  // shares the slices
     bool ok = false;

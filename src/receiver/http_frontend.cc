@@ -30,6 +30,7 @@ constexpr std::string_view kJsonType = "application/json";
 constexpr int kInvalidArgument = 3;
 constexpr int kResourceExhausted = 8;
 constexpr int kUnimplemented = 12;
+constexpr int kUnavailable = 14;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -142,6 +143,14 @@ std::optional<Response> CheckHeader(const bhttp::request_parser<bhttp::string_bo
 
 Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
                     std::size_t max_bytes, Ingestor* ingestor) {
+  if (ingestor->Throttle(Transport::kHttp, signal)) {
+    // 503 with Retry-After: retryable for every OTLP/HTTP exporter (OTLP specification,
+    // "Retryable Response Codes"); the body was read, so the connection stays usable.
+    Response r =
+        StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
+    r.set(bhttp::field::retry_after, "1");
+    return r;
+  }
   std::string inflated;
   if (gzip) {
     if (!exporting::GzipDecompress(body, &inflated, max_bytes)) {

@@ -121,6 +121,9 @@ void ReceiverStats::Register(StatsRegistry* r) const {
              T::kCounter, labels, &c.malformed_requests);
       r->Add("infertel_receiver_dropped_items", "Accepted items with no pipeline for the signal",
              T::kCounter, labels, &c.dropped_items);
+      r->Add("infertel_receiver_throttled_requests",
+             "Requests answered 'retry later' because the export queues were full", T::kCounter,
+             labels, &c.throttled_requests);
     }
   }
 }
@@ -214,6 +217,26 @@ IngestResult Ingestor::Accept(Transport transport, LogsRequest&& request) noexce
 }
 IngestResult Ingestor::Accept(Transport transport, MetricsRequest&& request) noexcept {
   return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
+}
+
+bool Ingestor::Throttle(Transport transport, Signal signal) noexcept {
+  bool saturated = false;
+  switch (signal) {
+    case Signal::kTraces:
+      saturated = sinks_.traces != nullptr && sinks_.traces->Saturated();
+      break;
+    case Signal::kLogs:
+      saturated = sinks_.logs != nullptr && sinks_.logs->Saturated();
+      break;
+    case Signal::kMetrics:
+      saturated = sinks_.metrics != nullptr && sinks_.metrics->Saturated();
+      break;
+  }
+  if (!saturated) return false;
+  ReceiverCounters& c = stats_->at(transport, signal);
+  c.requests.fetch_add(1, std::memory_order_relaxed);
+  c.throttled_requests.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void Ingestor::CountMalformed(Transport transport, Signal signal) noexcept {

@@ -28,10 +28,12 @@ struct ReceiverCounters {
   std::atomic<std::uint64_t> refused_items{0};       // items removed as invalid
   std::atomic<std::uint64_t> malformed_requests{0};  // undecodable, too large, wrong type
   std::atomic<std::uint64_t> dropped_items{0};       // accepted, but no sink for the signal
+  std::atomic<std::uint64_t> throttled_requests{0};  // answered "retry later": queue full
 };
 
 // The receiver's self-metrics, registered as infertel_receiver_{requests,items,refused_items,
-// malformed_requests,dropped_items}_total{transport,signal}. Thread-safe (atomics).
+// malformed_requests,dropped_items,throttled_requests}_total{transport,signal}. Thread-safe
+// (atomics).
 struct ReceiverStats {
   std::array<std::array<ReceiverCounters, 3>, 2> cells;
   ReceiverCounters& at(Transport t, Signal s) {
@@ -86,6 +88,11 @@ class Ingestor {
   IngestResult Accept(Transport transport, MetricsRequest&& request) noexcept;
   // Counts one request that was refused before decoding (undecodable, too large, bad type).
   void CountMalformed(Transport transport, Signal signal) noexcept;
+  // True, and the request counted as throttled, when the signal's sink is saturated (its
+  // export queues are nearly full). Asked before decoding: the front end then answers gRPC
+  // UNAVAILABLE / HTTP 503 with Retry-After, which OTLP exporters retry, so the sender keeps
+  // the data instead of the agent accepting it only to drop older queued data for it.
+  bool Throttle(Transport transport, Signal signal) noexcept;
 
  private:
   template <typename Request>

@@ -284,7 +284,10 @@ class Collector {
 
 const LOADER_OPTIONS = { keepCase: false, longs: String, enums: Number, bytes: Buffer, defaults: false, oneofs: true, includeDirs: [PROTO_DIR] };
 
-/** Starts an OTLP gRPC receiver on 127.0.0.1:0. `endpoint` is `http://127.0.0.1:PORT`. */
+/**
+ * Starts an OTLP gRPC receiver on 127.0.0.1:0. `endpoint` is `http://127.0.0.1:PORT`.
+ * `pause()` holds the answers to trace exports (a slow backend) until `resume()`.
+ */
 export async function startGrpcReceiver({ traceStatus } = {}) {
   const def = protoLoader.loadSync(Object.values(SERVICE_FILES), LOADER_OPTIONS);
   const pkg = grpc.loadPackageDefinition(def);
@@ -298,8 +301,9 @@ export async function startGrpcReceiver({ traceStatus } = {}) {
       } catch (e) {
         c.errors.push(String(e));
       }
-      if (traceStatus) cb({ code: traceStatus, details: 'test receiver refuses' });
-      else cb(null, {});
+      const answer = () => (traceStatus ? cb({ code: traceStatus, details: 'test receiver refuses' }) : cb(null, {}));
+      if (c.held) c.held.push(answer);
+      else answer();
     },
   });
   server.addService(pkg.opentelemetry.proto.collector.metrics.v1.MetricsService.service, {
@@ -324,6 +328,14 @@ export async function startGrpcReceiver({ traceStatus } = {}) {
   );
   c.endpoint = `http://127.0.0.1:${port}`;
   c.protocol = 'grpc';
+  c.pause = () => {
+    c.held ??= [];
+  };
+  c.resume = () => {
+    const held = c.held ?? [];
+    c.held = null;
+    for (const answer of held) answer();
+  };
   c.close = () =>
     new Promise((resolve) => {
       server.tryShutdown(() => resolve());

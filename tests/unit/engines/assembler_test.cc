@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -19,6 +20,8 @@ class CollectingSink : public pipeline::TraceSink {
         for (auto& s : ss.spans()) spans_.push_back({rs.resource(), ss.scope().name(), s});
     cv_.notify_all();
   }
+  bool Saturated() const noexcept override { return saturated; }
+  std::atomic<bool> saturated{false};
   struct Item {
     Resource resource;
     std::string scope;
@@ -92,6 +95,16 @@ class AssemblerTest : public ::testing::Test {
   CollectingSink sink_;
   std::shared_ptr<config::ConfigStore> config_;
 };
+
+// The receiver asks the assembler before decoding: it is saturated exactly when its output is.
+TEST_F(AssemblerTest, SaturatedIsItsOutputs) {
+  auto a = Make(std::chrono::milliseconds(100));
+  EXPECT_FALSE(a->Saturated());
+  sink_.saturated = true;
+  EXPECT_TRUE(a->Saturated());
+  sink_.saturated = false;
+  EXPECT_FALSE(a->Saturated());
+}
 
 TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {
   auto a = Make(std::chrono::seconds(5));

@@ -323,6 +323,66 @@ TEST(BatchProcessorTest, BlockedExporterNeverBlocksSubmit) {
   s->Release();
 }
 
+// Saturated (the receiver then answers "retry later") from three quarters of the queue bound
+// on, and again not once the queue drains.
+TEST(BatchProcessorTest, SaturatedFromThreeQuartersOfTheQueue) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(1, 0ms);
+  o.max_queue_items = 8;
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(1, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));  // in flight: the queue is empty
+  for (int i = 0; i < 5; ++i) p.Submit(MakeRequest(1, "q"));
+  EXPECT_FALSE(p.Saturated());  // 5 of 8
+  p.Submit(MakeRequest(1, "q"));
+  EXPECT_TRUE(p.Saturated());  // 6 of 8
+  EXPECT_EQ(p.Stats(0).dropped_queue_full.load(), 0u);
+  s->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_FALSE(p.Saturated());
+}
+
+TEST(BatchProcessorTest, SaturatedByBytesToo) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(1, 0ms);
+  const std::size_t one = MakeRequest(1, "q").ByteSizeLong();
+  o.max_queue_bytes = one * 4;
+  TraceBatchProcessor p(One(s), o);
+  p.Submit(MakeRequest(1, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  p.Submit(MakeRequest(1, "q"));
+  p.Submit(MakeRequest(1, "q"));
+  EXPECT_FALSE(p.Saturated());  // 2 of 4 requests' bytes
+  p.Submit(MakeRequest(1, "q"));
+  EXPECT_TRUE(p.Saturated());  // 3 of 4
+  s->Release();
+}
+
+// One dead backend does not make the agent refuse what the other backends would take.
+TEST(BatchProcessorTest, ADeadLaneAloneDoesNotSaturate) {
+  auto dead = std::make_shared<FakeState>();
+  dead->block = true;
+  auto live = std::make_shared<FakeState>();
+  std::vector<std::unique_ptr<TraceExporter>> ex;
+  ex.push_back(std::make_unique<FakeExporter>(dead, "dead"));
+  ex.push_back(std::make_unique<FakeExporter>(live, "live"));
+  BatchOptions o = Options(1, 0ms);
+  o.max_queue_items = 8;
+  struct ReleaseAtEnd {  // the processor's destructor joins the blocked lane
+    FakeState* s;
+    ~ReleaseAtEnd() { s->Release(); }
+  } release{dead.get()};
+  TraceBatchProcessor p(std::move(ex), o);
+  for (std::size_t i = 1; i <= 20; ++i) {
+    p.Submit(MakeRequest(1, "d"));
+    ASSERT_TRUE(live->WaitFor([&] { return live->TotalSpans() == i; }));
+  }
+  EXPECT_GE(p.Stats(0).queue_items.load(), 6u);  // the dead lane is full
+  EXPECT_FALSE(p.Saturated());
+}
+
 TEST(BatchProcessorTest, FanOutIsolatesADeadBackend) {
   auto dead = std::make_shared<FakeState>();
   dead->block = true;

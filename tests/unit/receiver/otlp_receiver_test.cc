@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 
+#include <atomic>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -36,6 +37,8 @@ class RecordingSink : public pipeline::Sink<Request> {
     std::lock_guard lock(mu_);
     got_.push_back(std::move(r));
   }
+  bool Saturated() const noexcept override { return saturated; }
+  std::atomic<bool> saturated{false};
   std::vector<Request> got() const {
     std::lock_guard lock(mu_);
     return got_;
@@ -96,6 +99,7 @@ std::string ReadFile(const std::string& path) {
 struct HttpResult {
   unsigned status = 0;
   std::string content_type;
+  std::string retry_after;
   std::string body;
 };
 
@@ -122,6 +126,7 @@ HttpResult Post(std::uint16_t port, const std::string& target, const std::string
   if (ec) return out;
   out.status = parser.get().result_int();
   out.content_type = std::string(parser.get()[bhttp::field::content_type]);
+  out.retry_after = std::string(parser.get()[bhttp::field::retry_after]);
   out.body = parser.get().body();
   return out;
 }
@@ -295,6 +300,43 @@ TEST_F(ReceiverTest, SignalWithoutSinkIsAnsweredAndCountedAsDropped) {
 }
 
 // ---------- HTTP ----------
+
+// A saturated pipeline (export queues nearly full) is answered "retry later" on both
+// transports, before decoding, and nothing reaches the sink; OTLP exporters retry these.
+TEST_F(ReceiverTest, SaturatedSinkIsAnsweredRetryLater) {
+  StartReceiver();
+  traces_.saturated = true;
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  {
+    grpc::ClientContext ctx;
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    grpc::Status st = stub->Export(&ctx, ValidTraces(2), &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_NE(st.error_message().find("retry later"), std::string::npos) << st.error_message();
+  }
+  const std::string wire = ValidTraces(2).SerializeAsString();
+  HttpResult r = Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", wire);
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(r.retry_after, "1");
+  EXPECT_EQ(r.content_type, "application/x-protobuf");
+  EXPECT_EQ(r.body, StatusProto(14, "the agent's export queues are full; retry later"));
+  HttpResult j = Post(receiver_->http_port(), "/v1/traces", "application/json", "{}");
+  EXPECT_EQ(j.status, 503u);
+  EXPECT_NE(j.body.find(R"("code":14)"), std::string::npos) << j.body;
+  EXPECT_EQ(SinkSpans(), 0u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 2u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).items.load(), 0u);
+  // Logs have their own sink, which is not saturated.
+  HttpResult logs = Post(receiver_->http_port(), "/v1/logs", "application/json", "{}");
+  EXPECT_EQ(logs.status, 200u);
+  // Room again: the same request is taken.
+  traces_.saturated = false;
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  EXPECT_TRUE(stub->Export(&ctx, ValidTraces(2), &resp).ok());
+  EXPECT_EQ(SinkSpans(), 2u);
+}
 
 TEST_F(ReceiverTest, HttpProtobufTraces) {
   StartReceiver();
@@ -575,6 +617,10 @@ TEST_F(ReceiverTest, StatsAreRegisteredWithTransportAndSignalLabels) {
   EXPECT_NE(
       text.find(
           "infertel_receiver_malformed_requests_total{transport=\"grpc\",signal=\"metrics\"}"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "infertel_receiver_throttled_requests_total{transport=\"http\",signal=\"traces\"} 0"),
       std::string::npos);
 }
 
