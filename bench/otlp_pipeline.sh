@@ -7,7 +7,8 @@
 # OTEL_INSTRUMENTATION_VLLM_ENABLED=false, so vLLM spans leave untouched) and each phase a
 # fresh sink and a fresh agent (--no-store, OTLP gRPC export to the sink, pinned to core
 # $AGENT_CPU; sender and sink on core $LOAD_CPU):
-#   max   sender as fast as possible for $MAX_DURATION s; over the window [2 s, end − 1 s]:
+#   max   sender as fast as possible for $MAX_DURATION s (backing off 20 ms when the agent
+#         answers "retry later": its export queue is full); over the window [2 s, end − 1 s]:
 #         spans out/s at the sink, spans in/s at the agent's receiver, the agent's CPU seconds
 #         (utime+stime from /proc) → spans per CPU-second ("per core").
 #   rss   sender at $RSS_RATE spans/s for $RSS_DURATION s; VmRSS sampled every 0.5 s (steady =
@@ -104,6 +105,7 @@ run_max() {  # run_max MODE
   R[$mode.in_per_core]=$(awk -v a="$i0" -v b="$i1" -v c0="$c0" -v c1="$c1" -v k="$TCK" 'BEGIN { printf "%.0f", (b - a) / ((c1 - c0) / k) }')
   R[$mode.out_per_core]=$(awk -v a="$o0" -v b="$o1" -v c0="$c0" -v c1="$c1" -v k="$TCK" 'BEGIN { printf "%.0f", (b - a) / ((c1 - c0) / k) }')
   R[$mode.max_drops]=$(metric "$AGENT_ADMIN" infertel_exporter_dropped_items)
+  R[$mode.max_throttled]=$(metric "$AGENT_ADMIN" infertel_receiver_throttled_requests)
   R[$mode.counters]=$(curl -s "http://127.0.0.1:$AGENT_ADMIN/metrics" |
     grep -E '^infertel_(assembler_(engine_spans|unmatched|passthrough_spans|derived_spans|released_early)|receiver_items|exporter_(sent|dropped)_items)' | grep -v -E 'signal="(logs|metrics)"|transport="http"|} 0$' |
     awk '{ printf "%s%s", sep, $0; sep = "; " }')
@@ -155,6 +157,7 @@ printf '%-44s %14s %14s\n' "agent CPU (cores busy)" "${R[normalize.cpu]}" "${R[p
 printf '%-44s %14s %14s\n' "spans in per CPU-second (per core)" "${R[normalize.in_per_core]}" "${R[passthrough.in_per_core]}"
 printf '%-44s %14s %14s\n' "spans out per CPU-second" "${R[normalize.out_per_core]}" "${R[passthrough.out_per_core]}"
 printf '%-44s %14s %14s\n' "exporter drops (queue full), max run" "${R[normalize.max_drops]}" "${R[passthrough.max_drops]}"
+printf '%-44s %14s %14s\n' "requests answered 'retry later', max run" "${R[normalize.max_throttled]}" "${R[passthrough.max_throttled]}"
 printf '%-44s %14s %14s\n' "RSS idle, MiB" "$(mib "${R[normalize.rss_idle]}")" "$(mib "${R[passthrough.rss_idle]}")"
 printf '%-44s %14s %14s\n' "RSS steady at $RSS_RATE spans/s, MiB" "$(mib "${R[normalize.rss_steady]}")" "$(mib "${R[passthrough.rss_steady]}")"
 printf '%-44s %14s %14s\n' "RSS peak (VmHWM) at $RSS_RATE spans/s, MiB" "$(mib "${R[normalize.rss_peak]}")" "$(mib "${R[passthrough.rss_peak]}")"

@@ -77,9 +77,14 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
 
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
-  // The output's: a full waiting table is not a reason to refuse (the oldest span leaves
-  // unmatched), a full export queue is.
-  bool Saturated() const noexcept override { return out_->Saturated(); }
+  // The output's, counting the spans waiting here as what they become: each leaves with its
+  // phases (kSpansOutPerEngineSpan at level 1). Without them a burst received within one join
+  // window looks like room and is released into a full queue.
+  bool Saturated(std::size_t coming = 0) const noexcept override {
+    return out_->Saturated(coming +
+                           stats_.waiting.load(std::memory_order_relaxed) * kSpansOutPerEngineSpan);
+  }
+  static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.

@@ -119,13 +119,14 @@ class BatchProcessor final : public Sink<Request> {
     SubmitOne(std::move(request));
   }
 
-  // Saturated when every lane is above three quarters of its bound (items or bytes). The last
+  // Saturated when every lane is above three quarters of its bound (items, `coming` included,
+  // or bytes). The last
   // quarter stays for what cannot be refused (the gateway's entry spans, content events); one
   // dead backend fills only its own lane and does not make the others refuse.
-  bool Saturated() const noexcept override {
+  bool Saturated(std::size_t coming = 0) const noexcept override {
     if (lanes_.empty()) return false;
     for (const auto& lane : lanes_) {
-      const std::uint64_t items = lane->stats->queue_items.load(std::memory_order_relaxed);
+      const std::uint64_t items = lane->stats->queue_items.load(std::memory_order_relaxed) + coming;
       const std::uint64_t bytes = lane->stats->queue_bytes.load(std::memory_order_relaxed);
       if (items * 4 < options_.max_queue_items * 3 && bytes * 4 < options_.max_queue_bytes * 3)
         return false;
@@ -251,9 +252,10 @@ class BatchProcessor final : public Sink<Request> {
     lane.stats->queue_bytes.store(lane.q_bytes, std::memory_order_relaxed);
   }
 
-  // Takes up to max_batch_items items from the front of the queue into one request,
-  // splitting the last request when it holds more. Called with lane.mu held.
-  std::size_t TakeBatch(Lane& lane, Request* batch) {
+  // Takes up to max_batch_items items from the front of the queue, splitting the last
+  // request when it holds more. Called with lane.mu held; the requests are only moved here
+  // and merged by the caller after unlocking, so that Submit never waits for a merge.
+  std::size_t TakeBatch(Lane& lane, std::vector<Request>* parts) {
     std::size_t taken = 0;
     while (!lane.queue.empty() && taken < options_.max_batch_items) {
       Entry& front = lane.queue.front();
@@ -262,18 +264,18 @@ class BatchProcessor final : public Sink<Request> {
         taken += front.items;
         lane.q_items -= front.items;
         lane.q_bytes -= front.bytes;
-        MergeInto(batch, std::move(front.request));
+        parts->emplace_back().Swap(&front.request);
         lane.queue.pop_front();
       } else {
-        Request part;
-        std::size_t moved = TakeItems(&front.request, room, &part);
-        std::size_t new_bytes = front.request.ByteSizeLong();
+        // The remainder's size is estimated in proportion to its items: the byte bound is a
+        // memory bound, and sizing the remainder exactly would walk it under the lock.
+        std::size_t moved = TakeItems(&front.request, room, &parts->emplace_back());
+        const std::size_t new_bytes = front.bytes * (front.items - moved) / front.items;
         lane.q_bytes -= front.bytes - new_bytes;
         front.bytes = new_bytes;
         front.items -= moved;
         lane.q_items -= moved;
         taken += moved;
-        MergeInto(batch, std::move(part));
       }
     }
     PublishDepth(lane);
@@ -303,10 +305,16 @@ class BatchProcessor final : public Sink<Request> {
         continue;
       }
       if (lane.stopping && Clock::now() >= lane.deadline) break;
-      Request batch;
-      const std::size_t items = TakeBatch(lane, &batch);
+      std::vector<Request> parts;
+      const std::size_t items = TakeBatch(lane, &parts);
       lane.in_flight = true;
       lock.unlock();
+      Request batch;
+      {
+        Merger<Request> merger(&batch);
+        for (auto& p : parts) merger.Add(std::move(p));
+      }
+      parts.clear();
       ExportWithRetry(lane, batch, items, rng);
       lock.lock();
       lane.in_flight = false;

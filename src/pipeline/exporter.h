@@ -3,6 +3,7 @@
 // Exporter sends one request and says whether a failure is worth retrying. Both are
 // templates over the OTLP request type, so traces, logs and metrics share one machinery.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,7 +51,12 @@ class Sink {
   // True while a request submitted now would only push queued telemetry out: the OTLP
   // receiver then answers "retry later" before decoding, so an engine's exporter keeps its
   // spans and retries, instead of the agent doing the work of accepting what it will drop.
-  virtual bool Saturated() const noexcept { return false; }
+  // `coming`: items a stage in front of this sink holds and will submit (spans waiting in
+  // the assembler).
+  virtual bool Saturated(std::size_t coming = 0) const noexcept {
+    (void)coming;
+    return false;
+  }
 };
 
 using TraceExporter = Exporter<TracesRequest>;

@@ -78,46 +78,77 @@ void MoveAll(google::protobuf::RepeatedPtrField<T>* from,
   MoveFront(from, from->size(), to);
 }
 
-// Appends everything of `src` to `dst` (by swap, no deep copies). A resource block whose
-// Resource and schema_url equal one already in `dst` is folded into it, and likewise a scope
-// block into an equal scope, so a batch of many small requests from one producer exports as
-// one ResourceSpans with one ScopeSpans.
+// Appends requests to `dst` (by swap, no deep copies). A resource block whose Resource and
+// schema_url equal one already in `dst` is folded into it, and likewise a scope block into an
+// equal scope, so a batch of many small requests from one producer exports as one
+// ResourceSpans with one ScopeSpans. Blocks are compared by their serialized form, which the
+// merger keeps for `dst`'s blocks: each block is serialized once, not once per comparison.
 template <typename Request>
-void MergeInto(Request* dst, Request&& src) {
+class Merger {
   using T = SignalTraits<Request>;
-  auto* dst_res = T::Resources(dst);
-  for (auto& rs : *T::Resources(&src)) {
-    std::string key = rs.resource().SerializeAsString();
-    decltype(dst_res->Mutable(0)) target = nullptr;
-    for (int i = 0; i < dst_res->size(); ++i) {
-      auto* cand = dst_res->Mutable(i);
-      if (cand->schema_url() == rs.schema_url() && cand->resource().SerializeAsString() == key) {
-        target = cand;
-        break;
-      }
-    }
-    if (target == nullptr) {
-      dst_res->Add()->Swap(&rs);
-      continue;
-    }
-    auto* dst_scopes = T::Scopes(target);
-    for (auto& ss : *T::Scopes(&rs)) {
-      std::string skey = ss.scope().SerializeAsString();
-      decltype(dst_scopes->Mutable(0)) starget = nullptr;
-      for (int j = 0; j < dst_scopes->size(); ++j) {
-        auto* c = dst_scopes->Mutable(j);
-        if (c->schema_url() == ss.schema_url() && c->scope().SerializeAsString() == skey) {
-          starget = c;
-          break;
-        }
-      }
-      if (starget == nullptr) {
-        dst_scopes->Add()->Swap(&ss);
-        continue;
-      }
-      MoveAll(T::Items(&ss), T::Items(starget));
+
+ public:
+  explicit Merger(Request* dst) : dst_(dst) {
+    for (auto& rs : *T::Resources(dst_)) {
+      Block b{Key(rs.resource(), rs.schema_url()), {}};
+      for (auto& ss : *T::Scopes(&rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
+      blocks_.push_back(std::move(b));
     }
   }
+
+  void Add(Request&& src) {
+    auto* dst_res = T::Resources(dst_);
+    for (auto& rs : *T::Resources(&src)) {
+      std::string key = Key(rs.resource(), rs.schema_url());
+      std::size_t r = 0;
+      while (r < blocks_.size() && blocks_[r].key != key) ++r;
+      if (r == blocks_.size()) {
+        Block b{std::move(key), {}};
+        for (auto& ss : *T::Scopes(&rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
+        blocks_.push_back(std::move(b));
+        dst_res->Add()->Swap(&rs);
+        continue;
+      }
+      auto* target = dst_res->Mutable(static_cast<int>(r));
+      auto* dst_scopes = T::Scopes(target);
+      std::vector<std::string>& scope_keys = blocks_[r].scopes;
+      for (auto& ss : *T::Scopes(&rs)) {
+        std::string skey = Key(ss.scope(), ss.schema_url());
+        std::size_t j = 0;
+        while (j < scope_keys.size() && scope_keys[j] != skey) ++j;
+        if (j == scope_keys.size()) {
+          scope_keys.push_back(std::move(skey));
+          dst_scopes->Add()->Swap(&ss);
+          continue;
+        }
+        MoveAll(T::Items(&ss), T::Items(dst_scopes->Mutable(static_cast<int>(j))));
+      }
+    }
+  }
+
+ private:
+  struct Block {
+    std::string key;
+    std::vector<std::string> scopes;
+  };
+  // The message's length, the message, then the schema URL: unambiguous for any bytes.
+  template <typename M>
+  static std::string Key(const M& m, const std::string& schema_url) {
+    std::string bytes = m.SerializeAsString();
+    std::string k = std::to_string(bytes.size());
+    k += ':';
+    k += bytes;
+    k += schema_url;
+    return k;
+  }
+
+  Request* dst_;
+  std::vector<Block> blocks_;
+};
+
+template <typename Request>
+void MergeInto(Request* dst, Request&& src) {
+  Merger<Request>(dst).Add(std::move(src));
 }
 
 // Moves the first `n` items of `src` (in order) into `dst`, copying only the resource and

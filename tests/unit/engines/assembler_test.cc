@@ -20,8 +20,12 @@ class CollectingSink : public pipeline::TraceSink {
         for (auto& s : ss.spans()) spans_.push_back({rs.resource(), ss.scope().name(), s});
     cv_.notify_all();
   }
-  bool Saturated() const noexcept override { return saturated; }
+  bool Saturated(std::size_t coming) const noexcept override {
+    last_coming = coming;
+    return saturated;
+  }
   std::atomic<bool> saturated{false};
+  mutable std::atomic<std::size_t> last_coming{0};
   struct Item {
     Resource resource;
     std::string scope;
@@ -96,14 +100,22 @@ class AssemblerTest : public ::testing::Test {
   std::shared_ptr<config::ConfigStore> config_;
 };
 
-// The receiver asks the assembler before decoding: it is saturated exactly when its output is.
-TEST_F(AssemblerTest, SaturatedIsItsOutputs) {
-  auto a = Make(std::chrono::milliseconds(100));
+// The receiver asks the assembler before decoding: it is saturated when its output is, and
+// the output is told of the spans still waiting here, as the four spans each one becomes.
+TEST_F(AssemblerTest, SaturatedIsItsOutputsWithTheWaitingSpansCounted) {
+  auto a = Make(std::chrono::seconds(10));
   EXPECT_FALSE(a->Saturated());
+  EXPECT_EQ(sink_.last_coming.load(), 0u);
+  a->Submit(EngineRequest("waits-1"));
+  a->Submit(EngineRequest("waits-2"));
+  EXPECT_FALSE(a->Saturated());
+  EXPECT_EQ(sink_.last_coming.load(), 8u);
   sink_.saturated = true;
   EXPECT_TRUE(a->Saturated());
   sink_.saturated = false;
+  a->FlushWaiting();
   EXPECT_FALSE(a->Saturated());
+  EXPECT_EQ(sink_.last_coming.load(), 0u);
 }
 
 TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {

@@ -335,6 +335,7 @@ TEST(BatchProcessorTest, SaturatedFromThreeQuartersOfTheQueue) {
   ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));  // in flight: the queue is empty
   for (int i = 0; i < 5; ++i) p.Submit(MakeRequest(1, "q"));
   EXPECT_FALSE(p.Saturated());  // 5 of 8
+  EXPECT_TRUE(p.Saturated(1));  // and 1 coming from the stage in front
   p.Submit(MakeRequest(1, "q"));
   EXPECT_TRUE(p.Saturated());  // 6 of 8
   EXPECT_EQ(p.Stats(0).dropped_queue_full.load(), 0u);
@@ -370,11 +371,11 @@ TEST(BatchProcessorTest, ADeadLaneAloneDoesNotSaturate) {
   ex.push_back(std::make_unique<FakeExporter>(live, "live"));
   BatchOptions o = Options(1, 0ms);
   o.max_queue_items = 8;
-  struct ReleaseAtEnd {  // the processor's destructor joins the blocked lane
+  TraceBatchProcessor p(std::move(ex), o);
+  struct ReleaseAtEnd {  // before the processor's destructor joins the blocked lane
     FakeState* s;
     ~ReleaseAtEnd() { s->Release(); }
   } release{dead.get()};
-  TraceBatchProcessor p(std::move(ex), o);
   for (std::size_t i = 1; i <= 20; ++i) {
     p.Submit(MakeRequest(1, "d"));
     ASSERT_TRUE(live->WaitFor([&] { return live->TotalSpans() == i; }));
@@ -471,6 +472,25 @@ TEST(SignalTest, TakeItemsMovesAPrefixAndKeepsTheRest) {
   EXPECT_EQ(SpanNames(src), (std::vector<std::string>{"b1"}));
   ASSERT_EQ(src.resource_spans_size(), 1);
   EXPECT_EQ(src.resource_spans(0).resource().attributes(0).value().string_value(), "other");
+}
+
+// Equal resource and scope blocks fold into one, in order; a different schema URL or scope
+// stays apart, including against blocks `dst` already held.
+TEST(SignalTest, MergerFoldsEqualBlocksAndKeepsOthersApart) {
+  TracesRequest dst = MakeRequest(1, "a");
+  Merger<TracesRequest> m(&dst);
+  m.Add(MakeRequest(2, "b"));
+  TracesRequest other_url = MakeRequest(1, "c");
+  other_url.mutable_resource_spans(0)->set_schema_url("https://opentelemetry.io/schemas/1.26.0");
+  m.Add(std::move(other_url));
+  TracesRequest other_scope = MakeRequest(1, "d");
+  other_scope.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_scope()->set_name("x");
+  m.Add(std::move(other_scope));
+  m.Add(MakeRequest(1, "e"));
+  ASSERT_EQ(dst.resource_spans_size(), 2);
+  ASSERT_EQ(dst.resource_spans(0).scope_spans_size(), 2);
+  EXPECT_EQ(SpanNames(dst), (std::vector<std::string>{"a0", "b0", "b1", "e0", "d0", "c0"}));
+  EXPECT_EQ(dst.resource_spans(1).schema_url(), "https://opentelemetry.io/schemas/1.26.0");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ class RecordingSink : public pipeline::Sink<Request> {
     std::lock_guard lock(mu_);
     got_.push_back(std::move(r));
   }
-  bool Saturated() const noexcept override { return saturated; }
+  bool Saturated(std::size_t) const noexcept override { return saturated; }
   std::atomic<bool> saturated{false};
   std::vector<Request> got() const {
     std::lock_guard lock(mu_);
