@@ -8,7 +8,8 @@
 //     --duration seconds from T threads, then prints `RESULT send ...` with the achieved rate.
 //
 //   infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] [--record FILE]
-//     An OTLP gRPC TraceService that counts the spans it receives. Prints `LISTEN port=N` once
+//     An OTLP gRPC TraceService that counts the spans it receives (from the wire tags, without
+//     decoding, unless --record needs the ids). Prints `LISTEN port=N` once
 //     bound, `SINK t=... spans=... rate=...` every interval (cumulative count) and
 //     `RESULT sink ...` on SIGINT/SIGTERM. With --record, writes one line per span received:
 //     arrival time (CLOCK_MONOTONIC ns, taken when the export call reaches the service; the
@@ -25,7 +26,10 @@
 //
 // Loopback benchmarking tool only: no TLS, no retries.
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <atomic>
@@ -336,6 +340,67 @@ class CountingService final : public TraceService::Service {
   std::mutex record_mu_;
 };
 
+// Counts the spans of an ExportTraceServiceRequest from its wire bytes without building any
+// message: resource_spans (field 1) → scope_spans (2) → spans (2). Decoding every span costs
+// the sink (on the sender's core) more than a normalizing agent spends on it, so a max-rate
+// phase would measure the sink; counting tags keeps the agent the bottleneck.
+class WireCountingService final
+    : public TraceService::WithRawCallbackMethod_Export<TraceService::Service> {
+ public:
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::ByteBuffer view(*request);  // shares the slices
+    grpc::ProtoBufferReader reader(&view);
+    google::protobuf::io::CodedInputStream in(&reader);
+    in.SetTotalBytesLimit(INT32_MAX);
+    std::uint64_t n = 0;
+    if (!reader.status().ok() || !Count(&in, 0, &n)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable request"));
+      return reactor;
+    }
+    spans_.fetch_add(n, std::memory_order_relaxed);
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    grpc::Slice empty("", 0);  // an empty ExportTraceServiceResponse: full success
+    grpc::ByteBuffer out(&empty, 1);
+    response->Swap(&out);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  std::uint64_t spans() const { return spans_.load(std::memory_order_relaxed); }
+  std::uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
+
+ private:
+  // depth 0: the request, 1: a ResourceSpans, 2: a ScopeSpans (whose field 2 is a span).
+  static bool Count(google::protobuf::io::CodedInputStream* in, int depth, std::uint64_t* n) {
+    using google::protobuf::internal::WireFormatLite;
+    const int wanted = depth == 0 ? 1 : 2;
+    for (;;) {
+      const std::uint32_t tag = in->ReadTag();
+      if (tag == 0) return true;
+      if (WireFormatLite::GetTagFieldNumber(tag) != wanted ||
+          WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        if (!WireFormatLite::SkipField(in, tag)) return false;
+        continue;
+      }
+      std::uint32_t len = 0;
+      if (!in->ReadVarint32(&len)) return false;
+      if (depth == 2) {
+        ++*n;
+        if (!in->Skip(static_cast<int>(len))) return false;
+        continue;
+      }
+      auto limit = in->PushLimit(static_cast<int>(len));
+      if (!Count(in, depth + 1, n) || !in->ConsumedEntireMessage()) return false;
+      in->PopLimit(limit);
+    }
+  }
+
+  std::atomic<std::uint64_t> spans_{0};
+  std::atomic<std::uint64_t> requests_{0};
+};
+
 int RunSink(const Args& a) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -347,12 +412,19 @@ int RunSink(const Args& a) {
       return 1;
     }
   }
-  CountingService svc(record);
+  // Recording needs each span's ids: decode. Counting alone reads the tags.
+  CountingService decoding(record);
+  WireCountingService counting;
+  auto spans = [&] { return record != nullptr ? decoding.spans() : counting.spans(); };
+  auto requests = [&] { return record != nullptr ? decoding.requests() : counting.requests(); };
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort(a.listen, grpc::InsecureServerCredentials(), &port);
   b.SetMaxReceiveMessageSize(64 << 20);
-  b.RegisterService(&svc);
+  if (record != nullptr)
+    b.RegisterService(&decoding);
+  else
+    b.RegisterService(&counting);
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
   if (!server || port == 0) {
     std::fprintf(stderr, "sink: cannot listen on %s\n", a.listen.c_str());
@@ -369,7 +441,7 @@ int RunSink(const Args& a) {
     auto now = Clock::now();
     if (now < next) continue;
     next += std::chrono::milliseconds(a.interval_ms);
-    std::uint64_t n = svc.spans();
+    std::uint64_t n = spans();
     double dt = std::chrono::duration<double>(now - last_t).count();
     std::printf("SINK t=%.3f spans=%llu rate=%.0f\n", SecondsSince(t0),
                 static_cast<unsigned long long>(n), static_cast<double>(n - last_n) / dt);
@@ -382,9 +454,8 @@ int RunSink(const Args& a) {
   if (record != nullptr) std::fclose(record);
   const double secs = SecondsSince(t0);
   std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f\n",
-              static_cast<unsigned long long>(svc.spans()),
-              static_cast<unsigned long long>(svc.requests()), secs,
-              static_cast<double>(svc.spans()) / secs);
+              static_cast<unsigned long long>(spans()), static_cast<unsigned long long>(requests()),
+              secs, static_cast<double>(spans()) / secs);
   std::fflush(stdout);
   return 0;
 }

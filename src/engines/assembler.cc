@@ -256,6 +256,19 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
   out_->Submit(std::move(joined.request));
 }
 
+bool Assembler::Saturated(std::size_t coming) const noexcept {
+  std::size_t due = 0;
+  {
+    const auto horizon = std::chrono::steady_clock::now() + options_.release_horizon;
+    std::lock_guard lock(mu_);
+    // waiting_ is in deadline order (one window for all, appended as they come).
+    auto first_later = std::partition_point(
+        waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.deadline <= horizon; });
+    due = static_cast<std::size_t>(first_later - waiting_.begin());
+  }
+  return out_->Saturated(coming + due * kSpansOutPerEngineSpan);
+}
+
 void Assembler::OnExchangeStarted(const gateway::Exchange& ex) noexcept {
   if (ex.engine != gateway::EngineKind::kSglang || IsZero(ex.trace_id)) return;
   sglang_.OnRequestStarted(ex.trace_id, ex.tracing_level);

@@ -41,6 +41,9 @@ struct AssemblerOptions {
   std::chrono::seconds record_ttl{30};
   std::size_t max_records = 50'000;  // beyond it the oldest go first (counted)
   std::size_t max_waiting_spans = 50'000;
+  // Back-pressure: waiting spans due within this time count as already in the export queue
+  // (see Saturated). Spans due later are a delay line that a keeping-up queue never sees at once.
+  std::chrono::milliseconds release_horizon{250};
   std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
   // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
   // upstream, if there is exactly one.
@@ -77,13 +80,10 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
 
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
-  // The output's, counting the spans waiting here as what they become: each leaves with its
-  // phases (kSpansOutPerEngineSpan at level 1). Without them a burst received within one join
-  // window looks like room and is released into a full queue.
-  bool Saturated(std::size_t coming = 0) const noexcept override {
-    return out_->Saturated(coming +
-                           stats_.waiting.load(std::memory_order_relaxed) * kSpansOutPerEngineSpan);
-  }
+  // The output's, telling it of the spans about to leave here (due within release_horizon)
+  // as what they become: each leaves with its phases. Without them, a join window's worth of
+  // spans received while the queue still had room is released into a queue that has none.
+  bool Saturated(std::size_t coming = 0) const noexcept override;
   static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
@@ -136,7 +136,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::shared_ptr<config::ConfigStore> config_;
   AssemblerStats stats_;
 
-  std::mutex mu_;  // guards records_, expiry_, waiting_, stop_
+  mutable std::mutex mu_;  // guards records_, expiry_, waiting_, stop_
   // Keyed by a hash of the request id, so the id is stored once (in the record, which
   // Lookup compares); a colliding id replaces the older record.
   std::unordered_map<std::uint64_t, Stored> records_;

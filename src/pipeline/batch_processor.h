@@ -119,10 +119,10 @@ class BatchProcessor final : public Sink<Request> {
     SubmitOne(std::move(request));
   }
 
-  // Saturated when every lane is above three quarters of its bound (items, `coming` included,
-  // or bytes). The last
-  // quarter stays for what cannot be refused (the gateway's entry spans, content events); one
-  // dead backend fills only its own lane and does not make the others refuse.
+  // Saturated when every lane is three-quarters full (items, `coming` included, or bytes):
+  // `coming` are items the stage in front holds and is about to submit. The last quarter stays
+  // for what cannot be refused (the gateway's entry spans, content events); one dead backend
+  // fills only its own lane and does not make the others refuse.
   bool Saturated(std::size_t coming = 0) const noexcept override {
     if (lanes_.empty()) return false;
     for (const auto& lane : lanes_) {

@@ -101,21 +101,28 @@ class AssemblerTest : public ::testing::Test {
 };
 
 // The receiver asks the assembler before decoding: it is saturated when its output is, and
-// the output is told of the spans still waiting here, as the four spans each one becomes.
-TEST_F(AssemblerTest, SaturatedIsItsOutputsWithTheWaitingSpansCounted) {
-  auto a = Make(std::chrono::seconds(10));
-  EXPECT_FALSE(a->Saturated());
-  EXPECT_EQ(sink_.last_coming.load(), 0u);
-  a->Submit(EngineRequest("waits-1"));
-  a->Submit(EngineRequest("waits-2"));
-  EXPECT_FALSE(a->Saturated());
-  EXPECT_EQ(sink_.last_coming.load(), 8u);
-  sink_.saturated = true;
-  EXPECT_TRUE(a->Saturated());
-  sink_.saturated = false;
-  a->FlushWaiting();
-  EXPECT_FALSE(a->Saturated());
-  EXPECT_EQ(sink_.last_coming.load(), 0u);
+// the output is told of the waiting spans due within the release horizon, as the four spans
+// each one becomes; spans due later are not counted.
+TEST_F(AssemblerTest, SaturatedIsItsOutputsWithTheSpansAboutToLeave) {
+  for (auto [horizon, coming] : {std::pair{std::chrono::milliseconds(20'000), std::size_t{8}},
+                                 std::pair{std::chrono::milliseconds(1'000), std::size_t{0}}}) {
+    AssemblerOptions o;
+    o.join_window = std::chrono::seconds(10);
+    o.release_horizon = horizon;
+    Assembler a(o, &sink_, config_);
+    EXPECT_FALSE(a.Saturated());
+    EXPECT_EQ(sink_.last_coming.load(), 0u);
+    a.Submit(EngineRequest("waits-1"));
+    a.Submit(EngineRequest("waits-2"));
+    EXPECT_FALSE(a.Saturated());
+    EXPECT_EQ(sink_.last_coming.load(), coming) << horizon.count();
+    sink_.saturated = true;
+    EXPECT_TRUE(a.Saturated());
+    sink_.saturated = false;
+    a.FlushWaiting();
+    EXPECT_FALSE(a.Saturated());
+    EXPECT_EQ(sink_.last_coming.load(), 0u);
+  }
 }
 
 TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {

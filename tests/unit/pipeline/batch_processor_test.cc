@@ -342,6 +342,8 @@ TEST(BatchProcessorTest, SaturatedFromThreeQuartersOfTheQueue) {
   s->Release();
   ASSERT_TRUE(p.Flush(2s));
   EXPECT_FALSE(p.Saturated());
+  EXPECT_FALSE(p.Saturated(5));
+  EXPECT_TRUE(p.Saturated(6));
 }
 
 TEST(BatchProcessorTest, SaturatedByBytesToo) {
