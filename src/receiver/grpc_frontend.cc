@@ -29,8 +29,9 @@ class RawExportService final : public Base {
 
  private:
   grpc::Status Handle(const grpc::ByteBuffer* request, grpc::ByteBuffer* response) noexcept {
-    // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: every OTLP
-    // exporter retries it with backoff.
+    // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in
+    // the OTLP specification, and retried with backoff by the Python exporters of vLLM and
+    // SGLang (the JS gRPC exporter reports it as a failure instead).
     if (ingestor_->Throttle(Transport::kGrpc, signal_))
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
     Request decoded;

@@ -90,8 +90,8 @@ class Ingestor {
   void CountMalformed(Transport transport, Signal signal) noexcept;
   // True, and the request counted as throttled, when the signal's sink is saturated (its
   // export queues are nearly full). Asked before decoding: the front end then answers gRPC
-  // UNAVAILABLE / HTTP 503 with Retry-After, which OTLP exporters retry, so the sender keeps
-  // the data instead of the agent accepting it only to drop older queued data for it.
+  // UNAVAILABLE / HTTP 503 with Retry-After, retryable in the OTLP specification, so the sender
+  // keeps the data instead of the agent accepting it only to drop older queued data for it.
   bool Throttle(Transport transport, Signal signal) noexcept;
 
  private:
