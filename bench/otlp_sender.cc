@@ -289,10 +289,20 @@ std::string NoSpaces(std::string s) {
   return s.empty() ? "-" : s;
 }
 
-class CountingService final : public TraceService::Service {
+// What the sink has received, whichever service counts it.
+struct SinkCounts {
+  std::atomic<std::uint64_t> spans{0};
+  std::atomic<std::uint64_t> requests{0};
+  void Add(std::uint64_t n) {
+    spans.fetch_add(n, std::memory_order_relaxed);
+    requests.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+// Decodes every request and writes one line per span to `record` (the --record mode).
+class RecordingService final : public TraceService::Service {
  public:
-  // `record`: where one line per received span goes (nullptr: counting only).
-  explicit CountingService(std::FILE* record) : record_(record) {}
+  RecordingService(std::FILE* record, SinkCounts* counts) : record_(record), counts_(counts) {}
 
   grpc::Status Export(grpc::ServerContext*, const TracesRequest* req,
                       ExportTraceServiceResponse*) override {
@@ -300,43 +310,37 @@ class CountingService final : public TraceService::Service {
     const std::int64_t arrival =
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
             .count();
-    spans_.fetch_add(infertel::CountSpans(*req), std::memory_order_relaxed);
-    requests_.fetch_add(1, std::memory_order_relaxed);
-    if (record_ != nullptr) {
-      std::string lines;
-      for (const auto& rs : req->resource_spans()) {
-        for (const auto& ss : rs.scope_spans()) {
-          const std::string scope = NoSpaces(ss.scope().name());
-          for (const auto& sp : ss.spans()) {
-            lines += std::to_string(arrival);
-            lines += ' ';
-            lines += Hex(sp.trace_id());
-            lines += ' ';
-            lines += Hex(sp.span_id());
-            lines += ' ';
-            lines += sp.parent_span_id().empty() ? "-" : Hex(sp.parent_span_id());
-            lines += ' ';
-            lines += scope;
-            lines += ' ';
-            lines += std::to_string(static_cast<int>(sp.kind()));
-            lines += ' ';
-            lines += NoSpaces(sp.name());
-            lines += '\n';
-          }
+    counts_->Add(infertel::CountSpans(*req));
+    std::string lines;
+    for (const auto& rs : req->resource_spans()) {
+      for (const auto& ss : rs.scope_spans()) {
+        const std::string scope = NoSpaces(ss.scope().name());
+        for (const auto& sp : ss.spans()) {
+          lines += std::to_string(arrival);
+          lines += ' ';
+          lines += Hex(sp.trace_id());
+          lines += ' ';
+          lines += Hex(sp.span_id());
+          lines += ' ';
+          lines += sp.parent_span_id().empty() ? "-" : Hex(sp.parent_span_id());
+          lines += ' ';
+          lines += scope;
+          lines += ' ';
+          lines += std::to_string(static_cast<int>(sp.kind()));
+          lines += ' ';
+          lines += NoSpaces(sp.name());
+          lines += '\n';
         }
       }
-      std::lock_guard lock(record_mu_);
-      std::fwrite(lines.data(), 1, lines.size(), record_);
     }
+    std::lock_guard lock(record_mu_);
+    std::fwrite(lines.data(), 1, lines.size(), record_);
     return grpc::Status::OK;
   }
-  std::uint64_t spans() const { return spans_.load(std::memory_order_relaxed); }
-  std::uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
 
  private:
-  std::atomic<std::uint64_t> spans_{0};
-  std::atomic<std::uint64_t> requests_{0};
   std::FILE* record_;
+  SinkCounts* counts_;
   std::mutex record_mu_;
 };
 
@@ -347,6 +351,8 @@ class CountingService final : public TraceService::Service {
 class WireCountingService final
     : public TraceService::WithRawCallbackMethod_Export<TraceService::Service> {
  public:
+  explicit WireCountingService(SinkCounts* counts) : counts_(counts) {}
+
   grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override {
@@ -360,16 +366,13 @@ class WireCountingService final
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable request"));
       return reactor;
     }
-    spans_.fetch_add(n, std::memory_order_relaxed);
-    requests_.fetch_add(1, std::memory_order_relaxed);
+    counts_->Add(n);
     grpc::Slice empty("", 0);  // an empty ExportTraceServiceResponse: full success
     grpc::ByteBuffer out(&empty, 1);
     response->Swap(&out);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
-  std::uint64_t spans() const { return spans_.load(std::memory_order_relaxed); }
-  std::uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
 
  private:
   // depth 0: the request, 1: a ResourceSpans, 2: a ScopeSpans (whose field 2 is a span).
@@ -397,8 +400,7 @@ class WireCountingService final
     }
   }
 
-  std::atomic<std::uint64_t> spans_{0};
-  std::atomic<std::uint64_t> requests_{0};
+  SinkCounts* counts_;
 };
 
 int RunSink(const Args& a) {
@@ -413,18 +415,18 @@ int RunSink(const Args& a) {
     }
   }
   // Recording needs each span's ids: decode. Counting alone reads the tags.
-  CountingService decoding(record);
-  WireCountingService counting;
-  auto spans = [&] { return record != nullptr ? decoding.spans() : counting.spans(); };
-  auto requests = [&] { return record != nullptr ? decoding.requests() : counting.requests(); };
+  SinkCounts counts;
+  std::unique_ptr<grpc::Service> svc;
+  if (record != nullptr)
+    svc = std::make_unique<RecordingService>(record, &counts);
+  else
+    svc = std::make_unique<WireCountingService>(&counts);
+  auto spans = [&] { return counts.spans.load(std::memory_order_relaxed); };
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort(a.listen, grpc::InsecureServerCredentials(), &port);
   b.SetMaxReceiveMessageSize(64 << 20);
-  if (record != nullptr)
-    b.RegisterService(&decoding);
-  else
-    b.RegisterService(&counting);
+  b.RegisterService(svc.get());
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
   if (!server || port == 0) {
     std::fprintf(stderr, "sink: cannot listen on %s\n", a.listen.c_str());
@@ -454,8 +456,9 @@ int RunSink(const Args& a) {
   if (record != nullptr) std::fclose(record);
   const double secs = SecondsSince(t0);
   std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f\n",
-              static_cast<unsigned long long>(spans()), static_cast<unsigned long long>(requests()),
-              secs, static_cast<double>(spans()) / secs);
+              static_cast<unsigned long long>(spans()),
+              static_cast<unsigned long long>(counts.requests.load()), secs,
+              static_cast<double>(spans()) / secs);
   std::fflush(stdout);
   return 0;
 }

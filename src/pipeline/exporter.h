@@ -53,10 +53,7 @@ class Sink {
   // spans and retries, instead of the agent doing the work of accepting what it will drop.
   // `coming`: items a stage in front of this sink holds and will submit (spans waiting in
   // the assembler).
-  virtual bool Saturated(std::size_t coming = 0) const noexcept {
-    (void)coming;
-    return false;
-  }
+  virtual bool Saturated(std::size_t /*coming*/ = 0) const noexcept { return false; }
 };
 
 using TraceExporter = Exporter<TracesRequest>;

@@ -89,11 +89,8 @@ class Merger {
 
  public:
   explicit Merger(Request* dst) : dst_(dst) {
-    for (auto& rs : *T::Resources(dst_)) {
-      Block b{Key(rs.resource(), rs.schema_url()), {}};
-      for (auto& ss : *T::Scopes(&rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
-      blocks_.push_back(std::move(b));
-    }
+    for (auto& rs : *T::Resources(dst_))
+      blocks_.push_back(BlockOf(&rs, Key(rs.resource(), rs.schema_url())));
   }
 
   void Add(Request&& src) {
@@ -103,9 +100,7 @@ class Merger {
       std::size_t r = 0;
       while (r < blocks_.size() && blocks_[r].key != key) ++r;
       if (r == blocks_.size()) {
-        Block b{std::move(key), {}};
-        for (auto& ss : *T::Scopes(&rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
-        blocks_.push_back(std::move(b));
+        blocks_.push_back(BlockOf(&rs, std::move(key)));
         dst_res->Add()->Swap(&rs);
         continue;
       }
@@ -131,6 +126,13 @@ class Merger {
     std::string key;
     std::vector<std::string> scopes;
   };
+  // A resource block's entry: its key and its scopes' keys.
+  template <typename ResourceBlock>
+  static Block BlockOf(ResourceBlock* rs, std::string key) {
+    Block b{std::move(key), {}};
+    for (auto& ss : *T::Scopes(rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
+    return b;
+  }
   // The message's length, the message, then the schema URL: unambiguous for any bytes.
   template <typename M>
   static std::string Key(const M& m, const std::string& schema_url) {
