@@ -28,6 +28,14 @@ struct SignalTraits<TracesRequest> {
   static auto* Items(S* s) {
     return s->mutable_spans();
   }
+  template <typename R>
+  static const auto& Scopes(const R& r) {
+    return r.scope_spans();
+  }
+  template <typename S>
+  static const auto& Items(const S& s) {
+    return s.spans();
+  }
 };
 
 template <>
@@ -43,6 +51,14 @@ struct SignalTraits<LogsRequest> {
   static auto* Items(S* s) {
     return s->mutable_log_records();
   }
+  template <typename R>
+  static const auto& Scopes(const R& r) {
+    return r.scope_logs();
+  }
+  template <typename S>
+  static const auto& Items(const S& s) {
+    return s.log_records();
+  }
 };
 
 template <>
@@ -57,6 +73,14 @@ struct SignalTraits<MetricsRequest> {
   template <typename S>
   static auto* Items(S* s) {
     return s->mutable_metrics();
+  }
+  template <typename R>
+  static const auto& Scopes(const R& r) {
+    return r.scope_metrics();
+  }
+  template <typename S>
+  static const auto& Items(const S& s) {
+    return s.metrics();
   }
 };
 

@@ -1,6 +1,8 @@
 #include "export/otlp_grpc/otlp_grpc_exporter.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/client_unary_call.h>
+#include <grpcpp/impl/rpc_method.h>
 
 #include <cctype>
 
@@ -9,6 +11,7 @@
 #include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "pipeline/encode.h"
 
 namespace infertel::exporting {
 namespace {
@@ -18,17 +21,14 @@ struct ServiceOf;
 template <>
 struct ServiceOf<TracesRequest> {
   using Service = otlp_collector_trace::TraceService;
-  using Response = otlp_collector_trace::ExportTraceServiceResponse;
 };
 template <>
 struct ServiceOf<LogsRequest> {
   using Service = otlp_collector_logs::LogsService;
-  using Response = otlp_collector_logs::ExportLogsServiceResponse;
 };
 template <>
 struct ServiceOf<MetricsRequest> {
   using Service = otlp_collector_metrics::MetricsService;
-  using Response = otlp_collector_metrics::ExportMetricsServiceResponse;
 };
 
 template <typename Request>
@@ -41,7 +41,9 @@ class OtlpGrpcExporter final : public pipeline::Exporter<Request> {
     grpc::ChannelArguments args;
     if (options_.gzip) args.SetCompressionAlgorithm(GRPC_COMPRESS_GZIP);
     channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-    stub_ = S::Service::NewStub(channel_);
+    method_path_ = std::string("/") + S::Service::service_full_name() + "/Export";
+    method_ = std::make_unique<grpc::internal::RpcMethod>(
+        method_path_.c_str(), grpc::internal::RpcMethod::NORMAL_RPC, channel_);
     for (const auto& [k, v] : options_.headers) {
       std::string key = k;
       for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -56,13 +58,27 @@ class OtlpGrpcExporter final : public pipeline::Exporter<Request> {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
       for (const auto& [k, v] : metadata_) ctx.AddMetadata(k, v);
-      typename S::Response response;
-      grpc::Status status = stub_->Export(&ctx, request, &response);
+      // The request goes out as bytes encoded here, with the span sizes the batch processor
+      // computed at Submit (pipeline/encode.h): the generated stub's codec would size every
+      // span twice more. The call is the one the generated stub makes, over a raw buffer.
+      auto* wire = new std::string();
+      pipeline::Encode(request, wire);
+      grpc::Slice slice(
+          wire->data(), wire->size(), [](void* p) { delete static_cast<std::string*>(p); }, wire);
+      grpc::ByteBuffer body(&slice, 1);
+      grpc::ByteBuffer response;
+      grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+          channel_.get(), *method_, &ctx, body, &response);
       if (status.ok()) {
         auto r = pipeline::ExportResult::Ok();
-        // partial_success is unknown to the compiled protos and kept as an unknown field.
+        // partial_success is read from the response's bytes: the compiled protos predate it.
+        std::vector<grpc::Slice> slices;
+        std::string bytes;
+        if (response.Valid() && response.Dump(&slices).ok())
+          for (const auto& s : slices)
+            bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
         PartialSuccess ps;
-        if (ParsePartialSuccessProto(response.SerializeAsString(), &ps)) {
+        if (ParsePartialSuccessProto(bytes, &ps)) {
           r.rejected = ps.rejected;
           r.message = std::move(ps.error_message);
         }
@@ -81,7 +97,8 @@ class OtlpGrpcExporter final : public pipeline::Exporter<Request> {
  private:
   OtlpGrpcOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<typename S::Service::Stub> stub_;
+  std::string method_path_;  // outlives method_, which keeps a pointer to it
+  std::unique_ptr<grpc::internal::RpcMethod> method_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 

@@ -6,6 +6,7 @@
 #include "export/otlp_json/otlp_json.h"
 #include "export/partial_success.h"
 #include "http/sync_client.h"
+#include "pipeline/encode.h"
 #include "pipeline/signal.h"
 
 namespace infertel::exporting {
@@ -38,7 +39,7 @@ class OtlpHttpExporter final : public pipeline::Exporter<Request> {
  private:
   pipeline::ExportResult DoExport(const Request& request) {
     const bool json = options_.encoding == HttpEncoding::kJson;
-    std::string body = json ? otlp_json::Encode(request) : request.SerializeAsString();
+    std::string body = json ? otlp_json::Encode(request) : pipeline::Encode(request);
     if (options_.gzip) {
       std::string z;
       if (!GzipCompress(body, &z)) return pipeline::ExportResult::Permanent("gzip failed");

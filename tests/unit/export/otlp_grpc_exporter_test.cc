@@ -21,9 +21,13 @@ using namespace std::chrono_literals;
 class FakeTraceService final : public otlp_collector_trace::TraceService::Service {
  public:
   grpc::Status Export(grpc::ServerContext* ctx, const TracesRequest* req,
-                      otlp_collector_trace::ExportTraceServiceResponse*) override {
+                      otlp_collector_trace::ExportTraceServiceResponse* response) override {
     std::lock_guard l(mu);
     requests.push_back(*req);
+    // partial_success (field 1) postdates the compiled protos: written as an unknown field.
+    if (!partial_success.empty())
+      response->GetReflection()->MutableUnknownFields(response)->AddLengthDelimited(
+          1, partial_success);
     auto md = ctx->client_metadata().find("x-api-key");
     if (md != ctx->client_metadata().end()) api_key.assign(md->second.data(), md->second.size());
     if (!script.empty()) {
@@ -38,6 +42,7 @@ class FakeTraceService final : public otlp_collector_trace::TraceService::Servic
   std::vector<TracesRequest> requests;
   std::deque<grpc::StatusCode> script;
   std::string api_key;
+  std::string partial_success;  // ExportTracePartialSuccess, encoded
 };
 
 class OtlpGrpcExporterTest : public ::testing::Test {
@@ -80,6 +85,18 @@ TEST_F(OtlpGrpcExporterTest, ExportsWithMetadataAndGzip) {
   EXPECT_EQ(service_.api_key, "secret");  // header names are lowercased for gRPC
 }
 
+TEST_F(OtlpGrpcExporterTest, ReadsPartialSuccessFromTheResponse) {
+  // rejected_spans (1) = 2, error_message (2) = "too old"
+  service_.partial_success = std::string("\x08\x02\x12\x07too old", 11);
+  std::string error;
+  auto e = MakeOtlpGrpcTraceExporter(Opts(), &error);
+  ASSERT_NE(e, nullptr) << error;
+  auto r = e->Export(testing::RichRequest());
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.rejected, 2);
+  EXPECT_EQ(r.message, "too old");
+}
+
 TEST_F(OtlpGrpcExporterTest, MapsStatusCodes) {
   service_.script = {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::RESOURCE_EXHAUSTED,
                      grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::UNAUTHENTICATED};
@@ -107,7 +124,10 @@ TEST_F(OtlpGrpcExporterTest, BatchProcessorRetriesUnavailableThenSucceeds) {
   EXPECT_EQ(p.Stats(0).sent.load(), 1u);
   EXPECT_EQ(p.Stats(0).retries.load(), 2u);
   std::lock_guard l(service_.mu);
-  EXPECT_EQ(service_.requests.size(), 3u);
+  ASSERT_EQ(service_.requests.size(), 3u);
+  // Each attempt sends the same bytes, encoded with the sizes computed at Submit.
+  for (const auto& got : service_.requests)
+    EXPECT_TRUE(MessageDifferencer::Equals(testing::RichRequest(), got));
 }
 
 TEST(OtlpGrpcExporterNoServerTest, DeadBackendIsRetryableWithinTheDeadline) {
