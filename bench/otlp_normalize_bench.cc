@@ -19,6 +19,7 @@
 #include "engines/assembler.h"
 #include "engines/vllm/vllm_spans.h"
 #include "pipeline/batch_processor.h"
+#include "pipeline/encode.h"
 #include "receiver/ingest.h"
 
 namespace {
@@ -222,24 +223,28 @@ void BM_PipelineNoTransport512(benchmark::State& state) {
 // Real time: the export runs on the processor's thread.
 BENCHMARK(BM_PipelineNoTransport512)->ArgName("vllm")->Arg(1)->Arg(0)->UseRealTime();
 
-// Encoding normalized output: 512 spans in → 2048 spans out, as one request.
-void BM_OtlpEncodeNormalized512(benchmark::State& state) {
+// Normalized output of 512 spans in (2048 spans out) as one request, as the merged export
+// batch holds it.
+TracesRequest NormalizedOutput() {
   TracesRequest tmpl = SenderRequest(kBatch);
   TracesRequest out;
-  {
-    // Normalize directly into one request, as the merged export batch holds it.
-    auto* rs = out.add_resource_spans();
-    *rs->mutable_resource() = tmpl.resource_spans(0).resource();
-    auto* ss = rs->add_scope_spans();
-    *ss->mutable_scope() = tmpl.resource_spans(0).scope_spans(0).scope();
-    engines::vllm::NormalizeContext ctx;
-    for (auto& s : *tmpl.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans()) {
-      std::vector<Span> phases;
-      engines::vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
-      *ss->add_spans() = s;
-      for (auto& p : phases) *ss->add_spans() = std::move(p);
-    }
+  auto* rs = out.add_resource_spans();
+  *rs->mutable_resource() = tmpl.resource_spans(0).resource();
+  auto* ss = rs->add_scope_spans();
+  *ss->mutable_scope() = tmpl.resource_spans(0).scope_spans(0).scope();
+  engines::vllm::NormalizeContext ctx;
+  for (auto& s : *tmpl.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans()) {
+    std::vector<Span> phases;
+    engines::vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+    *ss->add_spans() = s;
+    for (auto& p : phases) *ss->add_spans() = std::move(p);
   }
+  return out;
+}
+
+// Encoding normalized output: 512 spans in → 2048 spans out.
+void BM_OtlpEncodeNormalized512(benchmark::State& state) {
+  const TracesRequest out = NormalizedOutput();
   std::string buf;
   for (auto _ : state) {
     buf.clear();
@@ -250,6 +255,30 @@ void BM_OtlpEncodeNormalized512(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
 }
 BENCHMARK(BM_OtlpEncodeNormalized512);
+
+// What a batch costs from Submit to the wire, in sizing and encoding only. Arg 0: as through
+// the generated gRPC stub (the batch processor's size at Submit, then the codec's ByteSizeLong
+// and protobuf's serializer, which sizes again). Arg 1: pipeline::Encode, which reuses the
+// spans' sizes from Submit.
+void BM_ExportEncode512(benchmark::State& state) {
+  const bool cached = state.range(0) == 1;
+  const TracesRequest out = NormalizedOutput();
+  std::string buf;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(out.ByteSizeLong());  // BatchProcessor::SubmitOne
+    buf.clear();
+    if (cached) {
+      pipeline::Encode(out, &buf);
+    } else {
+      benchmark::DoNotOptimize(out.ByteSizeLong());  // grpc::GenericSerialize
+      out.SerializeToString(&buf);
+    }
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["cached"] = cached ? 1 : 0;
+}
+BENCHMARK(BM_ExportEncode512)->Arg(0)->Arg(1);
 
 }  // namespace
 

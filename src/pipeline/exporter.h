@@ -30,7 +30,8 @@ struct ExportResult {
 };
 
 // Sends requests to one backend. Called from one exporter thread at a time; may block for
-// at most its own timeout; never throws.
+// at most its own timeout; never throws. The batch processor sized every item of the request
+// (ByteSizeLong) after its last change, so an exporter may encode with pipeline::Encode.
 template <typename Request>
 class Exporter {
  public:
