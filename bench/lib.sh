@@ -66,6 +66,22 @@ stop_pid() {  # stop_pid PID: SIGTERM, wait, and forget it (so cleanup never sig
 
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }  # utime + stime
+# thread_ticks PID: one line per thread of PID, "name ticks" (utime + stime; the agent names
+# its threads: gateway-io-0, assembler, traces:otlp_grpc, ...).
+thread_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' <"$t/comm")" "$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$t/stat")"
+  done 2>/dev/null
+}
+# thread_share BEFORE AFTER: each thread name's share of the CPU between two thread_ticks
+# snapshots (threads of one name summed), largest first: "assembler=31% traces:otlp_grpc=28% ..."
+thread_share() {
+  awk 'NR == FNR { b[$1] += $2; next } { a[$1] += $2 }
+       END { for (n in a) { d[n] = a[n] - b[n]; t += d[n] }
+             for (n in d) if (d[n] > 0 && t > 0) printf "%s=%.0f%%\n", n, 100 * d[n] / t }' "$1" "$2" |
+    sort -t= -k2 -rn | tr '\n' ' '
+}
 rss_kib() { awk '/^'"$2"':/ { print $2 }' "/proc/$1/status"; }  # rss_kib PID VmRSS|VmHWM
 
 # result_field FILE KEY [PREFIX]: the value of KEY=... on the last line starting with PREFIX

@@ -91,11 +91,14 @@ run_max() {  # run_max MODE
   sender=$!
   PIDS+=("$sender")
   sleep 2
+  thread_ticks "$AGENT_PID" >"$TMP/threads0-$mode"
   t0=$(now); c0=$(cpu_ticks "$AGENT_PID"); o0=$(sink_count "$SINK_LOG")
   i0=$(metric "$AGENT_ADMIN" infertel_receiver_items)
   sleep $((MAX_DURATION - 3))
   t1=$(now); c1=$(cpu_ticks "$AGENT_PID"); o1=$(sink_count "$SINK_LOG")
   i1=$(metric "$AGENT_ADMIN" infertel_receiver_items)
+  thread_ticks "$AGENT_PID" >"$TMP/threads1-$mode"
+  R[$mode.threads]=$(thread_share "$TMP/threads0-$mode" "$TMP/threads1-$mode")
   wait "$sender" || echo "otlp bench: sender reported errors ($mode)" >&2
   sleep 0.5
   R[$mode.max_send]=$(awk '/^RESULT send/ { for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) { sub("rate=", "", $i); print $i } }' "$TMP/send-max-$mode.log")
@@ -148,6 +151,8 @@ met() { awk -v v="$1" -v t="$2" -v dir="$3" 'BEGIN { ok = (dir == "ge") ? v >= t
 echo
 echo "counters (normalize): ${R[normalize.counters]}"
 echo "counters (pass-through): ${R[passthrough.counters]}"
+echo "agent CPU by thread, max run (normalize): ${R[normalize.threads]}"
+echo "agent CPU by thread, max run (pass-through): ${R[passthrough.threads]}"
 echo
 printf '%-44s %14s %14s\n' "" normalize pass-through
 printf '%-44s %14s %14s\n' "sender rate, spans/s (as fast as possible)" "${R[normalize.max_send]}" "${R[passthrough.max_send]}"

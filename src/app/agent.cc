@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/resource.h"
+#include "core/thread_name.h"
 #include "engines/sglang/control.h"
 #include "engines/vllm/version.h"
 #include "gateway/content_events.h"
@@ -166,6 +167,7 @@ bool Agent::Start(std::string* error) {
     }
     // Ask the engine which vLLM it is, without holding up the start.
     im.probes.emplace_back([assembler = im.assembler.get(), u, stop = &im.probe_stop] {
+      NameThisThread("vllm-probe");
       std::string err;
       for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
         if (auto v = engines::vllm::ProbeVersion(u.url, &err)) {
@@ -216,6 +218,7 @@ bool Agent::Start(std::string* error) {
     // SGLang's --stream-interval (for gen_ai.response.tokens_streamed), read once from
     // /server_info without holding up the start.
     im.probes.emplace_back([emitter = im.entry_spans.get(), u, stop = &im.probe_stop] {
+      NameThisThread("sglang-probe");
       std::string err;
       for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
         if (auto info = engines::sglang::FetchServerInfo(u.url, &err)) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "console/layered_config.h"
+#include "core/thread_name.h"
 
 namespace infertel::console {
 namespace {
@@ -74,7 +75,10 @@ KnobController::~KnobController() { Stop(); }
 void KnobController::Start() {
   std::lock_guard lock(mu_);
   if (worker_.joinable() || stop_) return;
-  worker_ = std::thread([this] { Run(); });
+  worker_ = std::thread([this] {
+    NameThisThread("engine-knobs");
+    Run();
+  });
 }
 
 void KnobController::Stop() {

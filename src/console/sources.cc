@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "console/document.h"
+#include "core/thread_name.h"
 #include "http/sync_client.h"
 
 namespace infertel::console {
@@ -30,6 +31,7 @@ void Poller::Start(std::chrono::milliseconds interval, std::function<void()> pol
     stop_ = false;
   }
   thread_ = std::thread([this, interval, poll = std::move(poll)] {
+    NameThisThread("console-poll");
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, interval, [&] { return stop_; })) {
       lock.unlock();

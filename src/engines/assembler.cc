@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/semconv.h"
+#include "core/thread_name.h"
 #include "engines/sglang/sglang_spans.h"
 
 namespace infertel::engines {
@@ -83,7 +84,10 @@ Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,
       out_(out),
       config_(std::move(config)),
       sglang_(options_.sglang) {
-  timer_ = std::thread([this] { TimerLoop(); });
+  timer_ = std::thread([this] {
+    NameThisThread("assembler");
+    TimerLoop();
+  });
 }
 
 Assembler::~Assembler() {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/hex.h"
+#include "core/thread_name.h"
 #include "gateway/content_events.h"
 #include "gateway/deadlines.h"
 #include "gateway/sse_relay.h"
@@ -294,13 +295,20 @@ bool Gateway::Start(std::string* error) {
     w->idle.resize(im.upstreams.size());
     im.workers.push_back(std::move(w));
   }
-  for (auto& w : im.workers) {
+  for (std::size_t i = 0; i < im.workers.size(); ++i) {
+    auto& w = im.workers[i];
     w->ArmSweep();
-    w->thread = std::thread([io = &w->io] { io->run(); });
+    w->thread = std::thread([io = &w->io, i] {
+      NameThisThread("gateway-io-" + std::to_string(i));
+      io->run();
+    });
   }
   for (std::size_t i = 0; i < im.upstreams.size(); ++i)
     asio::co_spawn(im.accept_io, im.AcceptLoop(i), asio::detached);
-  im.accept_thread = std::thread([&im] { im.accept_io.run(); });
+  im.accept_thread = std::thread([&im] {
+    NameThisThread("gateway-accept");
+    im.accept_io.run();
+  });
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "http/simple_server.h"
 
 #include "core/json.h"
+#include "core/thread_name.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
@@ -81,7 +82,10 @@ std::unique_ptr<SimpleServer> SimpleServer::Start(const HostPort& address, Handl
   asio::co_spawn(s->io_, Accept(std::move(acceptor), std::make_shared<Handler>(std::move(handler))),
                  asio::detached);
   for (int i = 0; i < std::max(1, threads); ++i)
-    s->threads_.emplace_back([io = &s->io_] { io->run(); });
+    s->threads_.emplace_back([io = &s->io_] {
+      NameThisThread("admin-http");
+      io->run();
+    });
   return s;
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "core/thread_name.h"
 #include "engines/sglang/sglang_metrics.h"
 #include "engines/vllm/vllm_metrics.h"
 #include "http/sync_client.h"
@@ -55,9 +56,15 @@ void MetricsService::Start() {
   bool any_scrape = false;
   for (const auto& t : targets_) any_scrape |= t->url.has_value();
   if (any_scrape)
-    threads_.emplace_back([this] { Loop(options_.scrape_interval, &MetricsService::ScrapeOnce); });
+    threads_.emplace_back([this] {
+      NameThisThread("metrics-scrape");
+      Loop(options_.scrape_interval, &MetricsService::ScrapeOnce);
+    });
   if (sink_)
-    threads_.emplace_back([this] { Loop(options_.export_interval, &MetricsService::ExportOnce); });
+    threads_.emplace_back([this] {
+      NameThisThread("metrics-export");
+      Loop(options_.export_interval, &MetricsService::ExportOnce);
+    });
 }
 
 void MetricsService::Stop() {

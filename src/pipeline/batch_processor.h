@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/stats.h"
+#include "core/thread_name.h"
 #include "pipeline/exporter.h"
 #include "pipeline/signal.h"
 
@@ -96,7 +97,11 @@ class BatchProcessor final : public Sink<Request> {
     }
     for (auto& lane : lanes_) {
       Lane* l = lane.get();
-      l->thread = std::thread([this, l] { Run(*l); });
+      l->thread = std::thread([this, l] {
+        // "traces:otlp_grpc": the signal and the exporter (cut at 15 bytes).
+        NameThisThread(fmt::format("{}:{}", SignalTraits<Request>::kName, l->exporter->Name()));
+        Run(*l);
+      });
     }
   }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/thread_name.h"
 #include "export/gzip.h"
 #include "export/otlp_json/otlp_json.h"
 #include "http/url.h"
@@ -300,7 +301,10 @@ std::unique_ptr<HttpFrontend> HttpFrontend::Start(const OtlpReceiverOptions& opt
   f->port_ = acceptor.local_endpoint().port();
   asio::co_spawn(f->io_, Accept(std::move(acceptor), f.get()), asio::detached);
   for (int i = 0; i < std::max(1, options.threads); ++i)
-    f->threads_.emplace_back([io = &f->io_] { io->run(); });
+    f->threads_.emplace_back([io = &f->io_] {
+      NameThisThread("otlp-http-recv");
+      io->run();
+    });
   return f;
 }
 

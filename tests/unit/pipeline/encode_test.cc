@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <fstream>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "pipeline/batch_processor.h"
 
 #include "core/semconv.h"
@@ -174,6 +179,36 @@ TEST(EncodeTest, EveryLaneOfTheBatchProcessorEncodesWhatWasSubmitted) {
   std::lock_guard l(mu);
   EXPECT_EQ(spans(a), expected);
   EXPECT_EQ(spans(b), expected);
+}
+
+// The names of this process's threads, as `top -H` shows them.
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return names;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string n;
+    if (std::getline(in, n)) names.push_back(n);
+  }
+  closedir(d);
+  return names;
+}
+
+TEST(BatchProcessorThreadsTest, EachLaneThreadIsNamedAfterItsSignalAndExporter) {
+  std::mutex mu;
+  std::vector<std::string> out;
+  std::vector<std::unique_ptr<TraceExporter>> ex;
+  ex.push_back(std::make_unique<EncodingExporter>(&out, &mu));
+  TraceBatchProcessor p(std::move(ex), BatchOptions{});
+  // The lane names itself when it starts: poll briefly.
+  bool found = false;
+  for (int i = 0; i < 200 && !found; ++i) {
+    for (const auto& n : ThreadNames()) found = found || n == "traces:encoding";
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
