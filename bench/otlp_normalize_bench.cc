@@ -21,10 +21,10 @@
 #include "pipeline/batch_processor.h"
 #include "pipeline/encode.h"
 #include "receiver/ingest.h"
+#include "vllm_bench_request.h"
 
 namespace {
 
-using infertel::AddAttr;
 using infertel::Span;
 using infertel::TracesRequest;
 namespace sc = infertel::semconv;
@@ -35,41 +35,19 @@ namespace config = infertel::config;
 
 constexpr int kBatch = 512;
 
-// What infertel-otlp-bench sends: one resource, vLLM V1's scope, `batch` request spans with
-// distinct ids and request ids.
+// What infertel-otlp-bench sends, with distinct ids, request ids and times.
 TracesRequest SenderRequest(int batch) {
-  TracesRequest req;
-  auto* rs = req.add_resource_spans();
-  auto* res = rs->mutable_resource();
-  AddAttr(res->mutable_attributes(), "telemetry.sdk.language", "python");
-  AddAttr(res->mutable_attributes(), sc::kTelemetrySdkName, "opentelemetry");
-  AddAttr(res->mutable_attributes(), "telemetry.sdk.version", "1.37.0");
-  AddAttr(res->mutable_attributes(), sc::kServiceName, "vllm-bench");
-  AddAttr(res->mutable_attributes(), "vllm.instrumenting_module_name", "vllm.llm_engine");
-  auto* ss = rs->add_scope_spans();
-  ss->mutable_scope()->set_name("vllm.tracing.otel");
-  for (int i = 0; i < batch; ++i) {
-    Span* s = ss->add_spans();
-    s->set_name(sc::kSpanLlmRequest.data(), sc::kSpanLlmRequest.size());
-    s->set_kind(infertel::otlp_trace::Span::SPAN_KIND_SERVER);
-    s->set_trace_id(std::string(infertel::AsBytes(infertel::NewTraceId())));
-    s->set_span_id(std::string(infertel::AsBytes(infertel::NewSpanId())));
-    s->set_start_time_unix_nano(1'764'500'000'000'000'000ULL);
-    s->set_end_time_unix_nano(1'764'500'001'203'400'000ULL);
-    auto* at = s->mutable_attributes();
-    AddAttr(at, sc::kGenAiLatencyTimeToFirstToken, 0.0421);
-    AddAttr(at, sc::kGenAiLatencyE2e, 1.2034);
-    AddAttr(at, sc::kGenAiLatencyTimeInQueue, 0.0031);
-    AddAttr(at, sc::kGenAiUsagePromptTokens, 312);
-    AddAttr(at, sc::kGenAiUsageCompletionTokens, 128);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelPrefill, 0.0357);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelDecode, 1.1552);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelInference, 1.1909);
-    AddAttr(at, sc::kGenAiRequestId, "chatcmpl-bench-" + std::to_string(1'000'000'000 + i));
-    AddAttr(at, sc::kGenAiRequestTopP, 0.95);
-    AddAttr(at, sc::kGenAiRequestMaxTokens, 256);
-    AddAttr(at, sc::kGenAiRequestTemperature, 0.7);
-    AddAttr(at, sc::kGenAiRequestN, 1);
+  TracesRequest req = infertel::bench::VllmBenchRequest(batch);
+  int i = 0;
+  for (auto& s : *req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans()) {
+    s.set_trace_id(std::string(infertel::AsBytes(infertel::NewTraceId())));
+    s.set_span_id(std::string(infertel::AsBytes(infertel::NewSpanId())));
+    s.set_start_time_unix_nano(1'764'500'000'000'000'000ULL);
+    s.set_end_time_unix_nano(1'764'500'001'203'400'000ULL);
+    for (auto& kv : *s.mutable_attributes())
+      if (kv.key() == sc::kGenAiRequestId)
+        kv.mutable_value()->set_string_value("chatcmpl-bench-" + std::to_string(1'000'000'000 + i));
+    ++i;
   }
   return req;
 }

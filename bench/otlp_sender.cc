@@ -54,10 +54,10 @@
 #include "core/semconv.h"
 #include "core/telemetry.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "vllm_bench_request.h"
 
 namespace {
 
-using infertel::AddAttr;
 using infertel::Span;
 using infertel::TracesRequest;
 using infertel::otlp_collector_trace::ExportTraceServiceResponse;
@@ -66,7 +66,7 @@ namespace sc = infertel::semconv;
 using Clock = std::chrono::steady_clock;
 
 // vLLM V1's instrumentation scope (facts/vllm.md §1.3).
-constexpr std::string_view kVllmScope = "vllm.tracing.otel";
+using infertel::bench::kVllmScope;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
@@ -147,41 +147,7 @@ Args Parse(int argc, char** argv) {
 }
 
 // One request of `batch` spans; ids, request ids and times are rewritten per send.
-TracesRequest MakeTemplate(int batch) {
-  TracesRequest req;
-  auto* rs = req.add_resource_spans();
-  auto* res = rs->mutable_resource();
-  AddAttr(res->mutable_attributes(), "telemetry.sdk.language", "python");
-  AddAttr(res->mutable_attributes(), sc::kTelemetrySdkName, "opentelemetry");
-  AddAttr(res->mutable_attributes(), "telemetry.sdk.version", "1.37.0");
-  AddAttr(res->mutable_attributes(), sc::kServiceName, "vllm-bench");
-  AddAttr(res->mutable_attributes(), "vllm.instrumenting_module_name", "vllm.llm_engine");
-  auto* ss = rs->add_scope_spans();
-  ss->mutable_scope()->set_name(kVllmScope.data(), kVllmScope.size());
-  for (int i = 0; i < batch; ++i) {
-    Span* s = ss->add_spans();
-    s->set_name(sc::kSpanLlmRequest.data(), sc::kSpanLlmRequest.size());
-    s->set_kind(infertel::otlp_trace::Span::SPAN_KIND_SERVER);
-    s->set_trace_id(std::string(16, '\0'));
-    s->set_span_id(std::string(8, '\0'));
-    auto* at = s->mutable_attributes();
-    // Order and types as vLLM's do_tracing sets them.
-    AddAttr(at, sc::kGenAiLatencyTimeToFirstToken, 0.0421);
-    AddAttr(at, sc::kGenAiLatencyE2e, 1.2034);
-    AddAttr(at, sc::kGenAiLatencyTimeInQueue, 0.0031);
-    AddAttr(at, sc::kGenAiUsagePromptTokens, 312);
-    AddAttr(at, sc::kGenAiUsageCompletionTokens, 128);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelPrefill, 0.0357);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelDecode, 1.1552);
-    AddAttr(at, sc::kGenAiLatencyTimeInModelInference, 1.1909);
-    AddAttr(at, sc::kGenAiRequestId, "chatcmpl-bench-0");
-    AddAttr(at, sc::kGenAiRequestTopP, 0.95);
-    AddAttr(at, sc::kGenAiRequestMaxTokens, 256);
-    AddAttr(at, sc::kGenAiRequestTemperature, 0.7);
-    AddAttr(at, sc::kGenAiRequestN, 1);
-  }
-  return req;
-}
+TracesRequest MakeTemplate(int batch) { return infertel::bench::VllmBenchRequest(batch); }
 
 // Gives every span of `req` fresh ids, a unique request id and times ending now.
 void Refresh(TracesRequest* req, std::mt19937_64* rng, std::uint64_t* seq) {

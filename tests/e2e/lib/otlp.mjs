@@ -218,24 +218,9 @@ class Collector {
 
   /** Like waitForSpans, over the collected log records. */
   waitForLogs(predicate, timeoutMs = 10000, { count = 1 } = {}) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const m = this.logs.filter(predicate);
-        if (m.length >= count) {
-          this.waiters.delete(check);
-          clearTimeout(timer);
-          resolve(m);
-          return true;
-        }
-        return false;
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        const names = this.logs.map((l) => l.attributes['event.name'] ?? '?');
-        reject(new Error(`no ${count} matching log record(s) within ${timeoutMs} ms; received ${this.logs.length}: ${names.slice(-30).join(', ')}` + (this.errors.length ? `; errors: ${this.errors.join('; ')}` : '') + (this.diag ? `\n${this.diag()}` : '')));
-      }, timeoutMs);
-      if (check()) return;
-      this.waiters.add(check);
+    return this.#waitFor(() => this.logs, predicate, timeoutMs, count, () => {
+      const names = this.logs.map((l) => l.attributes['event.name'] ?? '?');
+      return `no ${count} matching log record(s) within ${timeoutMs} ms; received ${this.logs.length}: ${names.slice(-30).join(', ')}` + (this.errors.length ? `; errors: ${this.errors.join('; ')}` : '');
     });
   }
 
@@ -244,9 +229,15 @@ class Collector {
    * of them; rejects after `timeoutMs` with a summary of what was received.
    */
   waitForSpans(predicate, timeoutMs = 10000, { count = 1 } = {}) {
+    return this.#waitFor(() => this.spans, predicate, timeoutMs, count,
+      () => `no ${count} matching span(s) within ${timeoutMs} ms; received ${this.summary()}`);
+  }
+
+  /** Resolves once `items()` holds `count` matches of `predicate`; rejects with `why()` after `timeoutMs`. */
+  #waitFor(items, predicate, timeoutMs, count, why) {
     return new Promise((resolve, reject) => {
       const check = () => {
-        const m = this.spans.filter(predicate);
+        const m = items().filter(predicate);
         if (m.length >= count) {
           this.waiters.delete(check);
           clearTimeout(timer);
@@ -257,7 +248,7 @@ class Collector {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(check);
-        reject(new Error(`no ${count} matching span(s) within ${timeoutMs} ms; received ${this.summary()}` + (this.diag ? `\n${this.diag()}` : '')));
+        reject(new Error(why() + (this.diag ? `\n${this.diag()}` : '')));
       }, timeoutMs);
       if (check()) return;
       this.waiters.add(check);
