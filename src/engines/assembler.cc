@@ -19,6 +19,9 @@ std::uint64_t RecordKey(std::string_view request_id) {
 // SGLang makes (a receiver may relabel the scope; the request and thread spans stay telling).
 bool IsSglangGroup(const Resource& resource, const otlp_trace::ScopeSpans& ss) {
   if (sglang::IsSglangScope(resource, ss.scope())) return true;
+  // vLLM's own scopes hold no SGLang span: not searching them spares a look at every
+  // attribute of every vLLM span (about 1 % of the agent's CPU per span).
+  if (vllm::IsVllmScopeName(ss.scope().name())) return false;
   for (const Span& s : ss.spans())
     if (sglang::IsUnmistakablySglang(s)) return true;
   return false;

@@ -11,6 +11,7 @@ namespace sc = semconv;
 namespace {
 
 constexpr std::string_view kV1Scope = "vllm.tracing.otel";
+constexpr std::string_view kEngineScope = "vllm.llm_engine";  // V0, and V1 until 2026-02
 constexpr std::array<std::string_view, 4> kIdPrefixes = {"chatcmpl-", "cmpl-", "embd-", "score-"};
 
 // The attributes Normalize reads or writes, found in one pass over the span's attributes
@@ -266,6 +267,10 @@ void AddEvents(Span* span, const JoinRecord& r, std::size_t max_events) {
 }
 
 }  // namespace
+
+bool IsVllmScopeName(std::string_view scope_name) {
+  return scope_name == kV1Scope || scope_name == kEngineScope;
+}
 
 bool IsVllmRequestSpan(const Span& span) {
   return span.name() == sc::kSpanLlmRequest &&

@@ -24,6 +24,10 @@ bool IsVllmRequestSpan(const Span& span);
 // (`chatcmpl-<id>`, `cmpl-<id>`, `<id>_<n>` for sub-prompts); nullopt when absent.
 std::vector<std::string> JoinKeys(const Span& span);
 
+// True for the instrumentation scopes of vLLM's own tracer: `vllm.tracing.otel` (since
+// 2026-02) and `vllm.llm_engine` (V0, and V1 before). No SGLang span is made under them.
+bool IsVllmScopeName(std::string_view scope_name);
+
 // V0 or V1, from the span's attributes and scope; `hint` (the upstream's override or what
 // /version said) decides when the span alone does not.
 SpanShape DetectShape(const Span& span, std::string_view scope_name, SpanShape hint);

@@ -189,6 +189,26 @@ TEST_F(AssemblerTest, UnrelatedSpansPassThroughUntouched) {
   EXPECT_EQ(a->stats().passthrough.load(), 1u);
 }
 
+// SGLang's spans are recognised by their marks even under another scope name, but vLLM's own
+// scopes are not searched: a span there that carries SGLang's marks stays where it is.
+TEST_F(AssemblerTest, VllmScopesAreNotSearchedForSglangSpans) {
+  auto a = Make(std::chrono::seconds(5));
+  for (std::string_view scope : {"vllm.tracing.otel", "vllm.llm_engine", "relabelled"}) {
+    TracesRequest req;
+    auto* ss = req.add_resource_spans()->add_scope_spans();
+    ss->mutable_scope()->set_name(std::string(scope));
+    Span* s = ss->add_spans();
+    s->set_name("Scheduler");
+    s->set_trace_id(std::string(AsBytes(NewTraceId())));
+    s->set_span_id(std::string(AsBytes(NewSpanId())));
+    AddAttr(s->mutable_attributes(), sc::kSglThreadLabel, "scheduler");
+    AddAttr(s->mutable_attributes(), sc::kSglHostId, "host-1");
+    a->Submit(std::move(req));
+  }
+  EXPECT_EQ(a->stats().sglang_spans.load(), 1u);  // the relabelled scope only
+  EXPECT_EQ(a->stats().passthrough.load(), 2u);
+}
+
 TEST_F(AssemblerTest, MixedRequestSplitsEngineSpanFromOthers) {
   auto a = Make(std::chrono::seconds(5));
   a->OnExchangeFinished(FinishedExchange("req-3"));
