@@ -61,10 +61,13 @@ class OtlpGrpcExporter final : public pipeline::Exporter<Request> {
       // The request goes out as bytes encoded here, with the span sizes the batch processor
       // computed at Submit (pipeline/encode.h): the generated stub's codec would size every
       // span twice more. The call is the one the generated stub makes, over a raw buffer.
-      auto* wire = new std::string();
-      pipeline::Encode(request, wire);
+      auto wire = std::make_unique<std::string>();
+      pipeline::Encode(request, wire.get());
+      // The slice owns the bytes from here on, without a copy.
       grpc::Slice slice(
-          wire->data(), wire->size(), [](void* p) { delete static_cast<std::string*>(p); }, wire);
+          wire->data(), wire->size(), [](void* p) { delete static_cast<std::string*>(p); },
+          wire.get());
+      wire.release();
       grpc::ByteBuffer body(&slice, 1);
       grpc::ByteBuffer response;
       grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(

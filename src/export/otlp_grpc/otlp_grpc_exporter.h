@@ -1,7 +1,9 @@
 #pragma once
-// OTLP/gRPC exporters (traces, logs, metrics) over an insecure channel, with the generated
-// service stubs. Each Export() is one unary call with a deadline of `timeout`; headers are
-// sent as call metadata (names lowercased, as gRPC requires); gzip compression on request.
+// OTLP/gRPC exporters (traces, logs, metrics) over an insecure channel: the generated
+// services' Export method, called with a request encoded by pipeline::Encode (one size
+// computation per span). Each Export() is one unary call with a deadline of `timeout`;
+// headers are sent as call metadata (names lowercased, as gRPC requires); gzip compression on
+// request.
 //
 // Outcome mapping: OK → ok (partial_success.rejected_* reported in ExportResult::rejected);
 // codes of pipeline::IsRetryableGrpcCode → retryable; the rest → permanent.
