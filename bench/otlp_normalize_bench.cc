@@ -158,6 +158,37 @@ void BM_AssemblerSubmit512(benchmark::State& state) {
 }
 BENCHMARK(BM_AssemblerSubmit512)->ArgName("vllm")->Arg(1)->Arg(0);
 
+// A gateway exchange finishing while `Arg` engine spans of other requests wait in the
+// assembler (bypass traffic: spans of requests that never pass the gateway wait the whole join
+// window, up to 50,000 of them). The gateway's worker runs this for every request.
+void BM_ExchangeFinishedWithWaiting(benchmark::State& state) {
+  CountingSink sink;
+  engines::AssemblerOptions o;
+  o.join_window = std::chrono::hours(1);
+  engines::Assembler a(o, &sink, Config(true));
+  const int waiting = static_cast<int>(state.range(0));
+  for (int submitted = 0; submitted < waiting; submitted += kBatch) {
+    TracesRequest req = SenderRequest(kBatch);
+    int i = 0;
+    for (auto& s : *req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans())
+      for (auto& kv : *s.mutable_attributes())
+        if (kv.key() == sc::kGenAiRequestId)
+          kv.mutable_value()->set_string_value("chatcmpl-bypass-" +
+                                               std::to_string(submitted + i++));
+    a.Submit(std::move(req));
+  }
+  infertel::gateway::Exchange ex;
+  ex.engine = infertel::gateway::EngineKind::kVllm;
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    ex.request_id = "gw-" + std::to_string(n++);
+    a.OnExchangeFinished(ex);
+  }
+  state.counters["waiting"] = static_cast<double>(a.stats().waiting.load());
+  a.FlushWaiting();
+}
+BENCHMARK(BM_ExchangeFinishedWithWaiting)->Arg(0)->Arg(3000)->Arg(50000);
+
 void BM_RequestCopy512(benchmark::State& state) {
   const TracesRequest tmpl = SenderRequest(kBatch);
   for (auto _ : state) {

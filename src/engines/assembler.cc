@@ -243,16 +243,17 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
         ready.emplace_back(std::move(w), std::move(rec));
         continue;
       }
-      if (waiting_.size() >= options_.max_waiting_spans) {
+      while (waiting_.size() >= options_.max_waiting_spans) {
         // Bounded: the oldest waiting span goes out unmatched rather than being lost.
-        ready.emplace_back(std::move(waiting_.front()), nullptr);
-        waiting_.pop_front();
+        Waiting old;
+        if (!PopWaiting(&old)) continue;  // already matched: only its slot was left
+        ready.emplace_back(std::move(old), nullptr);
         stats_.released_early.fetch_add(1, std::memory_order_relaxed);
       }
       w.deadline = deadline;
-      waiting_.push_back(std::move(w));
+      PushWaiting(std::move(w));
     }
-    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+    stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
     wake_timer = wake_timer && !waiting_.empty();
   }
   if (wake_timer) cv_.notify_all();
@@ -268,7 +269,8 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
   {
     const auto horizon = std::chrono::steady_clock::now() + options_.release_horizon;
     std::lock_guard lock(mu_);
-    // waiting_ is in deadline order (one window for all, appended as they come).
+    // waiting_ is in deadline order (one window for all, appended as they come). Slots of
+    // spans already matched count until they leave: an overestimate by at most those.
     auto first_later = std::partition_point(
         waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.deadline <= horizon; });
     due = static_cast<std::size_t>(first_later - waiting_.begin());
@@ -302,16 +304,8 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
       stats_.records_evicted.fetch_add(1, std::memory_order_relaxed);
     }
     stats_.records.store(records_.size(), std::memory_order_relaxed);
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      bool hit = std::find(it->keys.begin(), it->keys.end(), ex.request_id) != it->keys.end();
-      if (hit) {
-        matched.push_back(std::move(*it));
-        it = waiting_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+    TakeWaiting(ex.request_id, &matched);
+    stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
   }
   if (matched.empty()) return;
   Output out;
@@ -325,17 +319,75 @@ void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape)
   hints_[upstream] = shape;
 }
 
+void Assembler::PushWaiting(Waiting&& w) {
+  const std::uint64_t seq = waiting_front_seq_ + waiting_.size();
+  for (const auto& k : w.keys) waiting_index_.emplace(RecordKey(k), seq);
+  waiting_.push_back(std::move(w));
+  ++waiting_live_;
+}
+
+void Assembler::Unindex(const Waiting& w, std::uint64_t seq) {
+  for (const auto& k : w.keys) {
+    auto [lo, hi] = waiting_index_.equal_range(RecordKey(k));
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == seq) {
+        waiting_index_.erase(it);
+        break;
+      }
+  }
+}
+
+bool Assembler::PopWaiting(Waiting* out) {
+  Waiting& front = waiting_.front();
+  const bool live = !front.taken;
+  if (live) {
+    Unindex(front, waiting_front_seq_);
+    *out = std::move(front);
+    --waiting_live_;
+  }
+  waiting_.pop_front();
+  ++waiting_front_seq_;
+  return live;
+}
+
+void Assembler::TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched) {
+  auto [lo, hi] = waiting_index_.equal_range(RecordKey(request_id));
+  if (lo == hi) return;
+  std::vector<std::uint64_t> seqs;
+  for (auto it = lo; it != hi; ++it) seqs.push_back(it->second);
+  std::sort(seqs.begin(), seqs.end());  // released in arrival order, as before
+  for (std::uint64_t seq : seqs) {
+    Waiting& w = waiting_[static_cast<std::size_t>(seq - waiting_front_seq_)];
+    // A hash collision or a second key of the same span: the id itself decides.
+    if (w.taken || std::find(w.keys.begin(), w.keys.end(), request_id) == w.keys.end()) continue;
+    Unindex(w, seq);
+    matched->push_back(std::move(w));
+    w.taken = true;
+    --waiting_live_;
+  }
+  // A matched span's slot is freed when it reaches the front (it counts towards the bound
+  // until then); slots already there go now.
+  while (!waiting_.empty() && waiting_.front().taken) {
+    waiting_.pop_front();
+    ++waiting_front_seq_;
+  }
+}
+
 void Assembler::FlushWaiting() {
   std::deque<Waiting> all;
   {
     std::lock_guard lock(mu_);
     all.swap(waiting_);
+    waiting_front_seq_ += all.size();
+    waiting_index_.clear();
+    waiting_live_ = 0;
     stats_.waiting.store(0, std::memory_order_relaxed);
   }
   if (all.empty()) return;
   Output out;
   BeginOutput(&out);
-  for (auto& w : all) Emit(std::move(w), nullptr, &out);
+  for (auto& w : all)
+    if (!w.taken) Emit(std::move(w), nullptr, &out);
   out_->Submit(std::move(out.request));
 }
 
@@ -359,10 +411,10 @@ void Assembler::TimerLoop() {
     stats_.records.store(records_.size(), std::memory_order_relaxed);
     std::vector<Waiting> due;
     while (!waiting_.empty() && waiting_.front().deadline <= now) {
-      due.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
+      Waiting w;
+      if (PopWaiting(&w)) due.push_back(std::move(w));
     }
-    stats_.waiting.store(waiting_.size(), std::memory_order_relaxed);
+    stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
     if (due.empty()) continue;
     lock.unlock();
     Output out;

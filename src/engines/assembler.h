@@ -40,6 +40,8 @@ struct AssemblerOptions {
   // that sends no spans are pure cost (about 0.3–0.5 KiB each), so the wait is not longer.
   std::chrono::seconds record_ttl{30};
   std::size_t max_records = 50'000;  // beyond it the oldest go first (counted)
+  // Slots of the waiting table; beyond it the oldest span goes out unmatched (counted). A
+  // matched span's slot is freed when it reaches the front of the table.
   std::size_t max_waiting_spans = 50'000;
   // Back-pressure: waiting spans due within this time count as already in the export queue
   // (see Saturated). Spans due later are a delay line that a keeping-up queue never sees at once.
@@ -110,6 +112,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
     Span span;
     std::vector<std::string> keys;
     std::chrono::steady_clock::time_point deadline;
+    bool taken = false;  // matched and moved out; leaves the table when it reaches the front
   };
   // An outgoing request being filled: consecutive spans of one origin share one
   // ResourceSpans/ScopeSpans, and what Emit needs from the settings is read once.
@@ -129,6 +132,12 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
   void BeginOutput(Output* out) const;
   std::shared_ptr<const JoinRecord> Lookup(const std::vector<std::string>& keys);  // mu_ held
+  // The waiting table (mu_ held): a deque in deadline order, indexed by the hash of each join
+  // key so that a finished exchange finds its spans without walking every waiting span.
+  void PushWaiting(Waiting&& w);
+  bool PopWaiting(Waiting* out);  // false when the front had been taken (nothing to release)
+  void TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched);
+  void Unindex(const Waiting& w, std::uint64_t seq);
   void TimerLoop();
 
   AssemblerOptions options_;
@@ -142,6 +151,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::unordered_map<std::uint64_t, Stored> records_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> expiry_;
   std::deque<Waiting> waiting_;
+  std::uint64_t waiting_front_seq_ = 0;  // sequence number of waiting_.front()
+  std::size_t waiting_live_ = 0;         // entries of waiting_ not taken
+  std::unordered_multimap<std::uint64_t, std::uint64_t> waiting_index_;  // key hash → sequence
   bool stop_ = false;
   std::condition_variable cv_;
   std::mutex hints_mu_;  // guards hints_

@@ -157,6 +157,46 @@ TEST_F(AssemblerTest, EngineSpanBeforeExchangeWaitsForIt) {
   EXPECT_EQ(a->stats().joined.load(), 1u);
 }
 
+// A finished exchange takes its own spans out of a large waiting table (found through the
+// key index, not by a walk) and leaves every other span waiting; a span taken is not sent
+// again when the table is flushed.
+TEST_F(AssemblerTest, ExchangeTakesOnlyItsSpansFromAFullTable) {
+  auto a = Make(std::chrono::seconds(30));
+  for (int i = 0; i < 1000; ++i) a->Submit(EngineRequest("bypass-" + std::to_string(i)));
+  EXPECT_EQ(a->stats().waiting.load(), 1000u);
+  a->OnExchangeFinished(FinishedExchange("bypass-500"));
+  a->OnExchangeFinished(FinishedExchange("bypass-999"));
+  a->OnExchangeFinished(FinishedExchange("nobody"));
+  EXPECT_EQ(a->stats().joined.load(), 2u);
+  EXPECT_EQ(a->stats().waiting.load(), 998u);
+  a->FlushWaiting();
+  EXPECT_EQ(a->stats().unmatched.load(), 998u);
+  EXPECT_EQ(a->stats().waiting.load(), 0u);
+  // 1000 llm_request spans, each with its wait, prefill and decode phases.
+  EXPECT_EQ(sink_.WaitFor(4000).size(), 4000u);
+}
+
+// The table's bound counts the slots of spans already matched only until they leave: they
+// are skipped, not sent a second time, and not counted as released early.
+TEST_F(AssemblerTest, BoundSkipsTheSlotsOfMatchedSpans) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::seconds(30);
+  o.max_waiting_spans = 3;
+  Assembler a(o, &sink_, config_);
+  for (const char* id : {"a", "b", "c"}) a.Submit(EngineRequest(id));
+  a.OnExchangeFinished(FinishedExchange("b"));  // "b" joined; its slot stays until the front
+  a.Submit(EngineRequest("d"));                 // full: "a" leaves unmatched
+  EXPECT_EQ(a.stats().released_early.load(), 1u);
+  a.Submit(EngineRequest("e"));  // full again: "b"'s empty slot goes, nothing is released
+  EXPECT_EQ(a.stats().released_early.load(), 1u);
+  EXPECT_EQ(a.stats().waiting.load(), 3u);  // c, d, e
+  a.OnExchangeFinished(FinishedExchange("d"));
+  EXPECT_EQ(a.stats().joined.load(), 2u);
+  a.FlushWaiting();
+  EXPECT_EQ(a.stats().unmatched.load(), 3u);  // a, then c and e
+  EXPECT_EQ(sink_.WaitFor(20).size(), 20u);   // 5 engine spans × 4, none twice
+}
+
 TEST_F(AssemblerTest, UnmatchedSpanIsExportedNormalizedAfterTheWindowAndCounted) {
   auto a = Make(std::chrono::milliseconds(150));
   auto req = EngineRequest("nobody");

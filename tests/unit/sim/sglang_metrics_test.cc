@@ -239,7 +239,15 @@ TEST_F(SglangMetricsTest, NewestLabelsBucketsAndValues) {
   EXPECT_EQ(SimGet(server->port(), "/metrics/").status, 200);
   int prompt, completion, itl;
   Traffic(server->port(), &prompt, &completion, &itl);
-  auto sim = Parse(SimGet(server->port(), "/metrics").body);
+  // The last response can reach the client just before the scheduler releases its request
+  // and counts its last decode batch: read until the gauges and counters settle, not once.
+  std::map<std::string, Family> sim;
+  WaitFor([&] {
+    sim = Parse(SimGet(server->port(), "/metrics").body);
+    return Value(sim["sglang:num_running_reqs"], "sglang:num_running_reqs") == 0 &&
+           Value(sim["sglang:realtime_tokens_total"], "sglang:realtime_tokens_total",
+                 {{"mode", "decode"}}) == completion - 4;
+  });
   const std::set<std::string> sched = {"engine_type", "model_name", "moe_ep_rank", "pp_rank",
                                        "tp_rank"};
   for (const char* n :
