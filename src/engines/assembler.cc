@@ -367,10 +367,8 @@ void Assembler::TakeWaiting(std::string_view request_id, std::vector<Waiting>* m
   }
   // A matched span's slot is freed when it reaches the front (it counts towards the bound
   // until then); slots already there go now.
-  while (!waiting_.empty() && waiting_.front().taken) {
-    waiting_.pop_front();
-    ++waiting_front_seq_;
-  }
+  Waiting none;
+  while (!waiting_.empty() && waiting_.front().taken) PopWaiting(&none);
 }
 
 void Assembler::FlushWaiting() {

@@ -53,6 +53,13 @@ inline std::uint8_t* WriteString(int field, const std::string& s, std::uint8_t* 
   return CodedOutputStream::WriteRawToArray(s.data(), static_cast<int>(s.size()), p);
 }
 
+// A message field, written with the sizes its last ByteSizeLong() cached.
+template <typename M>
+std::uint8_t* WriteMessage(int field, const M& m, std::uint8_t* p) {
+  p = WriteHead(field, static_cast<std::size_t>(m.GetCachedSize()), p);
+  return m.SerializeWithCachedSizesToArray(p);
+}
+
 template <typename M>
 std::size_t CachedSize(const M& m) {
   const int cached = m.GetCachedSize();
@@ -113,22 +120,11 @@ void Encode(const Request& request, std::string* out) {
   std::size_t next = 0;
   for (const auto& rs : resources) {
     p = ei::WriteHead(ei::kHeaderField, lengths[next++], p);
-    if (rs.has_resource()) {
-      p = ei::WriteHead(ei::kHeaderField, static_cast<std::size_t>(rs.resource().GetCachedSize()),
-                        p);
-      p = rs.resource().SerializeWithCachedSizesToArray(p);
-    }
+    if (rs.has_resource()) p = ei::WriteMessage(ei::kHeaderField, rs.resource(), p);
     for (const auto& ss : T::Scopes(rs)) {
       p = ei::WriteHead(ei::kChildField, lengths[next++], p);
-      if (ss.has_scope()) {
-        p = ei::WriteHead(ei::kHeaderField, static_cast<std::size_t>(ss.scope().GetCachedSize()),
-                          p);
-        p = ss.scope().SerializeWithCachedSizesToArray(p);
-      }
-      for (const auto& item : T::Items(ss)) {
-        p = ei::WriteHead(ei::kChildField, static_cast<std::size_t>(item.GetCachedSize()), p);
-        p = item.SerializeWithCachedSizesToArray(p);
-      }
+      if (ss.has_scope()) p = ei::WriteMessage(ei::kHeaderField, ss.scope(), p);
+      for (const auto& item : T::Items(ss)) p = ei::WriteMessage(ei::kChildField, item, p);
       if (!ss.schema_url().empty()) p = ei::WriteString(ei::kSchemaField, ss.schema_url(), p);
     }
     if (!rs.schema_url().empty()) p = ei::WriteString(ei::kSchemaField, rs.schema_url(), p);
