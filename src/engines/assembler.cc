@@ -112,12 +112,13 @@ std::shared_ptr<const JoinRecord> Assembler::Lookup(const std::vector<std::strin
 }
 
 void Assembler::BeginOutput(Output* out) const {
+  out->held = pipeline::Held<TracesRequest>::Make();
   auto settings = config_->Current();
   out->level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
 }
 
 void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
-  std::vector<Span>& phases = out->phases;
+  std::vector<Span*>& phases = out->phases;
   phases.clear();
   const Origin& origin = *w.origin;
   {  // only vLLM request spans wait (Submit checked)
@@ -132,30 +133,42 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
     ctx.level = out->level;
-    vllm::Normalize(&w.span, origin.scope.name(), ctx, &phases);
+    vllm::Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
   }
   (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
   stats_.derived_spans.fetch_add(phases.size(), std::memory_order_relaxed);
+  out->held.memory->Keep(std::move(w.memory));
   if (out->last != &origin) {
-    auto* rs = out->request.add_resource_spans();
-    *rs->mutable_resource() = origin.resource;
+    // Borrowed headers (pipeline/held.h): read, and sized, by whichever lane exports them.
+    auto* rs = out->held.request->add_resource_spans();
+    rs->unsafe_arena_set_allocated_resource(const_cast<Resource*>(origin.resource));
     rs->set_schema_url(origin.resource_schema_url);
     out->scope_spans = rs->add_scope_spans();
-    *out->scope_spans->mutable_scope() = origin.scope;
+    out->scope_spans->unsafe_arena_set_allocated_scope(
+        const_cast<otlp_common::InstrumentationScope*>(origin.scope));
     out->scope_spans->set_schema_url(origin.scope_schema_url);
     out->last = &origin;
   }
   auto* spans = out->scope_spans->mutable_spans();
-  *spans->Add() = std::move(w.span);
-  for (auto& p : phases) *spans->Add() = std::move(p);
+  spans->UnsafeArenaAddAllocated(w.span);
+  for (Span* p : phases) spans->UnsafeArenaAddAllocated(p);
 }
 
 void Assembler::Submit(TracesRequest&& request) noexcept {
+  SubmitHeld(pipeline::Hold(std::move(request)));
+}
+
+void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
+  // Everything below stays on `memory`'s arena: spans are moved between containers by
+  // pointer, never copied (pipeline/held.h). Taken, so that the caller holds nothing after.
+  pipeline::Held<TracesRequest> held = std::move(in);
+  TracesRequest& request = *held.request;
+  const std::shared_ptr<pipeline::Memory>& memory = held.memory;
   auto settings = config_->Current();
   const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
   const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
   const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
-  TracesRequest sglang_out;
+  auto* sglang_out = google::protobuf::Arena::CreateMessage<TracesRequest>(memory->arena());
   std::vector<Waiting> early;
   // Split: engine request spans are taken out; everything else stays where it is.
   for (auto& rs : *request.mutable_resource_spans()) {
@@ -170,7 +183,7 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
         stats_.sglang_pd_links.fetch_add(pr.pd_links, std::memory_order_relaxed);
         if (ss.spans_size() > 0) {
           if (!sglang_rs) {
-            sglang_rs = sglang_out.add_resource_spans();
+            sglang_rs = sglang_out->add_resource_spans();
             if (options_.agent_resource.attributes_size() > 0) {
               *sglang_rs->mutable_resource() =
                   sglang::MergeResource(options_.agent_resource, rs.resource());
@@ -182,9 +195,9 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
           auto* moved = sglang_rs->add_scope_spans();
           *moved->mutable_scope() = ss.scope();
           moved->set_schema_url(ss.schema_url());
-          moved->mutable_spans()->Swap(ss.mutable_spans());
+          moved->mutable_spans()->Swap(ss.mutable_spans());  // one arena: pointers only
         }
-        ss.mutable_spans()->Clear();
+        pipeline::Unlink(ss.mutable_spans(), 0, ss.spans_size());
         continue;
       }
       auto* spans = ss.mutable_spans();
@@ -200,19 +213,21 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
         stats_.engine_spans.fetch_add(1, std::memory_order_relaxed);
         if (!origin) {
           auto o = std::make_shared<Origin>();
-          o->resource = rs.resource();
+          o->resource = &rs.resource();
           o->resource_schema_url = rs.schema_url();
-          o->scope = ss.scope();
+          o->scope = &ss.scope();
           o->scope_schema_url = ss.schema_url();
           origin = std::move(o);
         }
         Waiting w;  // a vLLM request span: Emit normalizes it without checking again
         w.origin = origin;
-        w.span = std::move(*span);
-        w.keys = vllm::JoinKeys(w.span);
+        w.span = span;
+        w.memory = memory;
+        w.keys = vllm::JoinKeys(*span);
         early.push_back(std::move(w));
       }
-      while (spans->size() > keep) spans->RemoveLast();
+      // The engine spans leave the container, not the arena: their Waiting points at them.
+      pipeline::Unlink(spans, keep, spans->size() - keep);
     }
   }
   std::size_t passthrough = CountSpans(request);
@@ -227,9 +242,9 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
     auto* rss = request.mutable_resource_spans();
     for (int i = rss->size() - 1; i >= 0; --i)
       if (rss->Get(i).scope_spans_size() == 0) rss->DeleteSubrange(i, 1);
-    out_->Submit(std::move(request));
+    out_->SubmitHeld({&request, memory});
   }
-  if (sglang_out.resource_spans_size() > 0) out_->Submit(std::move(sglang_out));
+  if (sglang_out->resource_spans_size() > 0) out_->SubmitHeld({sglang_out, memory});
   if (early.empty()) return;
 
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
@@ -261,7 +276,7 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
   Output joined;
   BeginOutput(&joined);
   for (auto& [w, rec] : ready) Emit(std::move(w), rec.get(), &joined);
-  out_->Submit(std::move(joined.request));
+  out_->SubmitHeld(std::move(joined.held));
 }
 
 bool Assembler::Saturated(std::size_t coming) const noexcept {
@@ -311,7 +326,7 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   Output out;
   BeginOutput(&out);
   for (auto& w : matched) Emit(std::move(w), record.get(), &out);
-  out_->Submit(std::move(out.request));
+  out_->SubmitHeld(std::move(out.held));
 }
 
 void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
@@ -386,7 +401,7 @@ void Assembler::FlushWaiting() {
   BeginOutput(&out);
   for (auto& w : all)
     if (!w.taken) Emit(std::move(w), nullptr, &out);
-  out_->Submit(std::move(out.request));
+  out_->SubmitHeld(std::move(out.held));
 }
 
 void Assembler::TimerLoop() {
@@ -418,7 +433,7 @@ void Assembler::TimerLoop() {
     Output out;
     BeginOutput(&out);
     for (auto& w : due) Emit(std::move(w), nullptr, &out);
-    out_->Submit(std::move(out.request));
+    out_->SubmitHeld(std::move(out.held));
     lock.lock();
   }
 }

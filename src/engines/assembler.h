@@ -82,6 +82,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
 
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
+  // The same without copying (pipeline/held.h): a waiting span stays on the arena it was
+  // received on, its phases are made there, and everything leaves as views of it.
+  void SubmitHeld(pipeline::Held<TracesRequest>&& request) noexcept override;
   // The output's, telling it of the spans about to leave here (due within release_horizon)
   // as what they become: each leaves with its phases. Without them, a join window's worth of
   // spans received while the queue still had room is released into a queue that has none.
@@ -100,28 +103,30 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   const AssemblerStats& stats() const { return stats_; }
 
  private:
-  // The resource and scope a group of engine spans arrived under: copied once per received
-  // scope and shared by its spans, not copied per span.
+  // The resource and scope a group of engine spans arrived under, in the received request
+  // (kept alive by the spans' Memory) and shared by its spans. Only read from here on.
   struct Origin {
-    Resource resource;
-    otlp_common::InstrumentationScope scope;
+    const Resource* resource = nullptr;
+    const otlp_common::InstrumentationScope* scope = nullptr;
     std::string resource_schema_url, scope_schema_url;
   };
   struct Waiting {
     std::shared_ptr<const Origin> origin;
-    Span span;
+    Span* span = nullptr;                      // on memory's arena, or in a request it owns
+    std::shared_ptr<pipeline::Memory> memory;  // what the span was received in
     std::vector<std::string> keys;
     std::chrono::steady_clock::time_point deadline;
     bool taken = false;  // matched and moved out; leaves the table when it reaches the front
   };
-  // An outgoing request being filled: consecutive spans of one origin share one
-  // ResourceSpans/ScopeSpans, and what Emit needs from the settings is read once.
+  // An outgoing request being filled: a view (pipeline/held.h) of the released spans and
+  // their phases, which stay where they were received. Consecutive spans of one origin share
+  // one ResourceSpans/ScopeSpans, and what Emit needs from the settings is read once.
   struct Output {
-    TracesRequest request;
+    pipeline::Held<TracesRequest> held;
     const Origin* last = nullptr;
     otlp_trace::ScopeSpans* scope_spans = nullptr;
     int level = 1;
-    std::vector<Span> phases;  // reused
+    std::vector<Span*> phases;  // reused
   };
   struct Stored {
     std::shared_ptr<const JoinRecord> record;

@@ -22,6 +22,7 @@
 #include "core/stats.h"
 #include "core/thread_name.h"
 #include "pipeline/exporter.h"
+#include "pipeline/held.h"
 #include "pipeline/signal.h"
 
 namespace infertel::pipeline {
@@ -113,13 +114,19 @@ class BatchProcessor final : public Sink<Request> {
   // drops its oldest queued requests, counted as dropped{reason="queue_full"}.
   void Submit(Request&& request) noexcept override {
     if (lanes_.empty()) return;
+    SubmitHeld(Hold(std::move(request)));
+  }
+
+  // The same for a request on an arena (see pipeline/held.h): queued and exported without
+  // copying, and freed with its arena after the export.
+  void SubmitHeld(Held<Request>&& request) noexcept override {
+    if (lanes_.empty()) return;
     // A request larger than one batch is cut into batch-sized pieces first, so that the
     // queue's drop-oldest bound works piece by piece: one large request (e.g. thousands of
     // engine spans released together) must not push itself out of the queue whole.
-    while (CountItems(request) > options_.max_batch_items) {
-      Request part;
-      TakeItems(&request, options_.max_batch_items, &part);
-      SubmitOne(std::move(part));
+    while (CountItems(*request.request) > options_.max_batch_items) {
+      std::size_t moved = 0;
+      SubmitOne(TakeItems(&request, options_.max_batch_items, &moved));
     }
     SubmitOne(std::move(request));
   }
@@ -140,17 +147,18 @@ class BatchProcessor final : public Sink<Request> {
   }
 
  private:
-  void SubmitOne(Request&& request) noexcept {
-    const std::size_t items = CountItems(request);
+  void SubmitOne(Held<Request>&& request) noexcept {
+    const std::size_t items = CountItems(*request.request);
     if (items == 0) return;
-    const std::size_t bytes = request.ByteSizeLong();
+    const std::size_t bytes = request.request->ByteSizeLong();
     for (std::size_t i = 0; i < lanes_.size(); ++i) {
       Lane& lane = *lanes_[i];
       Entry entry;
+      // Each lane its own items: a lane's encoder relies on sizes no other thread changes.
       if (i + 1 == lanes_.size())
-        entry.request.Swap(&request);
+        entry.request = std::move(request);
       else
-        entry.request = request;
+        entry.request = Hold(CopyOut(request));
       entry.items = items;
       entry.bytes = bytes;
       entry.enqueued = Clock::now();
@@ -230,7 +238,7 @@ class BatchProcessor final : public Sink<Request> {
   using Clock = std::chrono::steady_clock;
 
   struct Entry {
-    Request request;
+    Held<Request> request;
     std::size_t items = 0;
     std::size_t bytes = 0;
     Clock::time_point enqueued;
@@ -260,7 +268,7 @@ class BatchProcessor final : public Sink<Request> {
   // Takes up to max_batch_items items from the front of the queue, splitting the last
   // request when it holds more. Called with lane.mu held; the requests are only moved here
   // and merged by the caller after unlocking, so that Submit never waits for a merge.
-  std::size_t TakeBatch(Lane& lane, std::vector<Request>* parts) {
+  std::size_t TakeBatch(Lane& lane, std::vector<Held<Request>>* parts) {
     std::size_t taken = 0;
     while (!lane.queue.empty() && taken < options_.max_batch_items) {
       Entry& front = lane.queue.front();
@@ -269,12 +277,13 @@ class BatchProcessor final : public Sink<Request> {
         taken += front.items;
         lane.q_items -= front.items;
         lane.q_bytes -= front.bytes;
-        parts->emplace_back().Swap(&front.request);
+        parts->push_back(std::move(front.request));
         lane.queue.pop_front();
       } else {
         // The remainder's size is estimated in proportion to its items: the byte bound is a
         // memory bound, and sizing the remainder exactly would walk it under the lock.
-        std::size_t moved = TakeItems(&front.request, room, &parts->emplace_back());
+        std::size_t moved = 0;
+        parts->push_back(TakeItems(&front.request, room, &moved));
         const std::size_t new_bytes = front.bytes * (front.items - moved) / front.items;
         lane.q_bytes -= front.bytes - new_bytes;
         front.bytes = new_bytes;
@@ -310,17 +319,19 @@ class BatchProcessor final : public Sink<Request> {
         continue;
       }
       if (lane.stopping && Clock::now() >= lane.deadline) break;
-      std::vector<Request> parts;
+      std::vector<Held<Request>> parts;
       const std::size_t items = TakeBatch(lane, &parts);
       lane.in_flight = true;
       lock.unlock();
-      Request batch;
+      Held<Request> batch;
       {
-        Merger<Request> merger(&batch);
-        for (auto& p : parts) merger.Add(std::move(p));
+        HeldMerger<Request> merger;
+        for (const auto& p : parts) merger.Add(p);
+        batch = std::move(merger).Finish();
       }
       parts.clear();
-      ExportWithRetry(lane, batch, items, rng);
+      ExportWithRetry(lane, *batch.request, items, rng);
+      batch = {};  // the parts' arenas go here, on this lane's thread
       lock.lock();
       lane.in_flight = false;
       if (lane.queue.empty()) lane.idle_cv.notify_all();

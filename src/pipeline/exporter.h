@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/telemetry.h"
+#include "pipeline/held.h"
 
 namespace infertel::pipeline {
 
@@ -49,6 +50,12 @@ class Sink {
  public:
   virtual ~Sink() = default;
   virtual void Submit(Request&& request) noexcept = 0;
+  // A request on an arena (pipeline/held.h). Stages that pass requests on override this to do
+  // so without copying; the default hands on a heap copy.
+  virtual void SubmitHeld(Held<Request>&& request) noexcept {
+    Held<Request> taken = std::move(request);
+    Submit(CopyOut(taken));
+  }
   // True while a request submitted now would only push queued telemetry out: the OTLP
   // receiver then answers "retry later" before decoding, so an engine's exporter keeps its
   // spans and retries, instead of the agent doing the work of accepting what it will drop.

@@ -102,6 +102,31 @@ void MoveAll(google::protobuf::RepeatedPtrField<T>* from,
   MoveFront(from, from->size(), to);
 }
 
+// Appends to `to` (a field on an arena) a block whose header (resource or scope) and schema
+// URL are `from`'s, the header borrowed, with no children. See pipeline/held.h.
+template <typename Block>
+Block* AddBorrowed(google::protobuf::RepeatedPtrField<Block>* to, const Block& from) {
+  Block* b = to->Add();
+  if constexpr (requires { from.resource(); }) {
+    if (from.has_resource())
+      b->unsafe_arena_set_allocated_resource(const_cast<Resource*>(&from.resource()));
+  } else {
+    if (from.has_scope())
+      b->unsafe_arena_set_allocated_scope(
+          const_cast<otlp_common::InstrumentationScope*>(&from.scope()));
+  }
+  if (!from.schema_url().empty()) b->set_schema_url(from.schema_url());
+  return b;
+}
+
+// Appends to `to` (on an arena) pointers to every element of `from`, which it borrows.
+template <typename T>
+void LinkAll(const google::protobuf::RepeatedPtrField<T>& from,
+             google::protobuf::RepeatedPtrField<T>* to) {
+  to->Reserve(to->size() + from.size());
+  for (const T& e : from) to->UnsafeArenaAddAllocated(const_cast<T*>(&e));
+}
+
 // Appends requests to `dst` (by swap, no deep copies). A resource block whose Resource and
 // schema_url equal one already in `dst` is folded into it, and likewise a scope block into an
 // equal scope, so a batch of many small requests from one producer exports as one
@@ -114,33 +139,44 @@ class Merger {
  public:
   explicit Merger(Request* dst) : dst_(dst) {
     for (auto& rs : *T::Resources(dst_))
-      blocks_.push_back(BlockOf(&rs, Key(rs.resource(), rs.schema_url())));
+      blocks_.push_back(BlockOf(rs, Key(rs.resource(), rs.schema_url())));
   }
 
   void Add(Request&& src) {
     auto* dst_res = T::Resources(dst_);
     for (auto& rs : *T::Resources(&src)) {
-      std::string key = Key(rs.resource(), rs.schema_url());
-      std::size_t r = 0;
-      while (r < blocks_.size() && blocks_[r].key != key) ++r;
-      if (r == blocks_.size()) {
-        blocks_.push_back(BlockOf(&rs, std::move(key)));
+      auto [r, fresh] = FindResource(rs);
+      if (fresh) {
+        blocks_[r] = BlockOf(rs, std::move(blocks_[r].key));  // its scopes come along
         dst_res->Add()->Swap(&rs);
         continue;
       }
-      auto* target = dst_res->Mutable(static_cast<int>(r));
-      auto* dst_scopes = T::Scopes(target);
-      std::vector<std::string>& scope_keys = blocks_[r].scopes;
+      auto* dst_scopes = T::Scopes(dst_res->Mutable(static_cast<int>(r)));
       for (auto& ss : *T::Scopes(&rs)) {
-        std::string skey = Key(ss.scope(), ss.schema_url());
-        std::size_t j = 0;
-        while (j < scope_keys.size() && scope_keys[j] != skey) ++j;
-        if (j == scope_keys.size()) {
-          scope_keys.push_back(std::move(skey));
+        auto [j, fresh_scope] = FindScope(r, ss);
+        if (fresh_scope) {
           dst_scopes->Add()->Swap(&ss);
           continue;
         }
         MoveAll(T::Items(&ss), T::Items(dst_scopes->Mutable(static_cast<int>(j))));
+      }
+    }
+  }
+
+  // As Add, but `src` is left as it was and `dst` borrows from it: its new blocks point at
+  // `src`'s headers and items. `dst` must be on an arena and `src` must outlive it (see
+  // pipeline/held.h).
+  void Link(const Request& src) {
+    auto* dst_res = T::Resources(dst_);
+    for (const auto& rs : T::Resources(src)) {
+      auto [r, fresh] = FindResource(rs);
+      if (fresh) AddBorrowed(dst_res, rs);
+      auto* dst_scopes = T::Scopes(dst_res->Mutable(static_cast<int>(r)));
+      for (const auto& ss : T::Scopes(rs)) {
+        auto [j, fresh_scope] = FindScope(r, ss);
+        auto* target =
+            fresh_scope ? AddBorrowed(dst_scopes, ss) : dst_scopes->Mutable(static_cast<int>(j));
+        LinkAll(T::Items(ss), T::Items(target));
       }
     }
   }
@@ -152,10 +188,30 @@ class Merger {
   };
   // A resource block's entry: its key and its scopes' keys.
   template <typename ResourceBlock>
-  static Block BlockOf(ResourceBlock* rs, std::string key) {
+  static Block BlockOf(const ResourceBlock& rs, std::string key) {
     Block b{std::move(key), {}};
-    for (auto& ss : *T::Scopes(rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
+    for (const auto& ss : T::Scopes(rs)) b.scopes.push_back(Key(ss.scope(), ss.schema_url()));
     return b;
+  }
+  // The index of the block in dst_ equal to resource block `rs`, and whether it is new (then
+  // registered without scopes, to be appended by the caller at that index).
+  template <typename ResourceBlock>
+  std::pair<std::size_t, bool> FindResource(const ResourceBlock& rs) {
+    std::string key = Key(rs.resource(), rs.schema_url());
+    for (std::size_t r = 0; r < blocks_.size(); ++r)
+      if (blocks_[r].key == key) return {r, false};
+    blocks_.push_back(Block{std::move(key), {}});
+    return {blocks_.size() - 1, true};
+  }
+  // The same for scope block `ss` under dst_'s resource block `r`.
+  template <typename ScopeBlock>
+  std::pair<std::size_t, bool> FindScope(std::size_t r, const ScopeBlock& ss) {
+    std::vector<std::string>& scope_keys = blocks_[r].scopes;
+    std::string key = Key(ss.scope(), ss.schema_url());
+    for (std::size_t j = 0; j < scope_keys.size(); ++j)
+      if (scope_keys[j] == key) return {j, false};
+    scope_keys.push_back(std::move(key));
+    return {scope_keys.size() - 1, true};
   }
   // The message's length, the message, then the schema URL: unambiguous for any bytes.
   template <typename M>

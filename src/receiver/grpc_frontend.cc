@@ -34,12 +34,13 @@ class RawExportService final : public Base {
     // SGLang (the JS gRPC exporter reports it as a failure instead).
     if (ingestor_->Throttle(Transport::kGrpc, signal_))
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
-    Request decoded;
+    // Decoded onto an arena that travels with the spans (pipeline/held.h).
+    auto decoded = pipeline::Held<Request>::Make();
     grpc::ByteBuffer view(*request);  // shares the slices
     bool ok = false;
     {
       grpc::ProtoBufferReader reader(&view);
-      ok = reader.status().ok() && decoded.ParseFromZeroCopyStream(&reader);
+      ok = reader.status().ok() && decoded.request->ParseFromZeroCopyStream(&reader);
     }
     if (!ok) {
       ingestor_->CountMalformed(Transport::kGrpc, signal_);

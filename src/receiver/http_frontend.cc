@@ -82,7 +82,9 @@ Response PlainError(bhttp::status status, std::string_view message) {
 
 template <typename Request>
 Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ingestor* ingestor) {
-  Request request;
+  // Decoded onto an arena that travels with the items (pipeline/held.h).
+  auto held = pipeline::Held<Request>::Make();
+  Request& request = *held.request;
   std::string error;
   bool ok;
   if (enc == Encoding::kProtobuf) {
@@ -97,7 +99,7 @@ Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ing
     ingestor->CountMalformed(Transport::kHttp, signal);
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, error);
   }
-  IngestResult result = ingestor->Accept(Transport::kHttp, std::move(request));
+  IngestResult result = ingestor->Accept(Transport::kHttp, std::move(held));
   if (result.all_rejected())
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, result.error_message);
   if (enc == Encoding::kJson)

@@ -184,13 +184,13 @@ std::int64_t RemoveInvalid(MetricsRequest*, std::string*) { return 0; }
 
 template <typename Request>
 IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
-                                  Request&& request) noexcept {
+                                  pipeline::Held<Request>&& request) noexcept {
   ReceiverCounters& c = stats_->at(transport, signal);
   c.requests.fetch_add(1, std::memory_order_relaxed);
   IngestResult result;
   std::string first_error;
-  result.rejected = RemoveInvalid(&request, &first_error);
-  result.accepted = static_cast<std::int64_t>(CountItems(request));
+  result.rejected = RemoveInvalid(request.request, &first_error);
+  result.accepted = static_cast<std::int64_t>(CountItems(*request.request));
   if (result.rejected > 0) {
     c.refused_items.fetch_add(static_cast<std::uint64_t>(result.rejected),
                               std::memory_order_relaxed);
@@ -205,17 +205,28 @@ IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::
                               std::memory_order_relaxed);
     return result;
   }
-  sink->Submit(std::move(request));
+  sink->SubmitHeld(std::move(request));
   return result;
 }
 
 IngestResult Ingestor::Accept(Transport transport, TracesRequest&& request) noexcept {
-  return AcceptImpl(transport, Signal::kTraces, sinks_.traces, std::move(request));
+  return Accept(transport, pipeline::Hold(std::move(request)));
 }
 IngestResult Ingestor::Accept(Transport transport, LogsRequest&& request) noexcept {
-  return AcceptImpl(transport, Signal::kLogs, sinks_.logs, std::move(request));
+  return Accept(transport, pipeline::Hold(std::move(request)));
 }
 IngestResult Ingestor::Accept(Transport transport, MetricsRequest&& request) noexcept {
+  return Accept(transport, pipeline::Hold(std::move(request)));
+}
+IngestResult Ingestor::Accept(Transport transport,
+                              pipeline::Held<TracesRequest>&& request) noexcept {
+  return AcceptImpl(transport, Signal::kTraces, sinks_.traces, std::move(request));
+}
+IngestResult Ingestor::Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept {
+  return AcceptImpl(transport, Signal::kLogs, sinks_.logs, std::move(request));
+}
+IngestResult Ingestor::Accept(Transport transport,
+                              pipeline::Held<MetricsRequest>&& request) noexcept {
   return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
 }
 

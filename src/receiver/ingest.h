@@ -86,6 +86,10 @@ class Ingestor {
   IngestResult Accept(Transport transport, TracesRequest&& request) noexcept;
   IngestResult Accept(Transport transport, LogsRequest&& request) noexcept;
   IngestResult Accept(Transport transport, MetricsRequest&& request) noexcept;
+  // The same for a request decoded onto an arena (pipeline/held.h): passed on without copying.
+  IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request) noexcept;
+  IngestResult Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept;
+  IngestResult Accept(Transport transport, pipeline::Held<MetricsRequest>&& request) noexcept;
   // Counts one request that was refused before decoding (undecodable, too large, bad type).
   void CountMalformed(Transport transport, Signal signal) noexcept;
   // True, and the request counted as throttled, when the signal's sink is saturated (its
@@ -97,7 +101,7 @@ class Ingestor {
  private:
   template <typename Request>
   IngestResult AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
-                          Request&& request) noexcept;
+                          pipeline::Held<Request>&& request) noexcept;
 
   ReceiverSinks sinks_;
   ReceiverStats* stats_;

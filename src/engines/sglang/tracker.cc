@@ -214,7 +214,10 @@ ProcessResult Tracker::Process(google::protobuf::RepeatedPtrField<Span>* spans, 
     if (kept != i) spans->SwapElements(kept, i);
     ++kept;
   }
-  while (spans->size() > kept) spans->RemoveLast();
+  // Deleted, not RemoveLast()ed: protobuf keeps removed elements for reuse by a later Add(),
+  // which must not hand out a span a view only borrows (pipeline/held.h). On an arena this
+  // only unlinks them.
+  spans->DeleteSubrange(kept, spans->size() - kept);
   r.kept = static_cast<std::size_t>(kept);
   return r;
 }

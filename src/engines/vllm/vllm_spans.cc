@@ -160,18 +160,18 @@ void PhaseAttributes(const Span& from, const AttrIndex& idx, Span* phase) {
   }
 }
 
-Span MakePhase(const Span& parent, const AttrIndex& idx, std::string_view name, std::uint64_t start,
-               std::uint64_t end) {
-  Span p;
-  p.set_trace_id(parent.trace_id());
+Span* MakePhase(google::protobuf::Arena* arena, const Span& parent, const AttrIndex& idx,
+                std::string_view name, std::uint64_t start, std::uint64_t end) {
+  Span* p = google::protobuf::Arena::CreateMessage<Span>(arena);
+  p->set_trace_id(parent.trace_id());
   SpanId id = NewSpanId();
-  p.set_span_id(AsBytes(id).data(), AsBytes(id).size());
-  p.set_parent_span_id(parent.span_id());
-  p.set_name(name.data(), name.size());
-  p.set_kind(otlp_trace::Span::SPAN_KIND_INTERNAL);
-  p.set_start_time_unix_nano(start);
-  p.set_end_time_unix_nano(std::max(start, end));
-  PhaseAttributes(parent, idx, &p);
+  p->set_span_id(AsBytes(id).data(), AsBytes(id).size());
+  p->set_parent_span_id(parent.span_id());
+  p->set_name(name.data(), name.size());
+  p->set_kind(otlp_trace::Span::SPAN_KIND_INTERNAL);
+  p->set_start_time_unix_nano(start);
+  p->set_end_time_unix_nano(std::max(start, end));
+  PhaseAttributes(parent, idx, p);
   return p;
 }
 
@@ -183,7 +183,7 @@ std::optional<std::uint64_t> Nanos(const AttrIndex& idx, Slot slot) {
 }
 
 void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_role,
-                  std::vector<Span>* phases) {
+                  google::protobuf::Arena* arena, std::vector<Span*>* phases) {
   const std::uint64_t s = span.start_time_unix_nano(), e = span.end_time_unix_nano();
   auto ttft = Nanos(idx, kSlotTtft);
   auto queue = Nanos(idx, kSlotQueue);
@@ -200,20 +200,21 @@ void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_
   if (!producer && !consumer && queue) {
     const std::uint64_t wait_start =
         std::max(s, prefill_start - std::min(prefill_start - s, *queue));
-    phases->push_back(MakePhase(span, idx, sc::kSpanWait, wait_start, prefill_start));
+    phases->push_back(MakePhase(arena, span, idx, sc::kSpanWait, wait_start, prefill_start));
     if (kv && *kv > 0) {
       // Remote KV is awaited inside the queue (WAITING_FOR_REMOTE_KVS): nested in `wait`.
-      Span k = MakePhase(span, idx, sc::kSpanKvTransfer, wait_start,
-                         wait_start + std::min(*kv, prefill_start - wait_start));
-      k.set_parent_span_id(phases->back().span_id());
-      AddAttr(k.mutable_attributes(), sc::kGenAiKvTransferDirection, "recv");
-      phases->push_back(std::move(k));
+      Span* k = MakePhase(arena, span, idx, sc::kSpanKvTransfer, wait_start,
+                          wait_start + std::min(*kv, prefill_start - wait_start));
+      k->set_parent_span_id(phases->back()->span_id());
+      AddAttr(k->mutable_attributes(), sc::kGenAiKvTransferDirection, "recv");
+      phases->push_back(k);
     }
   }
   if (!consumer && prefill)
-    phases->push_back(MakePhase(span, idx, sc::kSpanPrefill, prefill_start, first));
+    phases->push_back(MakePhase(arena, span, idx, sc::kSpanPrefill, prefill_start, first));
   if (!producer && decode) {
-    phases->push_back(MakePhase(span, idx, sc::kSpanDecode, first, std::min(e, first + *decode)));
+    phases->push_back(
+        MakePhase(arena, span, idx, sc::kSpanDecode, first, std::min(e, first + *decode)));
   }
 }
 
@@ -331,7 +332,7 @@ SpanShape DetectShape(const AttrIndex& idx, std::string_view scope_name, SpanSha
 }  // namespace
 
 void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
-               std::vector<Span>* phases) {
+               google::protobuf::Arena* arena, std::vector<Span*>* phases) {
   const JoinRecord* r = ctx.record;
   AttrIndex idx(span);
   const SpanShape shape = DetectShape(idx, scope_name, ctx.shape);
@@ -374,9 +375,17 @@ void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& 
     } else if (pd_role == "consumer" && idx.at(kSlotPrefill)) {
       Set(span, &idx, kSlotPrefill, std::int64_t{0});
     }
-    if (level >= 1) DerivePhases(*span, idx, pd_role, phases);
+    if (level >= 1) DerivePhases(*span, idx, pd_role, arena, phases);
   }
   if (level >= 2 && r != nullptr) AddEvents(span, *r, ctx.max_events);
+}
+
+void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+               std::vector<Span>* phases) {
+  google::protobuf::Arena arena;
+  std::vector<Span*> made;
+  Normalize(span, scope_name, ctx, &arena, &made);
+  for (const Span* p : made) phases->push_back(*p);
 }
 
 }  // namespace infertel::engines::vllm

@@ -7,6 +7,8 @@
 //
 // Pure functions over protobuf messages: no I/O, thread-safe.
 
+#include <google/protobuf/arena.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +43,11 @@ struct NormalizeContext {
   std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
 
-// Normalizes `span` in place and appends the derived phase spans to *phases.
+// Normalizes `span` in place and appends the derived phase spans to *phases, made on `arena`
+// (not null; the assembler passes the arena the span was received on, pipeline/held.h).
+void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+               google::protobuf::Arena* arena, std::vector<Span*>* phases);
+// The same with the phases as heap copies (tests, tools).
 void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
                std::vector<Span>* phases);
 

@@ -321,5 +321,52 @@ TEST_F(AssemblerTest, SpansReleasedTogetherShareTheirResourceAndScope) {
   EXPECT_EQ(a.stats().derived_spans.load(), 9u);
 }
 
+// A request received onto an arena leaves without a copy: the pass-through span, the waiting
+// engine span and its phases all stay on the receive arena, and the views that carry them keep
+// that arena alive until the last of them is gone, however long the span waited.
+TEST_F(AssemblerTest, HeldRequestsLeaveWithoutCopiesAndKeepTheirArena) {
+  class HeldSink : public pipeline::TraceSink {
+   public:
+    void Submit(TracesRequest&&) noexcept override { ++heap_submits; }
+    void SubmitHeld(pipeline::Held<TracesRequest>&& r) noexcept override {
+      held.push_back(std::move(r));
+    }
+    int heap_submits = 0;
+    std::vector<pipeline::Held<TracesRequest>> held;
+  } out;
+  AssemblerOptions o;
+  o.join_window = std::chrono::hours(1);
+  Assembler a(o, &out, config_);
+  auto in = pipeline::Held<TracesRequest>::Make();
+  ASSERT_TRUE(in.request->ParseFromString(EngineRequest("h-1", "Load model").SerializeAsString()));
+  const auto& received = in.request->resource_spans(0).scope_spans(0);
+  const Span* engine_span = &received.spans(0);
+  const Span* other_span = &received.spans(1);
+  const google::protobuf::Arena* arena = in.memory->arena();
+  std::weak_ptr<pipeline::Memory> memory = in.memory;
+  a.SubmitHeld(std::move(in));
+
+  ASSERT_EQ(out.held.size(), 1u);  // the pass-through part, at once
+  ASSERT_EQ(CountSpans(*out.held[0].request), 1u);
+  EXPECT_EQ(&out.held[0].request->resource_spans(0).scope_spans(0).spans(0), other_span);
+  out.held.clear();
+  EXPECT_FALSE(memory.expired());  // the waiting span keeps it
+
+  a.FlushWaiting();
+  ASSERT_EQ(out.held.size(), 1u);
+  const auto& ss = out.held[0].request->resource_spans(0).scope_spans(0);
+  ASSERT_EQ(ss.spans_size(), 4);
+  EXPECT_EQ(&ss.spans(0), engine_span);  // normalized in place
+  EXPECT_EQ(ss.spans(0).kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(ss.spans(i).GetArena(), arena) << ss.spans(i).name();
+  EXPECT_EQ(ss.scope().name(), "vllm.tracing.otel");
+  EXPECT_EQ(FindAttr(out.held[0].request->resource_spans(0).resource().attributes(), "service.name")
+                ->string_value(),
+            "vllm-server");
+  EXPECT_EQ(out.heap_submits, 0);
+  out.held.clear();
+  EXPECT_TRUE(memory.expired());
+}
+
 }  // namespace
 }  // namespace infertel::engines

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -463,6 +464,58 @@ TEST(BatchProcessorTest, WorksForLogs) {
   p.Submit(std::move(req));
   ASSERT_TRUE(p.Flush(2s));
   EXPECT_EQ(n.load(), 4);
+}
+
+// A held request (pipeline/held.h) reaches the first lane's exporter as the very spans it was
+// received as, split and merged by pointer; a second lane gets its own copies; and the
+// received arena is released once the last batch holding its spans was exported.
+TEST(BatchProcessorTest, HeldRequestsAreExportedWithoutCopies) {
+  struct PointerState {
+    std::mutex mu;
+    std::vector<const Span*> seen;
+    std::size_t spans = 0;
+  };
+  class PointerExporter : public TraceExporter {
+   public:
+    PointerExporter(std::shared_ptr<PointerState> s, std::string name)
+        : s_(std::move(s)), name_(std::move(name)) {}
+    std::string_view Name() const noexcept override { return name_; }
+    ExportResult Export(const TracesRequest& r) noexcept override {
+      std::lock_guard l(s_->mu);
+      for (const auto& rs : r.resource_spans())
+        for (const auto& ss : rs.scope_spans())
+          for (const auto& sp : ss.spans()) s_->seen.push_back(&sp);
+      s_->spans += CountSpans(r);
+      return ExportResult::Ok();
+    }
+
+   private:
+    std::shared_ptr<PointerState> s_;
+    std::string name_;
+  };
+  auto first = std::make_shared<PointerState>(), second = std::make_shared<PointerState>();
+  std::vector<std::unique_ptr<TraceExporter>> lanes;
+  lanes.push_back(std::make_unique<PointerExporter>(second, "second"));
+  lanes.push_back(std::make_unique<PointerExporter>(first, "first"));  // the last lane: no copy
+  TraceBatchProcessor p(std::move(lanes), Options(4, 10s));
+
+  auto held = Held<TracesRequest>::Make();
+  ASSERT_TRUE(held.request->ParseFromString(MakeRequest(10, "h").SerializeAsString()));
+  std::vector<const Span*> received;
+  for (const auto& sp : held.request->resource_spans(0).scope_spans(0).spans())
+    received.push_back(&sp);
+  std::weak_ptr<Memory> memory = held.memory;
+  p.SubmitHeld(std::move(held));  // cut into 4 + 4 + 2
+  ASSERT_TRUE(p.Flush(2s));
+  {
+    std::scoped_lock l(first->mu, second->mu);
+    EXPECT_EQ(first->seen, received);
+    EXPECT_EQ(second->spans, 10u);
+    for (const Span* sp : second->seen)
+      EXPECT_EQ(std::find(received.begin(), received.end(), sp), received.end());
+  }
+  EXPECT_TRUE(memory.expired());
+  EXPECT_EQ(p.Stats(1).sent.load(), 10u);
 }
 
 TEST(SignalTest, TakeItemsMovesAPrefixAndKeepsTheRest) {

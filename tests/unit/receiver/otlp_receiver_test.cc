@@ -37,6 +37,12 @@ class RecordingSink : public pipeline::Sink<Request> {
     std::lock_guard lock(mu_);
     got_.push_back(std::move(r));
   }
+  // The receivers decode onto an arena and hand the request on without a copy.
+  void SubmitHeld(pipeline::Held<Request>&& r) noexcept override {
+    if (r.request->GetArena() == r.memory->arena()) ++on_arena;
+    Submit(pipeline::CopyOut(r));
+  }
+  std::atomic<int> on_arena{0};
   bool Saturated(std::size_t) const noexcept override { return saturated; }
   std::atomic<bool> saturated{false};
   std::vector<Request> got() const {
@@ -180,6 +186,7 @@ TEST_F(ReceiverTest, GrpcTracesReachTheSinkAndAreCounted) {
   auto got = traces_.got();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].SerializeAsString(), req.SerializeAsString());
+  EXPECT_EQ(traces_.on_arena.load(), 1);
   EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).requests.load(), 1u);
   EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).items.load(), 2u);
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).requests.load(), 0u);
@@ -348,6 +355,7 @@ TEST_F(ReceiverTest, HttpProtobufTraces) {
   EXPECT_TRUE(r.body.empty());
   ASSERT_EQ(traces_.got().size(), 1u);
   EXPECT_EQ(traces_.got()[0].SerializeAsString(), req.SerializeAsString());
+  EXPECT_EQ(traces_.on_arena.load(), 1);
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).items.load(), 2u);
 }
 
@@ -361,6 +369,7 @@ TEST_F(ReceiverTest, HttpJsonTraces) {
   EXPECT_EQ(r.body, "{}");
   ASSERT_EQ(traces_.got().size(), 1u);
   EXPECT_EQ(traces_.got()[0].SerializeAsString(), req.SerializeAsString());
+  EXPECT_EQ(traces_.on_arena.load(), 1);
 }
 
 TEST_F(ReceiverTest, HttpGzipProtobufAndJson) {

@@ -1,0 +1,148 @@
+#include "pipeline/held.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/semconv.h"
+
+namespace infertel::pipeline {
+namespace {
+
+TracesRequest MakeRequest(int spans, const std::string& prefix, const std::string& service,
+                          const std::string& scope = "infertel") {
+  TracesRequest req;
+  auto* rs = req.add_resource_spans();
+  AddAttr(rs->mutable_resource()->mutable_attributes(), semconv::kServiceName, service);
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name(scope);
+  ss->set_schema_url("https://opentelemetry.io/schemas/1.27.0");
+  for (int i = 0; i < spans; ++i) {
+    Span* s = ss->add_spans();
+    s->set_name(prefix + std::to_string(i));
+    AddAttr(s->mutable_attributes(), "gen_ai.request.id", prefix + "-request-" + std::to_string(i));
+  }
+  return req;
+}
+
+std::vector<const Span*> SpanPointers(const TracesRequest& req) {
+  std::vector<const Span*> out;
+  for (const auto& rs : req.resource_spans())
+    for (const auto& ss : rs.scope_spans())
+      for (const auto& s : ss.spans()) out.push_back(&s);
+  return out;
+}
+
+// A request parsed onto a fresh Memory, as the receivers decode.
+Held<TracesRequest> Received(const TracesRequest& req) {
+  auto h = Held<TracesRequest>::Make();
+  EXPECT_TRUE(h.request->ParseFromString(req.SerializeAsString()));
+  return h;
+}
+
+TEST(HeldTest, HoldViewsAHeapRequestWithoutCopyingItsItems) {
+  TracesRequest heap = MakeRequest(3, "a", "svc");
+  const std::string wire = heap.SerializeAsString();
+  Held<TracesRequest> h = Hold(std::move(heap));
+  ASSERT_NE(h.request->GetArena(), nullptr);
+  EXPECT_EQ(h.request->GetArena(), h.memory->arena());
+  EXPECT_EQ(h.request->SerializeAsString(), wire);  // schema URLs and headers included
+  // The items are the heap request's own, now owned through the Memory.
+  for (const Span* s : SpanPointers(*h.request)) EXPECT_EQ(s->GetArena(), nullptr);
+}
+
+TEST(HeldTest, TakeItemsMovesPointersAndBorrowsHeaders) {
+  TracesRequest two = MakeRequest(3, "a", "svc");
+  MergeInto(&two, MakeRequest(2, "b", "other", "scope-b"));
+  Held<TracesRequest> src = Received(two);
+  const std::vector<const Span*> before = SpanPointers(*src.request);
+  ASSERT_EQ(before.size(), 5u);
+
+  std::size_t moved = 0;
+  Held<TracesRequest> front = TakeItems(&src, 4, &moved);
+  EXPECT_EQ(moved, 4u);
+  const std::vector<const Span*> taken = SpanPointers(*front.request);
+  const std::vector<const Span*> left = SpanPointers(*src.request);
+  ASSERT_EQ(taken.size(), 4u);
+  ASSERT_EQ(left.size(), 1u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(taken[static_cast<std::size_t>(i)], before[i]);
+  EXPECT_EQ(left[0], before[4]);
+  // The same wire bytes as the heap TakeItems produces from a copy.
+  TracesRequest copy = two, heap_front;
+  TakeItems(&copy, 4, &heap_front);
+  EXPECT_EQ(front.request->SerializeAsString(), heap_front.SerializeAsString());
+  EXPECT_EQ(src.request->SerializeAsString(), copy.SerializeAsString());
+  // Headers are borrowed, not copied: the second block was cut, and both halves share its
+  // resource and scope.
+  ASSERT_EQ(front.request->resource_spans_size(), 2);
+  EXPECT_EQ(&front.request->resource_spans(1).resource(),
+            &src.request->resource_spans(0).resource());
+  EXPECT_EQ(&front.request->resource_spans(1).scope_spans(0).scope(),
+            &src.request->resource_spans(0).scope_spans(0).scope());
+}
+
+TEST(HeldTest, MergerFoldsLikeTheHeapMergerAndKeepsItsParts) {
+  std::vector<TracesRequest> parts = {MakeRequest(2, "a", "svc"), MakeRequest(1, "b", "other"),
+                                      MakeRequest(3, "c", "svc"),
+                                      MakeRequest(1, "d", "svc", "other-scope")};
+  TracesRequest heap;
+  {
+    Merger<TracesRequest> m(&heap);
+    for (const auto& p : parts) m.Add(TracesRequest(p));
+  }
+  std::vector<Held<TracesRequest>> held;
+  std::vector<const Span*> items;
+  for (const auto& p : parts) {
+    held.push_back(Received(p));
+    for (const Span* s : SpanPointers(*held.back().request)) items.push_back(s);
+  }
+  std::weak_ptr<Memory> first = held.front().memory;
+  HeldMerger<TracesRequest> merger;
+  for (const auto& h : held) merger.Add(h);
+  Held<TracesRequest> batch = std::move(merger).Finish();
+  EXPECT_EQ(batch.request->SerializeAsString(), heap.SerializeAsString());
+  ASSERT_EQ(batch.request->resource_spans_size(), 2);  // "svc" folded, "other" apart
+  EXPECT_EQ(batch.request->resource_spans(0).scope_spans_size(), 2);
+  // Linked, in order of arrival within each folded block: a before c.
+  const std::vector<const Span*> linked = SpanPointers(*batch.request);
+  EXPECT_EQ(linked[0], items[0]);
+  EXPECT_EQ(linked[2], items[3]);
+
+  // The batch alone keeps every part's memory alive, and lets it go with itself.
+  held.clear();
+  ASSERT_FALSE(first.expired());
+  EXPECT_EQ(batch.request->SerializeAsString(), heap.SerializeAsString());
+  batch = {};
+  EXPECT_TRUE(first.expired());
+}
+
+TEST(HeldTest, ASplitPieceKeepsItsSourceAlive) {
+  Held<TracesRequest> src = Received(MakeRequest(4, "a", "svc"));
+  std::weak_ptr<Memory> source = src.memory;
+  std::size_t moved = 0;
+  Held<TracesRequest> piece = TakeItems(&src, 2, &moved);
+  const std::string expected = piece.request->SerializeAsString();
+  src = {};
+  ASSERT_FALSE(source.expired());
+  EXPECT_EQ(piece.request->SerializeAsString(), expected);
+  piece = {};
+  EXPECT_TRUE(source.expired());
+}
+
+TEST(HeldTest, UnlinkLeavesTheElementsToTheirOwner) {
+  Held<TracesRequest> h = Received(MakeRequest(3, "a", "svc"));
+  auto* spans = h.request->mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  Span* kept = spans->Mutable(1);
+  Unlink(spans, 1, 2);
+  EXPECT_EQ(spans->size(), 1);
+  // Still whole (on the arena), and not handed out again by the field.
+  EXPECT_EQ(kept->name(), "a1");
+  Span* added = spans->Add();
+  EXPECT_NE(added, kept);
+  EXPECT_TRUE(added->name().empty());
+}
+
+}  // namespace
+}  // namespace infertel::pipeline
