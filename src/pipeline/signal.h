@@ -84,24 +84,6 @@ struct SignalTraits<MetricsRequest> {
   }
 };
 
-// Moves the first `k` elements of `from` to the end of `to`, in order. Heap-allocated
-// elements change owner without being copied or reallocated (messages on an arena are copied
-// by protobuf, which keeps this correct for them too).
-template <typename T>
-void MoveFront(google::protobuf::RepeatedPtrField<T>* from, int k,
-               google::protobuf::RepeatedPtrField<T>* to) {
-  if (k <= 0) return;
-  std::vector<T*> taken(static_cast<std::size_t>(k));
-  from->ExtractSubrange(0, k, taken.data());
-  to->Reserve(to->size() + k);
-  for (T* e : taken) to->AddAllocated(e);
-}
-template <typename T>
-void MoveAll(google::protobuf::RepeatedPtrField<T>* from,
-             google::protobuf::RepeatedPtrField<T>* to) {
-  MoveFront(from, from->size(), to);
-}
-
 // Appends to `to` (a field on an arena) a block whose header (resource or scope) and schema
 // URL are `from`'s, the header borrowed, with no children. See pipeline/held.h.
 template <typename Block>
@@ -127,8 +109,8 @@ void LinkAll(const google::protobuf::RepeatedPtrField<T>& from,
   for (const T& e : from) to->UnsafeArenaAddAllocated(const_cast<T*>(&e));
 }
 
-// Appends requests to `dst` (by swap, no deep copies). A resource block whose Resource and
-// schema_url equal one already in `dst` is folded into it, and likewise a scope block into an
+// Appends requests to `dst` by linking (no copies; see Link). A resource block whose Resource
+// and schema_url equal one already in `dst` is folded into it, and likewise a scope block into an
 // equal scope, so a batch of many small requests from one producer exports as one
 // ResourceSpans with one ScopeSpans. Blocks are compared by their serialized form, which the
 // merger keeps for `dst`'s blocks: each block is serialized once, not once per comparison.
@@ -142,30 +124,9 @@ class Merger {
       blocks_.push_back(BlockOf(rs, Key(rs.resource(), rs.schema_url())));
   }
 
-  void Add(Request&& src) {
-    auto* dst_res = T::Resources(dst_);
-    for (auto& rs : *T::Resources(&src)) {
-      auto [r, fresh] = FindResource(rs);
-      if (fresh) {
-        blocks_[r] = BlockOf(rs, std::move(blocks_[r].key));  // its scopes come along
-        dst_res->Add()->Swap(&rs);
-        continue;
-      }
-      auto* dst_scopes = T::Scopes(dst_res->Mutable(static_cast<int>(r)));
-      for (auto& ss : *T::Scopes(&rs)) {
-        auto [j, fresh_scope] = FindScope(r, ss);
-        if (fresh_scope) {
-          dst_scopes->Add()->Swap(&ss);
-          continue;
-        }
-        MoveAll(T::Items(&ss), T::Items(dst_scopes->Mutable(static_cast<int>(j))));
-      }
-    }
-  }
-
-  // As Add, but `src` is left as it was and `dst` borrows from it: its new blocks point at
-  // `src`'s headers and items. `dst` must be on an arena and `src` must outlive it (see
-  // pipeline/held.h).
+  // Appends `src`'s blocks, folding as above. `src` is left as it was and `dst` borrows from
+  // it: its new blocks point at `src`'s headers and items, so `dst` must be on an arena and
+  // `src` must outlive it (see pipeline/held.h).
   void Link(const Request& src) {
     auto* dst_res = T::Resources(dst_);
     for (const auto& rs : T::Resources(src)) {
@@ -227,44 +188,5 @@ class Merger {
   Request* dst_;
   std::vector<Block> blocks_;
 };
-
-template <typename Request>
-void MergeInto(Request* dst, Request&& src) {
-  Merger<Request>(dst).Add(std::move(src));
-}
-
-// Moves the first `n` items of `src` (in order) into `dst`, copying only the resource and
-// scope headers they hang under; emptied blocks are removed from `src`. Returns how many
-// items were moved (fewer than `n` when `src` holds fewer).
-template <typename Request>
-std::size_t TakeItems(Request* src, std::size_t n, Request* dst) {
-  using T = SignalTraits<Request>;
-  std::size_t moved = 0;
-  auto* src_res = T::Resources(src);
-  int drop_res = 0;
-  for (int i = 0; i < src_res->size() && moved < n; ++i) {
-    auto* rs = src_res->Mutable(i);
-    auto* out_rs = T::Resources(dst)->Add();
-    *out_rs->mutable_resource() = rs->resource();
-    out_rs->set_schema_url(rs->schema_url());
-    auto* scopes = T::Scopes(rs);
-    int drop_scopes = 0;
-    for (int j = 0; j < scopes->size() && moved < n; ++j) {
-      auto* ss = scopes->Mutable(j);
-      auto* out_ss = T::Scopes(out_rs)->Add();
-      *out_ss->mutable_scope() = ss->scope();
-      out_ss->set_schema_url(ss->schema_url());
-      auto* items = T::Items(ss);
-      const int k = static_cast<int>(std::min<std::size_t>(items->size(), n - moved));
-      MoveFront(items, k, T::Items(out_ss));
-      moved += static_cast<std::size_t>(k);
-      if (items->empty()) ++drop_scopes;
-    }
-    scopes->DeleteSubrange(0, drop_scopes);
-    if (scopes->empty()) ++drop_res;
-  }
-  src_res->DeleteSubrange(0, drop_res);
-  return moved;
-}
 
 }  // namespace infertel::pipeline

@@ -519,33 +519,44 @@ TEST(BatchProcessorTest, HeldRequestsAreExportedWithoutCopies) {
 }
 
 TEST(SignalTest, TakeItemsMovesAPrefixAndKeepsTheRest) {
-  TracesRequest src = MakeRequest(3, "a");
-  MergeInto(&src, MakeRequest(2, "b", "other"));
-  TracesRequest dst;
-  EXPECT_EQ(TakeItems(&src, 4, &dst), 4u);
-  EXPECT_EQ(SpanNames(dst), (std::vector<std::string>{"a0", "a1", "a2", "b0"}));
-  EXPECT_EQ(SpanNames(src), (std::vector<std::string>{"b1"}));
-  ASSERT_EQ(src.resource_spans_size(), 1);
-  EXPECT_EQ(src.resource_spans(0).resource().attributes(0).value().string_value(), "other");
+  TracesRequest two = MakeRequest(3, "a");
+  *two.add_resource_spans() = MakeRequest(2, "b", "other").resource_spans(0);
+  Held<TracesRequest> src = Hold(std::move(two));
+  std::size_t moved = 0;
+  Held<TracesRequest> dst = TakeItems(&src, 4, &moved);
+  EXPECT_EQ(moved, 4u);
+  EXPECT_EQ(SpanNames(*dst.request), (std::vector<std::string>{"a0", "a1", "a2", "b0"}));
+  EXPECT_EQ(SpanNames(*src.request), (std::vector<std::string>{"b1"}));
+  ASSERT_EQ(src.request->resource_spans_size(), 1);
+  EXPECT_EQ(src.request->resource_spans(0).resource().attributes(0).value().string_value(),
+            "other");
+  ASSERT_EQ(dst.request->resource_spans_size(), 2);
+  EXPECT_EQ(dst.request->resource_spans(1).resource().attributes(0).value().string_value(),
+            "other");
 }
 
 // Equal resource and scope blocks fold into one, in order; a different schema URL or scope
-// stays apart, including against blocks `dst` already held.
+// stays apart.
 TEST(SignalTest, MergerFoldsEqualBlocksAndKeepsOthersApart) {
-  TracesRequest dst = MakeRequest(1, "a");
-  Merger<TracesRequest> m(&dst);
-  m.Add(MakeRequest(2, "b"));
+  std::vector<Held<TracesRequest>> parts;
+  parts.push_back(Hold(MakeRequest(1, "a")));
+  parts.push_back(Hold(MakeRequest(2, "b")));
   TracesRequest other_url = MakeRequest(1, "c");
   other_url.mutable_resource_spans(0)->set_schema_url("https://opentelemetry.io/schemas/1.26.0");
-  m.Add(std::move(other_url));
+  parts.push_back(Hold(std::move(other_url)));
   TracesRequest other_scope = MakeRequest(1, "d");
   other_scope.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_scope()->set_name("x");
-  m.Add(std::move(other_scope));
-  m.Add(MakeRequest(1, "e"));
+  parts.push_back(Hold(std::move(other_scope)));
+  parts.push_back(Hold(MakeRequest(1, "e")));
+  HeldMerger<TracesRequest> m;
+  for (const auto& p : parts) m.Add(p);
+  Held<TracesRequest> batch = std::move(m).Finish();
+  const TracesRequest& dst = *batch.request;
   ASSERT_EQ(dst.resource_spans_size(), 2);
   ASSERT_EQ(dst.resource_spans(0).scope_spans_size(), 2);
   EXPECT_EQ(SpanNames(dst), (std::vector<std::string>{"a0", "b0", "b1", "e0", "d0", "c0"}));
   EXPECT_EQ(dst.resource_spans(1).schema_url(), "https://opentelemetry.io/schemas/1.26.0");
+  EXPECT_EQ(dst.resource_spans(0).scope_spans(1).scope().name(), "x");
 }
 
 }  // namespace

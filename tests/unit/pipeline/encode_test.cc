@@ -1,4 +1,5 @@
 #include "pipeline/encode.h"
+#include "pipeline/held.h"
 
 #include <gtest/gtest.h>
 
@@ -62,8 +63,8 @@ TEST(EncodeTest, ItemsNeverSizedAreSizedHere) {
 }
 
 TEST(EncodeTest, HeadersChangedAfterSizingAreSizedAgain) {
-  // Batching moves spans between requests and rewrites headers (TakeItems copies them,
-  // Merger folds them); only the items' sizes may be reused.
+  // Batching moves spans between requests and rewrites headers (TakeItems and the merger
+  // make new blocks, the merger folds them); only the items' sizes may be reused.
   TracesRequest req = RichTraces();
   req.ByteSizeLong();
   req.mutable_resource_spans(0)
@@ -73,10 +74,14 @@ TEST(EncodeTest, HeadersChangedAfterSizingAreSizedAgain) {
       ->set_string_value("a much longer service name than before");
   req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_scope()->set_version("1.2.3");
   req.mutable_resource_spans(1)->set_schema_url("");
-  TracesRequest moved;
-  TakeItems(&req, 7, &moved);
-  MergeInto(&moved, std::move(req));
-  EXPECT_EQ(Encode(moved), TracesRequest(moved).SerializeAsString());
+  Held<TracesRequest> held = Hold(std::move(req));
+  std::size_t moved = 0;
+  Held<TracesRequest> front = TakeItems(&held, 7, &moved);
+  HeldMerger<TracesRequest> merger;
+  merger.Add(front);
+  merger.Add(held);
+  Held<TracesRequest> batch = std::move(merger).Finish();
+  EXPECT_EQ(Encode(*batch.request), TracesRequest(*batch.request).SerializeAsString());
 }
 
 TEST(EncodeTest, AppendsToWhatIsThere) {

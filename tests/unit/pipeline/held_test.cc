@@ -55,7 +55,7 @@ TEST(HeldTest, HoldViewsAHeapRequestWithoutCopyingItsItems) {
 
 TEST(HeldTest, TakeItemsMovesPointersAndBorrowsHeaders) {
   TracesRequest two = MakeRequest(3, "a", "svc");
-  MergeInto(&two, MakeRequest(2, "b", "other", "scope-b"));
+  *two.add_resource_spans() = MakeRequest(2, "b", "other", "scope-b").resource_spans(0);
   Held<TracesRequest> src = Received(two);
   const std::vector<const Span*> before = SpanPointers(*src.request);
   ASSERT_EQ(before.size(), 5u);
@@ -69,11 +69,15 @@ TEST(HeldTest, TakeItemsMovesPointersAndBorrowsHeaders) {
   ASSERT_EQ(left.size(), 1u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(taken[static_cast<std::size_t>(i)], before[i]);
   EXPECT_EQ(left[0], before[4]);
-  // The same wire bytes as the heap TakeItems produces from a copy.
-  TracesRequest copy = two, heap_front;
-  TakeItems(&copy, 4, &heap_front);
-  EXPECT_EQ(front.request->SerializeAsString(), heap_front.SerializeAsString());
-  EXPECT_EQ(src.request->SerializeAsString(), copy.SerializeAsString());
+  // The wire bytes of the two halves, built by hand from the original.
+  TracesRequest want_front = two, want_rest = two;
+  auto* cut = want_front.mutable_resource_spans(1)->mutable_scope_spans(0)->mutable_spans();
+  cut->DeleteSubrange(1, 1);
+  want_rest.mutable_resource_spans()->DeleteSubrange(0, 1);
+  want_rest.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans()->DeleteSubrange(0,
+                                                                                               1);
+  EXPECT_EQ(front.request->SerializeAsString(), want_front.SerializeAsString());
+  EXPECT_EQ(src.request->SerializeAsString(), want_rest.SerializeAsString());
   // Headers are borrowed, not copied: the second block was cut, and both halves share its
   // resource and scope.
   ASSERT_EQ(front.request->resource_spans_size(), 2);
@@ -87,11 +91,13 @@ TEST(HeldTest, MergerFoldsLikeTheHeapMergerAndKeepsItsParts) {
   std::vector<TracesRequest> parts = {MakeRequest(2, "a", "svc"), MakeRequest(1, "b", "other"),
                                       MakeRequest(3, "c", "svc"),
                                       MakeRequest(1, "d", "svc", "other-scope")};
-  TracesRequest heap;
-  {
-    Merger<TracesRequest> m(&heap);
-    for (const auto& p : parts) m.Add(TracesRequest(p));
-  }
+  // What folding makes of them, by hand: "svc" holds a, c under "infertel" and d under
+  // "other-scope"; "other" holds b.
+  TracesRequest heap = parts[0];
+  auto* svc_spans = heap.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  for (const auto& sp : parts[2].resource_spans(0).scope_spans(0).spans()) *svc_spans->Add() = sp;
+  *heap.mutable_resource_spans(0)->add_scope_spans() = parts[3].resource_spans(0).scope_spans(0);
+  *heap.add_resource_spans() = parts[1].resource_spans(0);
   std::vector<Held<TracesRequest>> held;
   std::vector<const Span*> items;
   for (const auto& p : parts) {
