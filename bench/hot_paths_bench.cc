@@ -135,15 +135,20 @@ void BM_BuildEntrySpan(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildEntrySpan);
 
-// A full export batch (512 entry spans) encoded as an OTLP ExportTraceServiceRequest.
-void BM_OtlpEncodeBatch512(benchmark::State& state) {
-  const Exchange ex = MakeExchange();
+// `spans` entry spans of `ex` under the agent's resource and scope, as the export queue gets them.
+infertel::TracesRequest EntrySpanRequest(const Exchange& ex, int spans) {
   infertel::TracesRequest req;
   auto* rs = req.add_resource_spans();
   infertel::AddAttr(rs->mutable_resource()->mutable_attributes(), "service.name", "infertel");
   auto* ss = rs->add_scope_spans();
   ss->mutable_scope()->set_name("infertel.gateway");
-  for (int i = 0; i < 512; ++i) infertel::gateway::BuildEntrySpan(ex, ss->add_spans());
+  for (int i = 0; i < spans; ++i) infertel::gateway::BuildEntrySpan(ex, ss->add_spans());
+  return req;
+}
+
+// A full export batch (512 entry spans) encoded as an OTLP ExportTraceServiceRequest.
+void BM_OtlpEncodeBatch512(benchmark::State& state) {
+  const infertel::TracesRequest req = EntrySpanRequest(MakeExchange(), 512);
   std::string out;
   for (auto _ : state) {
     out.clear();
@@ -159,13 +164,7 @@ BENCHMARK(BM_OtlpEncodeBatch512);
 // (pipeline::Hold: a Memory, its arena and a view of the request), over the request itself.
 // Arg 0: the one-span request copied and freed (the baseline); 1: the same, held and released.
 void BM_HoldEntrySpanRequest(benchmark::State& state) {
-  const Exchange ex = MakeExchange();
-  infertel::TracesRequest tmpl;
-  auto* rs = tmpl.add_resource_spans();
-  infertel::AddAttr(rs->mutable_resource()->mutable_attributes(), "service.name", "infertel");
-  auto* ss = rs->add_scope_spans();
-  ss->mutable_scope()->set_name("infertel.gateway");
-  infertel::gateway::BuildEntrySpan(ex, ss->add_spans());
+  const infertel::TracesRequest tmpl = EntrySpanRequest(MakeExchange(), 1);
   const bool held = state.range(0) == 1;
   for (auto _ : state) {
     infertel::TracesRequest req = tmpl;

@@ -168,7 +168,7 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
   const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
   const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
   const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
-  auto* sglang_out = google::protobuf::Arena::CreateMessage<TracesRequest>(memory->arena());
+  TracesRequest* sglang_out = nullptr;  // made on the arena for the first SGLang scope
   std::vector<Waiting> early;
   // Split: engine request spans are taken out; everything else stays where it is.
   for (auto& rs : *request.mutable_resource_spans()) {
@@ -183,6 +183,8 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
         stats_.sglang_pd_links.fetch_add(pr.pd_links, std::memory_order_relaxed);
         if (ss.spans_size() > 0) {
           if (!sglang_rs) {
+            if (!sglang_out)
+              sglang_out = google::protobuf::Arena::CreateMessage<TracesRequest>(memory->arena());
             sglang_rs = sglang_out->add_resource_spans();
             if (options_.agent_resource.attributes_size() > 0) {
               *sglang_rs->mutable_resource() =
@@ -244,7 +246,7 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
       if (rss->Get(i).scope_spans_size() == 0) rss->DeleteSubrange(i, 1);
     out_->SubmitHeld({&request, memory});
   }
-  if (sglang_out->resource_spans_size() > 0) out_->SubmitHeld({sglang_out, memory});
+  if (sglang_out != nullptr) out_->SubmitHeld({sglang_out, memory});
   if (early.empty()) return;
 
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;

@@ -209,15 +209,6 @@ IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::
   return result;
 }
 
-IngestResult Ingestor::Accept(Transport transport, TracesRequest&& request) noexcept {
-  return Accept(transport, pipeline::Hold(std::move(request)));
-}
-IngestResult Ingestor::Accept(Transport transport, LogsRequest&& request) noexcept {
-  return Accept(transport, pipeline::Hold(std::move(request)));
-}
-IngestResult Ingestor::Accept(Transport transport, MetricsRequest&& request) noexcept {
-  return Accept(transport, pipeline::Hold(std::move(request)));
-}
 IngestResult Ingestor::Accept(Transport transport,
                               pipeline::Held<TracesRequest>&& request) noexcept {
   return AcceptImpl(transport, Signal::kTraces, sinks_.traces, std::move(request));

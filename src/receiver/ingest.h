@@ -83,10 +83,7 @@ class Ingestor {
  public:
   Ingestor(ReceiverSinks sinks, ReceiverStats* stats) : sinks_(sinks), stats_(stats) {}
 
-  IngestResult Accept(Transport transport, TracesRequest&& request) noexcept;
-  IngestResult Accept(Transport transport, LogsRequest&& request) noexcept;
-  IngestResult Accept(Transport transport, MetricsRequest&& request) noexcept;
-  // The same for a request decoded onto an arena (pipeline/held.h): passed on without copying.
+  // A request decoded onto an arena (pipeline/held.h): passed on without copying.
   IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request) noexcept;
   IngestResult Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept;
   IngestResult Accept(Transport transport, pipeline::Held<MetricsRequest>&& request) noexcept;
