@@ -468,9 +468,9 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
       if (reason != FinishReason::kNone) reqs_.erase(it);
     }
   }
-  for (auto& [cb, out] : outputs) {
-    if (*cb) (*cb)(out);
-  }
+  // The step's statistics are recorded before any output reaches its request, as in vLLM,
+  // whose output handler records them in the same event-loop turn in which it queues the
+  // outputs: a client that has its response can already scrape the tokens of it.
   if (observer) {
     for (const RequestRecord& rec : finished_records) observer->OnRequestFinished(rec);
     if (!outputs.empty() || iter.num_preempted > 0) observer->OnIteration(iter);
@@ -478,6 +478,9 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
     EngineStats s = Stats();
     observer->OnStep(static_cast<int>(s.running), static_cast<int>(s.waiting),
                      static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total);
+  }
+  for (auto& [cb, out] : outputs) {
+    if (*cb) (*cb)(out);
   }
   return duration_ns;
 }

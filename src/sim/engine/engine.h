@@ -164,7 +164,7 @@ class EngineObserver {
   // A client abort; vLLM records no stats or span for these (facts §3.6).
   virtual void OnRequestAborted(const RequestRecord& record) {}
   virtual void OnStep(int num_running, int num_waiting, double kv_usage) {}
-  // After every step that produced outputs, after the request callbacks of that step.
+  // After every step that produced outputs, before the request callbacks of that step.
   virtual void OnIteration(const IterationStats& stats) {}
   // After every non-empty step, before OnStep.
   virtual void OnBatch(const BatchSummary& batch) {}
