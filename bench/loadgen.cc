@@ -362,6 +362,9 @@ class Upstream {
 
 struct Results {
   std::vector<std::int64_t> lat_ns;  // measured samples
+  // stream: the same samples split into each stream's first event and the others, because
+  // a first event also carries the cost of the request and of the response's header.
+  std::vector<std::int64_t> first_lat_ns, later_lat_ns;
   std::int64_t ok = 0, errors = 0, late_drops = 0;
   std::int64_t events = 0;  // stream: events received in the window
   std::int64_t meas_start = 0, meas_end = 0;
@@ -382,6 +385,8 @@ double Pct(std::vector<std::int64_t>& v, double p) {
 
 void Report(const Options& o, Results& r, double achieved_seconds) {
   std::sort(r.lat_ns.begin(), r.lat_ns.end());
+  std::sort(r.first_lat_ns.begin(), r.first_lat_ns.end());
+  std::sort(r.later_lat_ns.begin(), r.later_lat_ns.end());
   double secs = achieved_seconds > 0 ? achieved_seconds : o.duration;
   double count = o.mode == "stream" ? static_cast<double>(r.events) : static_cast<double>(r.ok);
   double proxy_cpu = r.cpu_end - r.cpu_start;
@@ -409,6 +414,13 @@ void Report(const Options& o, Results& r, double achieved_seconds) {
               Pct(r.lat_ns, 50), Pct(r.lat_ns, 90), Pct(r.lat_ns, 99), Pct(r.lat_ns, 99.9),
               Pct(r.lat_ns, 100), mean, proxy_cpu, count > 0 ? proxy_cpu * 1e6 / count : 0.0,
               self_cpu);
+  if (o.mode == "stream") {
+    std::printf(
+        " first_samples=%zu first_p50_us=%.1f first_p99_us=%.1f later_p50_us=%.1f "
+        "later_p99_us=%.1f later_p999_us=%.1f",
+        r.first_lat_ns.size(), Pct(r.first_lat_ns, 50), Pct(r.first_lat_ns, 99),
+        Pct(r.later_lat_ns, 50), Pct(r.later_lat_ns, 99), Pct(r.later_lat_ns, 99.9));
+  }
   if (o.hold) {
     std::printf(" open_min=%" PRId64 " open_max=%" PRId64 " opened=%" PRId64
                 " connect_errors=%" PRId64,
@@ -645,7 +657,8 @@ class Client {
   }
 
   // Finds complete SSE events in *acc and records each stamped one against `recv`.
-  void ScanEvents(std::string* acc, std::int64_t recv) {
+  // *index counts the stream's events so far (0: the next one is the first).
+  void ScanEvents(std::string* acc, std::int64_t recv, std::int64_t* index) {
     std::size_t pos = 0;
     for (;;) {
       auto end = acc->find("\n\n", pos);
@@ -660,7 +673,9 @@ class Client {
         if (stamp >= r_.meas_start && stamp < r_.meas_end) {
           ++r_.events;
           r_.lat_ns.push_back(recv - stamp);
+          (*index == 0 ? r_.first_lat_ns : r_.later_lat_ns).push_back(recv - stamp);
         }
+        ++*index;
       }
       pos = end + 2;
     }
@@ -700,6 +715,7 @@ class Client {
       if (opened) ++open_, ++r_.opened;
       bool cut = false;  // --hold: the window ended while the stream was open
       acc.clear();
+      std::int64_t index = 0;
       while (ok && !p.is_done()) {
         p.get().body().data = body.data();
         p.get().body().size = body.size();
@@ -714,7 +730,7 @@ class Client {
         }
         std::size_t n = body.size() - p.get().body().size;
         acc.append(body.data(), n);
-        ScanEvents(&acc, recv);
+        ScanEvents(&acc, recv, &index);
         if (opts_.hold && recv >= r_.meas_end) {
           cut = true;
           break;
