@@ -2,8 +2,7 @@
 
 namespace infertel::gateway {
 
-Deadline::Deadline(Deadlines* owner, boost::asio::ip::tcp::socket* socket)
-    : owner_(owner), socket_(socket) {
+Deadline::Deadline(Deadlines* owner, WorkerSocket* socket) : owner_(owner), socket_(socket) {
   owner_->Add(this);
 }
 

@@ -9,6 +9,7 @@
 //
 // Single-threaded: a Deadlines and its Deadline slots belong to one worker's io_context.
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
@@ -19,11 +20,17 @@ namespace infertel::gateway {
 
 class Deadlines;
 
+// A gateway worker's socket: bound to its io_context's executor type rather than the
+// type-erased any_io_executor, so that no operation on the data path goes through
+// any_executor's indirections.
+using WorkerSocket =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
 // A socket's deadline, registered with its worker's Deadlines for as long as it lives.
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
-  Deadline(Deadlines* owner, boost::asio::ip::tcp::socket* socket);
+  Deadline(Deadlines* owner, WorkerSocket* socket);
   ~Deadline();
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
@@ -43,7 +50,7 @@ class Deadline {
  private:
   friend class Deadlines;
   Deadlines* owner_;
-  boost::asio::ip::tcp::socket* socket_;
+  WorkerSocket* socket_;
   Clock::time_point at_ = Clock::time_point::max();
   bool fired_ = false;
   std::size_t slot_ = 0;

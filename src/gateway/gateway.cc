@@ -26,6 +26,14 @@ namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+// Sockets, timers and coroutines all use the io_context's own executor type (see
+// WorkerSocket in deadlines.h).
+using Executor = asio::io_context::executor_type;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
+template <typename T>
+using Task = asio::awaitable<T, Executor>;
+constexpr asio::use_awaitable_t<Executor> kUseTask;
 
 std::string_view EngineKindName(EngineKind k) {
   return k == EngineKind::kSglang ? "sglang" : "vllm";
@@ -95,12 +103,12 @@ std::string RandomHex16() {
 // their addresses while the connection moves between an exchange and the idle pool.
 struct UpstreamConn {
   UpstreamConn(asio::io_context& io, Deadlines* deadlines)
-      : stream(io), deadline(deadlines, &stream.socket()) {
+      : stream(io), deadline(deadlines, &stream) {
     // Room for a whole typical response in the first read (a fresh flat_buffer reads 512
     // bytes at a time).
     buffer.reserve(kReadChunk);
   }
-  beast::tcp_stream stream;
+  WorkerSocket stream;
   Deadline deadline;
   beast::flat_buffer buffer;
 };
@@ -121,19 +129,19 @@ void MapTimeout(error_code& ec, const Deadline& d) {
 // the session; asio tries it at once (one recv that finds nothing, or the close that is
 // already there) and then waits for the socket's next event without another system call.
 struct ClientWatch {
-  tcp::socket* client = nullptr;
+  WorkerSocket* client = nullptr;
   bool stopped = false;      // the exchange is over; a late completion does nothing
   bool client_gone = false;  // the client closed or reset its connection
   bool armed = false;
-  beast::tcp_stream* upstream = nullptr;
+  WorkerSocket* upstream = nullptr;
   char peek = 0;
 };
 
 void ArmWatch(std::shared_ptr<ClientWatch> watch) {
   watch->armed = true;
-  tcp::socket& client = *watch->client;
+  WorkerSocket& client = *watch->client;
   char* peek = &watch->peek;
-  client.async_receive(asio::buffer(peek, 1), tcp::socket::message_peek,
+  client.async_receive(asio::buffer(peek, 1), WorkerSocket::message_peek,
                        [watch = std::move(watch)](const error_code& ec, std::size_t n) {
                          // After the exchange the socket may be gone; a stopped watch never
                          // touches it.
@@ -142,7 +150,7 @@ void ArmWatch(std::shared_ptr<ClientWatch> watch) {
                          watch->client_gone = true;
                          if (watch->upstream != nullptr) {
                            error_code cec;
-                           watch->upstream->socket().cancel(cec);
+                           watch->upstream->cancel(cec);
                          }
                        });
 }
@@ -165,7 +173,7 @@ struct Gateway::Impl {
     // Declared before io: coroutine frames destroyed with io release their slots here.
     Deadlines deadlines;
     asio::io_context io{1};
-    asio::steady_timer sweep{io};
+    Timer sweep{io};
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
     // Idle upstream connections, one list per upstream (index = upstream index).
@@ -198,18 +206,16 @@ struct Gateway::Impl {
   const GatewayOptions& opts() const { return gw->options_; }
   GatewayStats& stats() { return gw->stats_; }
 
-  asio::awaitable<void> AcceptLoop(std::size_t upstream_index);
-  asio::awaitable<void> Session(std::size_t ui, Worker* w, tcp::socket socket);
+  Task<void> AcceptLoop(std::size_t upstream_index);
+  Task<void> Session(std::size_t ui, Worker* w, WorkerSocket socket);
   // Returns true when the client connection may carry another request.
-  asio::awaitable<bool> HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
-                                  Deadline& client_deadline,
-                                  bhttp::request<bhttp::string_body>& req);
-  asio::awaitable<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh,
-                                                 error_code& ec);
+  Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
+                       bhttp::request<bhttp::string_body>& req);
+  Task<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh, error_code& ec);
   void Release(std::size_t ui, Worker* w, Pooled&& c);
   void Finish(Exchange& ex);
-  asio::awaitable<void> WriteSimple(beast::tcp_stream& client, Deadline& deadline, unsigned version,
-                                    unsigned status, std::string body, bool keep_alive);
+  Task<void> WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
+                         unsigned status, std::string body, bool keep_alive);
 };
 
 Gateway::Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config)
@@ -331,18 +337,18 @@ void Gateway::Stop() {
     if (w->thread.joinable()) w->thread.join();
 }
 
-asio::awaitable<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
+Task<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
   auto& acceptor = *upstreams[ui].acceptor;
   for (;;) {
     Worker* w = workers[next_worker.fetch_add(1, std::memory_order_relaxed) % workers.size()].get();
     error_code ec;
-    tcp::socket socket(w->io);
-    co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+    WorkerSocket socket(w->io);
+    co_await acceptor.async_accept(socket, asio::redirect_error(kUseTask, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       // Out of file descriptors and the like: back off briefly instead of spinning.
-      asio::steady_timer t(acceptor.get_executor(), std::chrono::milliseconds(50));
-      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      Timer t(accept_io, std::chrono::milliseconds(50));
+      co_await t.async_wait(asio::redirect_error(kUseTask, ec));
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
@@ -350,10 +356,10 @@ asio::awaitable<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
   }
 }
 
-asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::socket socket) {
+Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket socket) {
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
-  beast::tcp_stream client(std::move(socket));
-  Deadline deadline(&w->deadlines, &client.socket());
+  WorkerSocket& client = socket;
+  Deadline deadline(&w->deadlines, &client);
   beast::flat_buffer buffer;
   buffer.reserve(2048);  // a typical request in one or two reads, 2 KiB per connection
   for (;;) {
@@ -362,8 +368,7 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
     parser.header_limit(64 * 1024);
     deadline.After(opts().client_idle_timeout);
     error_code ec;
-    co_await bhttp::async_read(client, buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));
     MapTimeout(ec, deadline);
     if (ec == bhttp::error::body_limit) {
       stats().requests.fetch_add(1, std::memory_order_relaxed);
@@ -395,32 +400,31 @@ asio::awaitable<void> Gateway::Impl::Session(std::size_t ui, Worker* w, tcp::soc
     if (!again || stopping.load(std::memory_order_relaxed)) break;
   }
   error_code ec;
-  client.socket().shutdown(tcp::socket::shutdown_both, ec);
-  client.close();
+  client.shutdown(WorkerSocket::shutdown_both, ec);
+  client.close(ec);
   stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-asio::awaitable<void> Gateway::Impl::WriteSimple(beast::tcp_stream& client, Deadline& deadline,
-                                                 unsigned version, unsigned status,
-                                                 std::string body, bool keep_alive) {
+Task<void> Gateway::Impl::WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
+                                      unsigned status, std::string body, bool keep_alive) {
   auto res =
       http::MakeResponse(status, std::move(body), "application/json", version ? version : 11);
   res.keep_alive(keep_alive);
   res.prepare_payload();
   deadline.After(std::chrono::seconds(30));
   error_code ec;
-  co_await bhttp::async_write(client, res, asio::redirect_error(asio::use_awaitable, ec));
+  co_await bhttp::async_write(client, res, asio::redirect_error(kUseTask, ec));
   deadline.Never();
 }
 
-asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bool fresh,
-                                                              error_code& ec) {
+Task<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bool fresh,
+                                                   error_code& ec) {
   auto& idle = w->idle[ui];
   if (!fresh) {
     while (!idle.empty()) {
       Pooled c = std::move(idle.back());
       idle.pop_back();
-      if (c.conn->stream.socket().is_open()) {
+      if (c.conn->stream.is_open()) {
         c.reused = true;
         co_return std::optional<Pooled>(std::move(c));
       }
@@ -429,11 +433,11 @@ asio::awaitable<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Wo
   Pooled c;
   c.conn = std::make_unique<UpstreamConn>(w->io, &w->deadlines);
   c.conn->deadline.After(opts().connect_timeout);
-  co_await c.conn->stream.async_connect(upstreams[ui].endpoints,
-                                        asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_connect(c.conn->stream, upstreams[ui].endpoints,
+                               asio::redirect_error(kUseTask, ec));
   MapTimeout(ec, c.conn->deadline);
   if (ec) co_return std::nullopt;
-  c.conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  c.conn->stream.set_option(tcp::no_delay(true), ec);
   ec = {};
   stats().upstream_connects.fetch_add(1, std::memory_order_relaxed);
   co_return std::optional<Pooled>(std::move(c));
@@ -499,9 +503,8 @@ class ChunkLease {
 
 }  // namespace
 
-asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast::tcp_stream& client,
-                                               Deadline& cdl,
-                                               bhttp::request<bhttp::string_body>& req) {
+Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& cdl,
+                                    bhttp::request<bhttp::string_body>& req) {
   const UpstreamConfig& uc = upstreams[ui].config;
   auto settings = gw->config_->Current();
   namespace oa = openai;
@@ -618,7 +621,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
   auto fail = [&](unsigned status, std::string_view type, std::string message,
-                  Outcome outcome) -> asio::awaitable<bool> {
+                  Outcome outcome) -> Task<bool> {
     ex.http_status = status;
     ex.outcome = outcome;
     ex.error_type = std::string(type);
@@ -653,7 +656,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     ex.end_mono_ns = MonoNanos();
     if (observe) Finish(ex);
   };
-  watch.client = &client.socket();
+  watch.client = &client;
   bool watching = false;
   error_code ec;
   bool dispatched = false;
@@ -666,7 +669,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     if (!conn) break;
     UpstreamConn& up = *conn->conn;
     up.deadline.After(opts().response_timeout);
-    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(asio::use_awaitable, ec));
+    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
     if (!ec) {
       ex.upstream_sent_mono_ns = MonoNanos();
       if (observe && !dispatched) {
@@ -679,7 +682,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
         ArmWatch(guard.watch);
       }
       co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
-                                        asio::redirect_error(asio::use_awaitable, ec));
+                                        asio::redirect_error(kUseTask, ec));
     }
     MapTimeout(ec, up.deadline);
     if (!ec || watch.client_gone) break;
@@ -761,8 +764,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     ures.body().size = observed_body.size();
     up.deadline.After(opts().stream_idle_timeout);
     if (!rp.is_done()) {
-      co_await bhttp::async_read(up.stream, up.buffer, rp,
-                                 asio::redirect_error(asio::use_awaitable, uec));
+      co_await bhttp::async_read(up.stream, up.buffer, rp, asio::redirect_error(kUseTask, uec));
     }
     MapTimeout(uec, up.deadline);
     if (uec == bhttp::error::need_buffer && rp.is_done()) uec = {};
@@ -793,18 +795,17 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     bhttp::response<bhttp::string_body> full{std::move(cres.base()), std::move(observed_body)};
     cdl.After(kClientWriteTimeout);
     error_code wec;
-    co_await bhttp::async_write(client, full, asio::redirect_error(asio::use_awaitable, wec));
+    co_await bhttp::async_write(client, full, asio::redirect_error(kUseTask, wec));
     cdl.Never();
     if (wec) client_write_failed = true;
     observed_body = std::move(full.body());
     hold_body = false;
   } else {
-    auto write_header = [&]() -> asio::awaitable<void> {
+    auto write_header = [&]() -> Task<void> {
       bhttp::response_serializer<bhttp::empty_body> sr{cres};
       cdl.After(kClientWriteTimeout);
       error_code hec;
-      co_await bhttp::async_write_header(client, sr,
-                                         asio::redirect_error(asio::use_awaitable, hec));
+      co_await bhttp::async_write_header(client, sr, asio::redirect_error(kUseTask, hec));
       cdl.Never();
       if (hec) client_write_failed = true;
     };
@@ -830,17 +831,17 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     char* buf = chunk.data();
     if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
 
-    auto write_out = [&](std::string_view bytes) -> asio::awaitable<void> {
+    auto write_out = [&](std::string_view bytes) -> Task<void> {
       if (bytes.empty() || client_write_failed) co_return;
       error_code wec;
       cdl.After(kClientWriteTimeout);
       if (chunked_out) {
         co_await asio::async_write(client,
                                    bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
-                                   asio::redirect_error(asio::use_awaitable, wec));
+                                   asio::redirect_error(kUseTask, wec));
       } else {
         co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
-                                   asio::redirect_error(asio::use_awaitable, wec));
+                                   asio::redirect_error(kUseTask, wec));
       }
       cdl.Never();
       if (wec) client_write_failed = true;
@@ -851,7 +852,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       ures.body().size = kReadChunk;
       up.deadline.After(opts().stream_idle_timeout);
       co_await bhttp::async_read_some(up.stream, up.buffer, rp,
-                                      asio::redirect_error(asio::use_awaitable, uec));
+                                      asio::redirect_error(kUseTask, uec));
       MapTimeout(uec, up.deadline);
       if (uec == bhttp::error::need_buffer) uec = {};
       std::size_t n = kReadChunk - ures.body().size;
@@ -915,7 +916,7 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
       error_code wec;
       cdl.After(kClientWriteTimeout);
       co_await asio::async_write(client, bhttp::make_chunk_last(),
-                                 asio::redirect_error(asio::use_awaitable, wec));
+                                 asio::redirect_error(kUseTask, wec));
       cdl.Never();
       if (wec) client_write_failed = true;
     }
@@ -937,8 +938,8 @@ asio::awaitable<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, beast:
     Release(ui, w, std::move(*conn));
   } else {
     error_code cec;
-    up.stream.socket().shutdown(tcp::socket::shutdown_both, cec);
-    up.stream.close();
+    up.stream.shutdown(WorkerSocket::shutdown_both, cec);
+    up.stream.close(cec);
   }
 
   if (observe) {

@@ -138,7 +138,8 @@ class GatewayIoTest : public ::testing::Test {
 TEST(DeadlinesTest, SweepCancelsOnlyExpiredSockets) {
   asio::io_context io;
   tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  tcp::socket a(io), b(io), peer_a(io), peer_b(io);
+  WorkerSocket a(io), b(io);
+  tcp::socket peer_a(io), peer_b(io);
   a.connect(acc.local_endpoint());
   acc.accept(peer_a);
   b.connect(acc.local_endpoint());
