@@ -5,16 +5,22 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/resource.h"
 #include "core/telemetry.h"
 #include "gateway/entry_span.h"
 #include "gateway/exchange.h"
 #include "gateway/openai/openai.h"
 #include "gateway/sse_relay.h"
+#include "pipeline/batch_processor.h"
 #include "pipeline/held.h"
 
 namespace {
@@ -125,15 +131,24 @@ Exchange MakeExchange() {
   return ex;
 }
 
+// Arg 0: on the heap; 1: on a fresh 4 KiB-block arena, as EntrySpanEmitter builds it.
 void BM_BuildEntrySpan(benchmark::State& state) {
   const Exchange ex = MakeExchange();
+  const bool arena = state.range(0) == 1;
   for (auto _ : state) {
-    infertel::Span span;
-    infertel::gateway::BuildEntrySpan(ex, &span);
-    benchmark::DoNotOptimize(span);
+    if (arena) {
+      infertel::pipeline::Memory memory(4096);
+      auto* span = google::protobuf::Arena::CreateMessage<infertel::Span>(memory.arena());
+      infertel::gateway::BuildEntrySpan(ex, span);
+      benchmark::DoNotOptimize(span);
+    } else {
+      infertel::Span span;
+      infertel::gateway::BuildEntrySpan(ex, &span);
+      benchmark::DoNotOptimize(span);
+    }
   }
 }
-BENCHMARK(BM_BuildEntrySpan);
+BENCHMARK(BM_BuildEntrySpan)->ArgName("arena")->Arg(0)->Arg(1);
 
 // `spans` entry spans of `ex` under the agent's resource and scope, as the export queue gets them.
 infertel::TracesRequest EntrySpanRequest(const Exchange& ex, int spans) {
@@ -160,8 +175,9 @@ void BM_OtlpEncodeBatch512(benchmark::State& state) {
 }
 BENCHMARK(BM_OtlpEncodeBatch512);
 
-// What the export queue adds to each entry span since requests are held on an arena
-// (pipeline::Hold: a Memory, its arena and a view of the request), over the request itself.
+// What pipeline::Hold (a Memory, its arena and a view of the request) adds to a one-span heap
+// request, over the request itself. Entry spans were held this way until EntrySpanEmitter
+// built them on an arena directly (BM_EntrySpansThroughQueue).
 // Arg 0: the one-span request copied and freed (the baseline); 1: the same, held and released.
 void BM_HoldEntrySpanRequest(benchmark::State& state) {
   const infertel::TracesRequest tmpl = EntrySpanRequest(MakeExchange(), 1);
@@ -177,6 +193,47 @@ void BM_HoldEntrySpanRequest(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HoldEntrySpanRequest)->ArgName("held")->Arg(0)->Arg(1);
+
+// Encodes each batch as the gRPC exporter's codec does, and sends nothing.
+class EncodingExporter final : public infertel::pipeline::TraceExporter {
+ public:
+  std::string_view Name() const noexcept override { return "encode"; }
+  infertel::pipeline::ExportResult Export(const infertel::TracesRequest& r) noexcept override {
+    buf_.clear();
+    r.SerializeToString(&buf_);
+    bytes.fetch_add(buf_.size(), std::memory_order_relaxed);
+    return infertel::pipeline::ExportResult::Ok();
+  }
+  std::atomic<std::size_t> bytes{0};
+
+ private:
+  std::string buf_;
+};
+
+// The whole entry-span path after the exchange: EntrySpanEmitter builds each span under the
+// agent's resource (as BuildResource makes it, with two OTEL_RESOURCE_ATTRIBUTES) and hands it
+// to the batch processor, which queues, merges and encodes 512 of them per batch. Items are
+// entry spans; real time, because the export runs on the processor's thread.
+void BM_EntrySpansThroughQueue(benchmark::State& state) {
+  const Exchange ex = MakeExchange();
+  std::vector<infertel::pipeline::TraceBatchProcessor::ExporterPtr> exporters;
+  exporters.push_back(std::make_unique<EncodingExporter>());
+  infertel::pipeline::BatchOptions bo;
+  bo.max_queue_items = 1 << 20;  // nothing dropped: every span is encoded
+  infertel::pipeline::TraceBatchProcessor processor(std::move(exporters), bo);
+  auto env = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "OTEL_RESOURCE_ATTRIBUTES")
+      return "deployment.environment.name=prod,k8s.pod.name=vllm-llama-8b-7c9f-x2k4q";
+    return std::nullopt;
+  };
+  infertel::gateway::EntrySpanEmitter emitter(&processor, infertel::BuildResource(env, "infertel"));
+  for (auto _ : state) {
+    for (int i = 0; i < 512; ++i) emitter.OnExchangeFinished(ex);
+    processor.Flush(std::chrono::seconds(10));
+  }
+  state.SetItemsProcessed(state.iterations() * 512);
+}
+BENCHMARK(BM_EntrySpansThroughQueue)->UseRealTime();
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "core/telemetry.h"
 #include "gateway/exchange.h"
 #include "pipeline/exporter.h"
+#include "pipeline/held.h"
 
 namespace infertel::gateway {
 
@@ -27,6 +28,11 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine = 
 
 // The listener that turns every finished exchange into an entry span and hands it to the
 // trace pipeline. Thread-safe; never blocks (the sink drops rather than waits).
+//
+// Each span is built on the arena of its own held request, under a resource and scope made
+// once and borrowed by every request (pipeline/held.h): no copy of the resource per span,
+// no heap objects to free one by one after the export, and the batch merger folds the
+// requests by the identity of their shared headers without serializing them.
 class EntrySpanEmitter : public ExchangeListener {
  public:
   EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource);
@@ -37,7 +43,10 @@ class EntrySpanEmitter : public ExchangeListener {
 
  private:
   pipeline::TraceSink* sink_;
-  Resource resource_;
+  // A request holding the one resource block and its one scope block that every entry span's
+  // request borrows; never changed after construction.
+  std::shared_ptr<pipeline::Memory> header_memory_;
+  const TracesRequest* header_ = nullptr;
   std::mutex facts_mu_;  // guards facts_; written once per upstream, read per SGLang exchange
   std::map<std::string, EngineFacts, std::less<>> facts_;
 };

@@ -26,6 +26,7 @@
 
 #include <google/protobuf/arena.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -44,6 +45,9 @@ class Memory {
   // and small first blocks keep a stage that adds a few objects to a large request's arena
   // (the assembler's normalization, on its own thread) from reserving a large block for them.
   Memory() = default;
+  // An arena whose first block is `start_block` bytes: for producers that know their request
+  // needs several KiB (an entry span), one allocation instead of a chain of doubling blocks.
+  explicit Memory(std::size_t start_block) : arena_(Options(start_block)) {}
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
   virtual ~Memory() = default;
@@ -57,6 +61,12 @@ class Memory {
   }
 
  private:
+  static google::protobuf::ArenaOptions Options(std::size_t start_block) {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = start_block;
+    o.max_block_size = std::max(start_block, o.max_block_size);
+    return o;
+  }
   std::vector<std::shared_ptr<Memory>> kept_;
   google::protobuf::Arena arena_;
 };
@@ -67,10 +77,11 @@ struct Held {
   Request* request = nullptr;
   std::shared_ptr<Memory> memory;
 
-  // A new empty request on a new Memory.
-  static Held Make() {
+  // A new empty request on a new Memory (see Memory's constructors).
+  template <typename... MemoryArgs>
+  static Held Make(MemoryArgs... memory_args) {
     Held h;
-    h.memory = std::make_shared<Memory>();
+    h.memory = std::make_shared<Memory>(memory_args...);
     h.request = google::protobuf::Arena::CreateMessage<Request>(h.memory->arena());
     return h;
   }

@@ -113,7 +113,9 @@ void LinkAll(const google::protobuf::RepeatedPtrField<T>& from,
 // and schema_url equal one already in `dst` is folded into it, and likewise a scope block into an
 // equal scope, so a batch of many small requests from one producer exports as one
 // ResourceSpans with one ScopeSpans. Blocks are compared by their serialized form, which the
-// merger keeps for `dst`'s blocks: each block is serialized once, not once per comparison.
+// merger keeps for `dst`'s blocks: each block is serialized once, not once per comparison. A
+// header that is the very object one of `dst`'s blocks borrows (a producer that shares one
+// resource across its requests, as the gateway's entry spans do) matches without serializing.
 template <typename Request>
 class Merger {
   using T = SignalTraits<Request>;
@@ -147,6 +149,16 @@ class Merger {
     std::string key;
     std::vector<std::string> scopes;
   };
+  // The header object a block of dst_ points at and the block's schema URL: equal pointers
+  // mean equal headers.
+  template <typename B>
+  static bool SameHeader(const B& a, const B& b) {
+    if constexpr (requires { a.resource(); }) {
+      return &a.resource() == &b.resource() && a.schema_url() == b.schema_url();
+    } else {
+      return &a.scope() == &b.scope() && a.schema_url() == b.schema_url();
+    }
+  }
   // A resource block's entry: its key and its scopes' keys.
   template <typename ResourceBlock>
   static Block BlockOf(const ResourceBlock& rs, std::string key) {
@@ -158,6 +170,9 @@ class Merger {
   // registered without scopes, to be appended by the caller at that index).
   template <typename ResourceBlock>
   std::pair<std::size_t, bool> FindResource(const ResourceBlock& rs) {
+    const auto& dst_res = *T::Resources(dst_);
+    for (std::size_t r = 0; r < blocks_.size(); ++r)
+      if (SameHeader(dst_res[static_cast<int>(r)], rs) && rs.has_resource()) return {r, false};
     std::string key = Key(rs.resource(), rs.schema_url());
     for (std::size_t r = 0; r < blocks_.size(); ++r)
       if (blocks_[r].key == key) return {r, false};
@@ -168,6 +183,9 @@ class Merger {
   template <typename ScopeBlock>
   std::pair<std::size_t, bool> FindScope(std::size_t r, const ScopeBlock& ss) {
     std::vector<std::string>& scope_keys = blocks_[r].scopes;
+    const auto& dst_scopes = T::Scopes((*T::Resources(dst_))[static_cast<int>(r)]);
+    for (std::size_t j = 0; j < scope_keys.size(); ++j)
+      if (SameHeader(dst_scopes[static_cast<int>(j)], ss) && ss.has_scope()) return {j, false};
     std::string key = Key(ss.scope(), ss.schema_url());
     for (std::size_t j = 0; j < scope_keys.size(); ++j)
       if (scope_keys[j] == key) return {j, false};

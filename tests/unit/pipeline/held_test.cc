@@ -124,6 +124,39 @@ TEST(HeldTest, MergerFoldsLikeTheHeapMergerAndKeepsItsParts) {
   EXPECT_TRUE(first.expired());
 }
 
+// Views that borrow the very same resource and scope objects (as the gateway's entry spans
+// do) fold by identity; the schema URL still tells blocks apart.
+TEST(HeldTest, MergerFoldsRequestsSharingOneHeaderObject) {
+  auto header = Received(MakeRequest(0, "h", "svc"));
+  const auto& header_rs = header.request->resource_spans(0);
+  auto view = [&](const std::string& name, const std::string& scope_schema) {
+    auto h = Held<TracesRequest>::Make();
+    h.memory->Keep(header.memory);
+    auto* rs = AddBorrowed(h.request->mutable_resource_spans(), header_rs);
+    auto* ss = AddBorrowed(rs->mutable_scope_spans(), header_rs.scope_spans(0));
+    ss->set_schema_url(scope_schema);
+    ss->add_spans()->set_name(name);
+    return h;
+  };
+  const std::string schema = header_rs.scope_spans(0).schema_url();
+  std::vector<Held<TracesRequest>> parts = {view("a", schema), view("b", schema),
+                                            view("c", "https://example.com/other-schema"),
+                                            view("d", schema)};
+  HeldMerger<TracesRequest> merger;
+  for (const auto& p : parts) merger.Add(p);
+  Held<TracesRequest> batch = std::move(merger).Finish();
+  ASSERT_EQ(batch.request->resource_spans_size(), 1);
+  const auto& rs = batch.request->resource_spans(0);
+  EXPECT_EQ(&rs.resource(), &header_rs.resource());  // borrowed, not copied
+  ASSERT_EQ(rs.scope_spans_size(), 2);
+  ASSERT_EQ(rs.scope_spans(0).spans_size(), 3);
+  EXPECT_EQ(rs.scope_spans(0).spans(0).name(), "a");
+  EXPECT_EQ(rs.scope_spans(0).spans(1).name(), "b");
+  EXPECT_EQ(rs.scope_spans(0).spans(2).name(), "d");
+  EXPECT_EQ(rs.scope_spans(1).spans(0).name(), "c");
+  EXPECT_EQ(rs.scope_spans(1).schema_url(), "https://example.com/other-schema");
+}
+
 TEST(HeldTest, ASplitPieceKeepsItsSourceAlive) {
   Held<TracesRequest> src = Received(MakeRequest(4, "a", "svc"));
   std::weak_ptr<Memory> source = src.memory;
