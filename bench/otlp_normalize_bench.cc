@@ -150,7 +150,7 @@ void BM_VllmJoinKeys(benchmark::State& state) {
   const Span& tmpl = req.resource_spans(0).scope_spans(0).spans(0);
   for (auto _ : state) {
     auto keys = engines::vllm::JoinKeys(tmpl);
-    benchmark::DoNotOptimize(keys.data());
+    benchmark::DoNotOptimize(keys.keys.data());
   }
 }
 BENCHMARK(BM_VllmJoinKeys);

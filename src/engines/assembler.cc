@@ -103,7 +103,7 @@ Assembler::~Assembler() {
   FlushWaiting();
 }
 
-std::shared_ptr<const JoinRecord> Assembler::Lookup(const std::vector<std::string>& keys) {
+std::shared_ptr<const JoinRecord> Assembler::Lookup(const vllm::JoinKeyList& keys) {
   for (const auto& k : keys) {
     auto it = records_.find(RecordKey(k));
     if (it != records_.end() && it->second.record->request_id == k) return it->second.record;

@@ -114,7 +114,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
     std::shared_ptr<const Origin> origin;
     Span* span = nullptr;                      // on memory's arena, or in a request it owns
     std::shared_ptr<pipeline::Memory> memory;  // what the span was received in
-    std::vector<std::string> keys;
+    vllm::JoinKeyList keys;                    // views into *span's request id
     std::chrono::steady_clock::time_point deadline;
     bool taken = false;  // matched and moved out; leaves the table when it reaches the front
   };
@@ -136,7 +136,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
   void BeginOutput(Output* out) const;
-  std::shared_ptr<const JoinRecord> Lookup(const std::vector<std::string>& keys);  // mu_ held
+  std::shared_ptr<const JoinRecord> Lookup(const vllm::JoinKeyList& keys);  // mu_ held
   // The waiting table (mu_ held): a deque in deadline order, indexed by the hash of each join
   // key so that a finished exchange finds its spans without walking every waiting span.
   void PushWaiting(Waiting&& w);

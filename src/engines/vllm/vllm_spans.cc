@@ -278,8 +278,8 @@ bool IsVllmRequestSpan(const Span& span) {
          FindAttr(span.attributes(), sc::kGenAiRequestId) != nullptr;
 }
 
-std::vector<std::string> JoinKeys(const Span& span) {
-  std::vector<std::string> keys;
+JoinKeyList JoinKeys(const Span& span) {
+  JoinKeyList keys;
   const AnyValue* v = FindAttr(span.attributes(), sc::kGenAiRequestId);
   if (v == nullptr || !v->has_string_value()) return keys;
   std::string_view id = v->string_value();
@@ -289,12 +289,12 @@ std::vector<std::string> JoinKeys(const Span& span) {
       break;
     }
   }
-  keys.emplace_back(id);
+  keys.keys[keys.size++] = id;
   // Several prompts in one completions request become sub-requests `<id>_<i>`.
   if (auto us = id.rfind('_');
       us != std::string_view::npos && us + 1 < id.size() &&
       std::all_of(id.begin() + us + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    keys.emplace_back(id.substr(0, us));
+    keys.keys[keys.size++] = id.substr(0, us);
   }
   return keys;
 }

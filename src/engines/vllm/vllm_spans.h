@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <array>
+#include <string_view>
+
 #include "core/telemetry.h"
 #include "engines/join.h"
 
@@ -22,9 +25,18 @@ enum class SpanShape { kAuto, kV0, kV1 };
 
 // True for vLLM's request span: name `llm_request` carrying `gen_ai.request.id`.
 bool IsVllmRequestSpan(const Span& span);
-// The request id the gateway sent (X-Request-Id) from `gen_ai.request.id`
-// (`chatcmpl-<id>`, `cmpl-<id>`, `<id>_<n>` for sub-prompts); nullopt when absent.
-std::vector<std::string> JoinKeys(const Span& span);
+// The keys a request span joins by: the request id the gateway sent (X-Request-Id), read
+// from `gen_ai.request.id` (`chatcmpl-<id>`, `cmpl-<id>`; `<id>_<n>` for sub-prompts also
+// gives `<id>`). Views into the span's attribute, valid while the span is unchanged: they are
+// computed for every engine span on arrival, and a waiting span keeps them without a copy.
+struct JoinKeyList {
+  std::array<std::string_view, 2> keys{};
+  std::size_t size = 0;
+  const std::string_view* begin() const { return keys.data(); }
+  const std::string_view* end() const { return keys.data() + size; }
+  bool empty() const { return size == 0; }
+};
+JoinKeyList JoinKeys(const Span& span);
 
 // True for the instrumentation scopes of vLLM's own tracer: `vllm.tracing.otel` (since
 // 2026-02) and `vllm.llm_engine` (V0, and V1 before). No SGLang span is made under them.

@@ -56,9 +56,13 @@ Span V1Span(std::string_view request_id) {
 
 TEST(VllmSpansTest, JoinKeysStripPrefixesAndSubPromptSuffix) {
   Span s = V1Span("chatcmpl-abc-123");
-  EXPECT_EQ(vllm::JoinKeys(s), std::vector<std::string>{"abc-123"});
+  auto keys = [](const Span& span) {
+    const vllm::JoinKeyList k = vllm::JoinKeys(span);
+    return std::vector<std::string>(k.begin(), k.end());
+  };
+  EXPECT_EQ(keys(s), std::vector<std::string>{"abc-123"});
   s = V1Span("cmpl-xyz_2");
-  EXPECT_EQ(vllm::JoinKeys(s), (std::vector<std::string>{"xyz_2", "xyz"}));
+  EXPECT_EQ(keys(s), (std::vector<std::string>{"xyz_2", "xyz"}));
   EXPECT_TRUE(vllm::IsVllmRequestSpan(s));
   s.set_name("other");
   EXPECT_FALSE(vllm::IsVllmRequestSpan(s));
