@@ -5,7 +5,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "core/ids.h"
 #include "core/resource.h"
 #include "core/telemetry.h"
+#include "encoding_exporter.h"
 #include "gateway/entry_span.h"
 #include "gateway/exchange.h"
 #include "gateway/openai/openai.h"
@@ -194,22 +194,6 @@ void BM_HoldEntrySpanRequest(benchmark::State& state) {
 }
 BENCHMARK(BM_HoldEntrySpanRequest)->ArgName("held")->Arg(0)->Arg(1);
 
-// Encodes each batch as the gRPC exporter's codec does, and sends nothing.
-class EncodingExporter final : public infertel::pipeline::TraceExporter {
- public:
-  std::string_view Name() const noexcept override { return "encode"; }
-  infertel::pipeline::ExportResult Export(const infertel::TracesRequest& r) noexcept override {
-    buf_.clear();
-    r.SerializeToString(&buf_);
-    bytes.fetch_add(buf_.size(), std::memory_order_relaxed);
-    return infertel::pipeline::ExportResult::Ok();
-  }
-  std::atomic<std::size_t> bytes{0};
-
- private:
-  std::string buf_;
-};
-
 // The whole entry-span path after the exchange: EntrySpanEmitter builds each span under the
 // agent's resource (as BuildResource makes it, with two OTEL_RESOURCE_ATTRIBUTES) and hands it
 // to the batch processor, which queues, merges and encodes 512 of them per batch. Items are
@@ -217,7 +201,7 @@ class EncodingExporter final : public infertel::pipeline::TraceExporter {
 void BM_EntrySpansThroughQueue(benchmark::State& state) {
   const Exchange ex = MakeExchange();
   std::vector<infertel::pipeline::TraceBatchProcessor::ExporterPtr> exporters;
-  exporters.push_back(std::make_unique<EncodingExporter>());
+  exporters.push_back(std::make_unique<infertel::bench::EncodingExporter>());
   infertel::pipeline::BatchOptions bo;
   bo.max_queue_items = 1 << 20;  // nothing dropped: every span is encoded
   infertel::pipeline::TraceBatchProcessor processor(std::move(exporters), bo);

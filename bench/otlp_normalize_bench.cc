@@ -7,7 +7,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "core/ids.h"
 #include "core/semconv.h"
 #include "core/telemetry.h"
+#include "encoding_exporter.h"
 #include "engines/assembler.h"
 #include "engines/vllm/vllm_spans.h"
 #include "pipeline/batch_processor.h"
@@ -71,22 +71,6 @@ class CountingSink final : public pipeline::TraceSink {
     r = {};  // released here, as the next stage would
   }
   std::size_t spans = 0;
-};
-
-// Encodes each batch as the gRPC exporter's codec does, and sends nothing.
-class EncodingExporter final : public pipeline::TraceExporter {
- public:
-  std::string_view Name() const noexcept override { return "encode"; }
-  pipeline::ExportResult Export(const TracesRequest& r) noexcept override {
-    buf_.clear();
-    r.SerializeToString(&buf_);
-    bytes.fetch_add(buf_.size(), std::memory_order_relaxed);
-    return pipeline::ExportResult::Ok();
-  }
-  std::atomic<std::size_t> bytes{0};
-
- private:
-  std::string buf_;
 };
 
 // Receiver: decoding one request of 512 spans from the wire.
@@ -222,8 +206,8 @@ BENCHMARK(BM_RequestCopy512);
 void BM_PipelineNoTransport512(benchmark::State& state) {
   const std::string wire = SenderRequest(kBatch).SerializeAsString();
   std::vector<pipeline::TraceBatchProcessor::ExporterPtr> exporters;
-  auto enc = std::make_unique<EncodingExporter>();
-  EncodingExporter* encoder = enc.get();
+  auto enc = std::make_unique<infertel::bench::EncodingExporter>();
+  infertel::bench::EncodingExporter* encoder = enc.get();
   exporters.push_back(std::move(enc));
   pipeline::BatchOptions bo;
   bo.max_queue_items = 1 << 20;  // nothing dropped: every span is encoded
