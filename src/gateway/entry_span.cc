@@ -137,18 +137,16 @@ constexpr std::size_t kEntrySpanArenaBlock = 4096;
 }  // namespace
 
 EntrySpanEmitter::EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource)
-    : sink_(sink), header_memory_(std::make_shared<pipeline::Memory>()) {
-  auto* header = google::protobuf::Arena::CreateMessage<TracesRequest>(header_memory_->arena());
-  auto* rs = header->add_resource_spans();
+    : sink_(sink), header_(pipeline::Held<TracesRequest>::Make()) {
+  auto* rs = header_.request->add_resource_spans();
   *rs->mutable_resource() = std::move(resource);
   rs->add_scope_spans()->mutable_scope()->set_name(std::string(semconv::kAgentScopeName));
-  header_ = header;
 }
 
 void EntrySpanEmitter::OnExchangeFinished(const Exchange& ex) noexcept {
   auto held = pipeline::Held<TracesRequest>::Make(kEntrySpanArenaBlock);
-  held.memory->Keep(header_memory_);
-  const auto& header_rs = header_->resource_spans(0);
+  held.memory->Keep(header_.memory);
+  const auto& header_rs = header_.request->resource_spans(0);
   auto* rs = pipeline::AddBorrowed(held.request->mutable_resource_spans(), header_rs);
   auto* ss = pipeline::AddBorrowed(rs->mutable_scope_spans(), header_rs.scope_spans(0));
   EngineFacts facts;

@@ -43,10 +43,9 @@ class EntrySpanEmitter : public ExchangeListener {
 
  private:
   pipeline::TraceSink* sink_;
-  // A request holding the one resource block and its one scope block that every entry span's
-  // request borrows; never changed after construction.
-  std::shared_ptr<pipeline::Memory> header_memory_;
-  const TracesRequest* header_ = nullptr;
+  // The one resource block, with its one scope block, that every entry span's request
+  // borrows; never changed after construction.
+  pipeline::Held<TracesRequest> header_;
   std::mutex facts_mu_;  // guards facts_; written once per upstream, read per SGLang exchange
   std::map<std::string, EngineFacts, std::less<>> facts_;
 };

@@ -207,7 +207,7 @@ struct Gateway::Impl {
   GatewayStats& stats() { return gw->stats_; }
 
   Task<void> AcceptLoop(std::size_t upstream_index);
-  Task<void> Session(std::size_t ui, Worker* w, WorkerSocket socket);
+  Task<void> Session(std::size_t ui, Worker* w, WorkerSocket client);
   // Returns true when the client connection may carry another request.
   Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
                        bhttp::request<bhttp::string_body>& req);
@@ -356,9 +356,8 @@ Task<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
   }
 }
 
-Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket socket) {
+Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client) {
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
-  WorkerSocket& client = socket;
   Deadline deadline(&w->deadlines, &client);
   beast::flat_buffer buffer;
   buffer.reserve(2048);  // a typical request in one or two reads, 2 KiB per connection

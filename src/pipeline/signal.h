@@ -149,14 +149,14 @@ class Merger {
     std::string key;
     std::vector<std::string> scopes;
   };
-  // The header object a block of dst_ points at and the block's schema URL: equal pointers
-  // mean equal headers.
+  // True when block `b` has a header and it is the very object block `a` points at, under
+  // the same schema URL: then the headers are equal without comparing their bytes.
   template <typename B>
   static bool SameHeader(const B& a, const B& b) {
-    if constexpr (requires { a.resource(); }) {
-      return &a.resource() == &b.resource() && a.schema_url() == b.schema_url();
+    if constexpr (requires { b.resource(); }) {
+      return b.has_resource() && &a.resource() == &b.resource() && a.schema_url() == b.schema_url();
     } else {
-      return &a.scope() == &b.scope() && a.schema_url() == b.schema_url();
+      return b.has_scope() && &a.scope() == &b.scope() && a.schema_url() == b.schema_url();
     }
   }
   // A resource block's entry: its key and its scopes' keys.
@@ -172,7 +172,7 @@ class Merger {
   std::pair<std::size_t, bool> FindResource(const ResourceBlock& rs) {
     const auto& dst_res = *T::Resources(dst_);
     for (std::size_t r = 0; r < blocks_.size(); ++r)
-      if (SameHeader(dst_res[static_cast<int>(r)], rs) && rs.has_resource()) return {r, false};
+      if (SameHeader(dst_res[static_cast<int>(r)], rs)) return {r, false};
     std::string key = Key(rs.resource(), rs.schema_url());
     for (std::size_t r = 0; r < blocks_.size(); ++r)
       if (blocks_[r].key == key) return {r, false};
@@ -185,7 +185,7 @@ class Merger {
     std::vector<std::string>& scope_keys = blocks_[r].scopes;
     const auto& dst_scopes = T::Scopes((*T::Resources(dst_))[static_cast<int>(r)]);
     for (std::size_t j = 0; j < scope_keys.size(); ++j)
-      if (SameHeader(dst_scopes[static_cast<int>(j)], ss) && ss.has_scope()) return {j, false};
+      if (SameHeader(dst_scopes[static_cast<int>(j)], ss)) return {j, false};
     std::string key = Key(ss.scope(), ss.schema_url());
     for (std::size_t j = 0; j < scope_keys.size(); ++j)
       if (scope_keys[j] == key) return {j, false};

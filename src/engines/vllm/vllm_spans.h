@@ -9,12 +9,11 @@
 
 #include <google/protobuf/arena.h>
 
+#include <array>
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <array>
 #include <string_view>
+#include <vector>
 
 #include "core/telemetry.h"
 #include "engines/join.h"
