@@ -82,6 +82,13 @@ thread_share() {
              for (n in d) if (d[n] > 0 && t > 0) printf "%s=%.0f%%\n", n, 100 * d[n] / t }' "$1" "$2" |
     sort -t= -k2 -rn | tr '\n' ' '
 }
+# thread_us_per_item BEFORE AFTER ITEMS: each thread name's CPU between two thread_ticks
+# snapshots in microseconds per item, largest first: "assembler=2.10 traces:otlp_grpc=2.75 ..."
+thread_us_per_item() {
+  awk -v n="$3" -v k="$(getconf CLK_TCK)" 'NR == FNR { b[$1] += $2; next } { a[$1] += $2 }
+       END { for (t in a) { d = a[t] - b[t]; if (d > 0 && n > 0) printf "%s=%.2f\n", t, 1e6 * d / k / n } }' "$1" "$2" |
+    sort -t= -k2 -rn | tr '\n' ' '
+}
 rss_kib() { awk '/^'"$2"':/ { print $2 }' "/proc/$1/status"; }  # rss_kib PID VmRSS|VmHWM
 
 # result_field FILE KEY [PREFIX]: the value of KEY=... on the last line starting with PREFIX

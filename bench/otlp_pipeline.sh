@@ -102,6 +102,7 @@ run_max() {  # run_max MODE
   i1=$(metric "$AGENT_ADMIN" infertel_receiver_items)
   thread_ticks "$AGENT_PID" >"$TMP/threads1-$mode"
   R[$mode.threads]=$(thread_share "$TMP/threads0-$mode" "$TMP/threads1-$mode")
+  R[$mode.thread_us]=$(thread_us_per_item "$TMP/threads0-$mode" "$TMP/threads1-$mode" $((i1 - i0)))
   wait "$sender" || echo "otlp bench: sender reported errors ($mode)" >&2
   sleep 0.5
   R[$mode.max_send]=$(awk '/^RESULT send/ { for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) { sub("rate=", "", $i); print $i } }' "$TMP/send-max-$mode.log")
@@ -171,6 +172,8 @@ echo "spans in per CPU-second, each round (normalize): ${PER_CORE[normalize.in]}
 echo "spans in per CPU-second, each round (pass-through): ${PER_CORE[passthrough.in]}"
 echo "agent CPU by thread, max run (normalize): ${R[normalize.threads]}"
 echo "agent CPU by thread, max run (pass-through): ${R[passthrough.threads]}"
+echo "agent CPU per span in by thread, µs, max run (normalize): ${R[normalize.thread_us]}"
+echo "agent CPU per span in by thread, µs, max run (pass-through): ${R[passthrough.thread_us]}"
 echo
 printf '%-44s %14s %14s\n' "" normalize pass-through
 printf '%-44s %14s %14s\n' "sender rate, spans/s (as fast as possible)" "${R[normalize.max_send]}" "${R[passthrough.max_send]}"
