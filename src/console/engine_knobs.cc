@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "console/layered_config.h"
 #include "core/thread_name.h"
 
@@ -20,6 +22,7 @@ class VllmKnobs final : public EngineKnobs {
     *error = VllmUnsupportedReason(key);
     return false;
   }
+  bool Answers(std::string*) override { return true; }  // never holds a value of ours
 };
 
 }  // namespace
@@ -54,8 +57,12 @@ std::string VllmUnsupportedReason(config::Key key) {
 std::unique_ptr<EngineKnobs> MakeVllmKnobs() { return std::make_unique<VllmKnobs>(); }
 
 KnobController::KnobController(std::vector<KnobTarget> targets,
-                               std::chrono::milliseconds retry_interval)
-    : targets_(std::move(targets)), retry_interval_(retry_interval) {
+                               std::chrono::milliseconds retry_interval,
+                               std::chrono::milliseconds check_interval)
+    : targets_(std::move(targets)),
+      retry_interval_(retry_interval),
+      check_interval_(check_interval),
+      silent_(targets_.size(), false) {
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const auto& t = targets_[i];
     for (const auto& spec : config::AllKeys()) {
@@ -112,17 +119,28 @@ bool KnobController::WaitIdle(std::chrono::milliseconds timeout) {
 }
 
 void KnobController::Run() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
+  auto next_check = Clock::now() + check_interval_;
+  auto retry_at = Clock::time_point::max();
   for (;;) {
     auto wake = [&] { return stop_ || pending_ != nullptr; };
-    if (retrying_) {
-      cv_.wait_for(lock, retry_interval_, wake);
-    } else {
-      cv_.wait(lock, wake);
-    }
+    cv_.wait_until(lock, retrying_ ? std::min(next_check, retry_at) : next_check, wake);
     if (stop_) return;
+    const auto now = Clock::now();
+    bool pass = pending_ != nullptr || (retrying_ && now >= retry_at);
     if (pending_) current_ = std::move(pending_);
-    if (!current_) continue;
+    if (now >= next_check) {
+      next_check = now + check_interval_;
+      busy_ = true;
+      lock.unlock();
+      const bool answers_again = CheckEngines();
+      lock.lock();
+      busy_ = false;
+      pass = pass || answers_again;
+      cv_.notify_all();  // WaitIdle
+    }
+    if (!pass || !current_) continue;
     auto settings = current_;
     busy_ = true;
     lock.unlock();
@@ -130,8 +148,58 @@ void KnobController::Run() {
     lock.lock();
     busy_ = false;
     retrying_ = retry;
+    retry_at = Clock::now() + retry_interval_;
     cv_.notify_all();  // WaitIdle
   }
+}
+
+bool KnobController::CheckEngines() {
+  std::vector<bool> holding(targets_.size(), false);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, slot] : slots_)
+      if (slot.holding) holding[id.first] = true;
+  }
+  bool answers_again = false;
+  for (std::size_t t = 0; t < targets_.size(); ++t) {
+    if (!holding[t]) {
+      silent_[t] = false;  // nothing of ours there: nothing to put back
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return false;
+    }
+    std::string err;
+    const bool answers = targets_[t].knobs->Answers(&err);
+    if (answers != silent_[t]) continue;  // as at the last check
+    silent_[t] = !answers;
+    const std::int64_t now_ms = NowUnixMs();
+    std::lock_guard lock(mu_);
+    if (!answers) {
+      spdlog::warn(
+          "console: upstream {} does not answer ({}); the console's engine settings will be "
+          "applied to it again when it does",
+          targets_[t].upstream, err);
+    } else {
+      spdlog::info(
+          "console: upstream {} answers again and may have restarted with its own settings; "
+          "applying the console's engine settings again",
+          targets_[t].upstream);
+      answers_again = true;
+    }
+    for (auto& [id, slot] : slots_) {
+      if (id.first != t || !slot.holding) continue;
+      if (!answers) {
+        slot.state.status = "error";
+        slot.state.error = "the engine does not answer (" + err + "); applied again when it does";
+      } else {
+        slot.reassert = true;
+      }
+      slot.state.updated_ms = now_ms;
+    }
+  }
+  return answers_again;
 }
 
 bool KnobController::Pass(const config::Settings& settings) {
@@ -170,7 +238,8 @@ bool KnobController::Handle(std::size_t target, config::Key key, const config::S
   bool retry = false;
   std::string err;
   if (want) {
-    if (slot.state.status == "applied" && slot.state.applied == want) return false;
+    if (slot.state.status == "applied" && slot.state.applied == want && !slot.reassert)
+      return false;
     if (!slot.holding) {
       auto original = knobs.ReadOriginal(key, &err);
       if (original) {
@@ -188,6 +257,7 @@ bool KnobController::Handle(std::size_t target, config::Key key, const config::S
         slot.state.status = "applied";
         slot.state.applied = want;
         slot.state.error.clear();
+        slot.reassert = false;
         spdlog::info("console: {} = {} applied to upstream {} (engine's original {})", name,
                      config::FormatValue(*want), slot.state.upstream,
                      config::FormatValue(*slot.state.original));
@@ -208,6 +278,7 @@ bool KnobController::Handle(std::size_t target, config::Key key, const config::S
       spdlog::info("console: {} restored to the engine's original {} on upstream {}", name,
                    config::FormatValue(*slot.state.original), slot.state.upstream);
       slot.holding = false;
+      slot.reassert = false;
       slot.state.status = "engine";
       slot.state.applied.reset();
       slot.state.original.reset();

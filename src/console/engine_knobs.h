@@ -3,6 +3,11 @@
 // SGLang's trace level). On the first override the engine's own value is read and kept; when
 // the console no longer sets the key, that original is written back.
 //
+// An engine that restarts starts again from its own settings, and nothing tells the agent. So
+// while a value of the console's is set on an engine, the controller asks every few seconds
+// whether the engine still answers; once it answers again after it did not, every value of
+// the console's is applied to it again. The originals stay those read at the first override.
+//
 // EngineKnobs is what one engine can do; KnobController applies the settings to every
 // upstream on its own worker thread, off the data path, and keeps what happened for
 // GET /api/config.
@@ -43,6 +48,9 @@ class EngineKnobs {
   virtual std::optional<Original> ReadOriginal(config::Key key, std::string* error) = 0;
   // Sets `key` to `value` on the engine.
   virtual bool Apply(config::Key key, const config::Value& value, std::string* error) = 0;
+  // Whether the engine answers now; *error says why not. Asked only while a value of the
+  // console's is set on it.
+  virtual bool Answers(std::string* error) = 0;
 };
 
 // Why `key` cannot be applied to a vLLM engine from outside; empty for keys that are not vLLM
@@ -75,8 +83,12 @@ struct KnobState {
 
 class KnobController {
  public:
+  // `check_interval`: how often an engine holding a value of the console's is asked whether
+  // it answers. A restart shorter than that goes unnoticed; an LLM engine takes far longer
+  // to load its model.
   explicit KnobController(std::vector<KnobTarget> targets,
-                          std::chrono::milliseconds retry_interval = std::chrono::seconds(2));
+                          std::chrono::milliseconds retry_interval = std::chrono::seconds(2),
+                          std::chrono::milliseconds check_interval = std::chrono::seconds(5));
   ~KnobController();
   KnobController(const KnobController&) = delete;
   KnobController& operator=(const KnobController&) = delete;
@@ -101,14 +113,22 @@ class KnobController {
     // True from the first override (original recorded, the engine may hold our value) until
     // the original is written back.
     bool holding = false;
+    // The engine answered again after it did not: it may have restarted with its own values,
+    // so ours is applied again (or the original restored) even where it was already.
+    bool reassert = false;
   };
   void Run();
+  // Asks every engine holding a value of ours whether it answers; returns true when one
+  // answers again after it did not (its slots are then marked `reassert`).
+  bool CheckEngines();
   // One pass over every target and key; returns true when something must be retried.
   bool Pass(const config::Settings& settings);
   bool Handle(std::size_t target, config::Key key, const config::Settings& settings);
 
   std::vector<KnobTarget> targets_;  // worker-owned after Start
   const std::chrono::milliseconds retry_interval_;
+  const std::chrono::milliseconds check_interval_;
+  std::vector<bool> silent_;  // worker-owned: per target, did not answer at the last check
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

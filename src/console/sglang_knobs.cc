@@ -82,6 +82,12 @@ class SglangKnobs final : public EngineKnobs {
     }
   }
 
+  // /server_info rather than /health: SGLang's /health runs a one-token generation.
+  bool Answers(std::string* error) override {
+    cached_.reset();
+    return sg::FetchServerInfo(base_, error).has_value();
+  }
+
  private:
   // One /server_info read serves the knobs of one pass.
   const sg::ServerInfo* Info(std::string* error) {

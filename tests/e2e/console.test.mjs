@@ -457,6 +457,38 @@ describe('SGLang engine knobs', () => {
     assert.equal(after.engines[0].applied, null);
   });
 
+  test('an engine that restarts gets the console values again, its original kept', async () => {
+    const before = await stats();
+    assert.equal((await send('PUT', `${agent.adminUrl}/api/config/${SGL_TRACE}`, { value: 1 })).status, 200);
+    assert.ok(await pollUntil(async () => (await stats()).trace_level === 1, { timeoutMs: 5000 }), 'applied');
+
+    // Stop the engine and start a new one on the same address: it begins at its own level.
+    const port = new URL(sim.url).port;
+    await stopAll(sim);
+    const away = await pollUntil(async () => {
+      const k = await key(SGL_TRACE);
+      return k.engines[0].status === 'error' ? k : null;
+    }, { timeoutMs: 15000, intervalMs: 200 });
+    assert.ok(away, 'the engine that stopped answering is reported');
+    assert.match(away.engines[0].error, /does not answer/);
+    sim = await startInfertel(['sim', '--engine', 'sglang', '--listen', `127.0.0.1:${port}`, '--model', 'e2e-console/sgl', '--seed', '9', '--speed', '20'], {
+      name: 'sim-sglang-restarted',
+      waitFor: { url: /^infertel sim: listening on (http:\/\/[0-9.]+:[0-9]+)/ },
+    });
+    sim.url = sim.urls.url;
+    const reapplied = await pollUntil(async () => (await stats()).trace_level === 1, { timeoutMs: 15000, intervalMs: 200 });
+    assert.ok(reapplied, `the restarted engine got the console's level again: ${JSON.stringify(await stats())}`);
+    const k = await pollUntil(async () => {
+      const v = await key(SGL_TRACE);
+      return v.engines[0].status === 'applied' ? v : null;
+    });
+    assert.ok(k);
+    assert.deepEqual([k.engines[0].applied, k.engines[0].original, k.engines[0].error ?? ''], [1, before.trace_level, '']);
+
+    assert.equal((await send('DELETE', `${agent.adminUrl}/api/config/${SGL_TRACE}`)).status, 200);
+    assert.ok(await pollUntil(async () => (await stats()).trace_level === before.trace_level, { timeoutMs: 5000 }), 'restored');
+  });
+
   test('an engine that cannot be reached shows the error in GET /api/config', async () => {
     const port = await closedPort();
     const lonely = await startSglangAgent(`http://127.0.0.1:${port}`);

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "console/engine_knobs.h"
 #include "console/sglang_knobs.h"
@@ -25,6 +27,8 @@ class FakeKnobs final : public EngineKnobs {
     std::vector<std::string> calls;
     bool fail_reads = false;
     bool fail_applies = false;
+    bool down = false;  // the engine does not answer at all (stopped, restarting)
+    int answers_asked = 0;
   };
   explicit FakeKnobs(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
   config::Engine engine() const override { return config::Engine::kSglang; }
@@ -32,7 +36,7 @@ class FakeKnobs final : public EngineKnobs {
   std::optional<Original> ReadOriginal(Key key, std::string* error) override {
     std::lock_guard lock(s_->mu);
     s_->calls.push_back("read " + std::string(config::Spec(key).console_key));
-    if (s_->fail_reads) {
+    if (s_->fail_reads || s_->down) {
       *error = "engine down";
       return std::nullopt;
     }
@@ -41,12 +45,18 @@ class FakeKnobs final : public EngineKnobs {
   bool Apply(Key key, const Value& v, std::string* error) override {
     std::lock_guard lock(s_->mu);
     s_->calls.push_back("apply " + config::FormatValue(v));
-    if (s_->fail_applies) {
+    if (s_->fail_applies || s_->down) {
       *error = "refused";
       return false;
     }
     s_->engine[key] = v;
     return true;
+  }
+  bool Answers(std::string* error) override {
+    std::lock_guard lock(s_->mu);
+    ++s_->answers_asked;
+    if (s_->down) *error = "connection refused";
+    return !s_->down;
   }
 
  private:
@@ -128,6 +138,130 @@ TEST(KnobControllerTest, FailuresAreShownAndRetried) {
   EXPECT_EQ(st.status, "applied");
   EXPECT_TRUE(st.error.empty());
   EXPECT_EQ(st.original, Value{false});
+  c.Stop();
+}
+
+// Polls `done` (under the fake's lock) every 10 ms for up to 3 s.
+template <typename F>
+bool Eventually(FakeKnobs::Shared& s, F done) {
+  for (int i = 0; i < 300; ++i) {
+    {
+      std::lock_guard lock(s.mu);
+      if (done()) return true;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
+  auto shared = std::make_shared<FakeKnobs::Shared>();
+  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  KnobController c(std::move(targets), 30ms, 40ms);
+  c.Start();
+  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  ASSERT_EQ(StateOn(c, Key::kSglangTracingLevel).status, "applied");
+
+  // The engine goes away and comes back with its own level, as a restarted SGLang does.
+  {
+    std::lock_guard lock(shared->mu);
+    shared->down = true;
+    shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  }
+  KnobState st;
+  for (int i = 0; i < 300 && st.status != "error"; ++i) {
+    std::this_thread::sleep_for(10ms);
+    st = StateOn(c, Key::kSglangTracingLevel);
+  }
+  EXPECT_EQ(st.status, "error");
+  EXPECT_NE(st.error.find("does not answer (connection refused)"), std::string::npos) << st.error;
+  EXPECT_EQ(st.original, Value{std::int64_t{3}});
+  {
+    std::lock_guard lock(shared->mu);
+    shared->down = false;
+  }
+  ASSERT_TRUE(Eventually(*shared, [&] {
+    return shared->engine[Key::kSglangTracingLevel] == Value{std::int64_t{1}};
+  })) << "the console's level is applied again";
+  ASSERT_TRUE(c.WaitIdle(2s));
+  st = StateOn(c, Key::kSglangTracingLevel);
+  EXPECT_EQ(st.status, "applied");
+  EXPECT_TRUE(st.error.empty());
+  EXPECT_EQ(st.applied, Value{std::int64_t{1}});
+  EXPECT_EQ(st.original, Value{std::int64_t{3}});  // read once, at the first override
+  {
+    std::lock_guard lock(shared->mu);
+    EXPECT_EQ(std::count(shared->calls.begin(), shared->calls.end(), "apply 1"), 2);
+    EXPECT_EQ(std::count(shared->calls.begin(), shared->calls.end(),
+                         "read otel.instrumentation.sglang.tracing.level"),
+              1);
+  }
+
+  // Still answering: nothing is applied again.
+  std::this_thread::sleep_for(200ms);
+  {
+    std::lock_guard lock(shared->mu);
+    EXPECT_EQ(std::count(shared->calls.begin(), shared->calls.end(), "apply 1"), 2);
+  }
+  c.Stop();
+}
+
+TEST(KnobControllerTest, AnOriginalUnsetWhileTheEngineIsAwayIsRestoredWhenItAnswers) {
+  auto shared = std::make_shared<FakeKnobs::Shared>();
+  shared->engine[Key::kSglangLogRequests] = Value{false};
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  KnobController c(std::move(targets), 30ms, 40ms);
+  c.Start();
+  c.Update(With(Key::kSglangLogRequests, Value{true}));
+  ASSERT_TRUE(c.WaitIdle(2s));
+  {
+    std::lock_guard lock(shared->mu);
+    shared->down = true;  // unreachable for a moment, keeping the console's value
+  }
+  c.Update(config::Settings{});     // the console lets go of the key meanwhile
+  EXPECT_FALSE(c.WaitIdle(200ms));  // the restore is retried
+  EXPECT_EQ(StateOn(c, Key::kSglangLogRequests).status, "error");
+  {
+    std::lock_guard lock(shared->mu);
+    shared->down = false;
+  }
+  ASSERT_TRUE(c.WaitIdle(2s));
+  auto st = StateOn(c, Key::kSglangLogRequests);
+  EXPECT_EQ(st.status, "engine");
+  std::lock_guard lock(shared->mu);
+  EXPECT_EQ(shared->engine[Key::kSglangLogRequests], Value{false});
+  c.Stop();
+}
+
+TEST(KnobControllerTest, OnlyEnginesHoldingAConsoleValueAreAsked) {
+  auto shared = std::make_shared<FakeKnobs::Shared>();
+  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  KnobController c(std::move(targets), 30ms, 20ms);
+  c.Start();
+  c.Update(config::Settings{});
+  std::this_thread::sleep_for(150ms);
+  {
+    std::lock_guard lock(shared->mu);
+    EXPECT_EQ(shared->answers_asked, 0);
+  }
+  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  ASSERT_TRUE(Eventually(*shared, [&] { return shared->answers_asked >= 2; }));
+  c.Update(config::Settings{});  // restored: nothing of ours left on the engine
+  ASSERT_TRUE(c.WaitIdle(2s));
+  int asked = 0;
+  {
+    std::lock_guard lock(shared->mu);
+    asked = shared->answers_asked;
+  }
+  std::this_thread::sleep_for(150ms);
+  std::lock_guard lock(shared->mu);
+  EXPECT_LE(shared->answers_asked, asked + 1);  // at most a check already under way
   c.Stop();
 }
 
@@ -286,6 +420,16 @@ TEST(SglangKnobsTest, AppliesAndRestoresOverHttp) {
   EXPECT_EQ(sg.trace_level(), 3);
   EXPECT_EQ(sg.log_level(), "INFO");
   c.Stop();
+}
+
+TEST(SglangKnobsTest, AnswersMeansServerInfoAnswers) {
+  FakeSglang sg;
+  std::string error;
+  EXPECT_TRUE(MakeSglangKnobs(sg.url())->Answers(&error)) << error;
+  EXPECT_EQ(sg.log(), (std::vector<std::string>{"GET /server_info"}));
+  auto gone = MakeSglangKnobs(*http::ParseUrl("http://127.0.0.1:1"));
+  EXPECT_FALSE(gone->Answers(&error));
+  EXPECT_FALSE(error.empty());
 }
 
 TEST(SglangKnobsTest, ReportedTraceLevelIsTheOriginal) {
