@@ -75,13 +75,22 @@ KnobState StateOn(KnobController& c, Key key) {
   return states.empty() ? KnobState{} : states[0];
 }
 
+// A started controller over one fake SGLang engine.
+std::unique_ptr<KnobController> StartOn(const std::shared_ptr<FakeKnobs::Shared>& shared,
+                                        std::chrono::milliseconds retry,
+                                        std::chrono::milliseconds check = 5s) {
+  std::vector<KnobTarget> targets;
+  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
+  auto c = std::make_unique<KnobController>(std::move(targets), retry, check);
+  c->Start();
+  return c;
+}
+
 TEST(KnobControllerTest, RecordsTheOriginalAtTheFirstOverrideAndRestoresIt) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
   shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
-  std::vector<KnobTarget> targets;
-  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
-  KnobController c(std::move(targets), 50ms);
-  c.Start();
+  auto controller = StartOn(shared, 50ms);
+  KnobController& c = *controller;
 
   // Unset (default source): the engine is left alone.
   c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{3}}, Source::kDefault));
@@ -120,10 +129,8 @@ TEST(KnobControllerTest, FailuresAreShownAndRetried) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
   shared->engine[Key::kSglangLogRequests] = Value{false};
   shared->fail_reads = true;
-  std::vector<KnobTarget> targets;
-  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
-  KnobController c(std::move(targets), 30ms);
-  c.Start();
+  auto controller = StartOn(shared, 30ms);
+  KnobController& c = *controller;
   c.Update(With(Key::kSglangLogRequests, Value{true}));
   EXPECT_FALSE(c.WaitIdle(200ms));  // still retrying
   auto st = StateOn(c, Key::kSglangLogRequests);
@@ -157,10 +164,8 @@ bool Eventually(FakeKnobs::Shared& s, F done) {
 TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
   shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
-  std::vector<KnobTarget> targets;
-  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
-  KnobController c(std::move(targets), 30ms, 40ms);
-  c.Start();
+  auto controller = StartOn(shared, 30ms, 40ms);
+  KnobController& c = *controller;
   c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
   ASSERT_TRUE(c.WaitIdle(2s));
   ASSERT_EQ(StateOn(c, Key::kSglangTracingLevel).status, "applied");
@@ -212,10 +217,8 @@ TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
 TEST(KnobControllerTest, AnOriginalUnsetWhileTheEngineIsAwayIsRestoredWhenItAnswers) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
   shared->engine[Key::kSglangLogRequests] = Value{false};
-  std::vector<KnobTarget> targets;
-  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
-  KnobController c(std::move(targets), 30ms, 40ms);
-  c.Start();
+  auto controller = StartOn(shared, 30ms, 40ms);
+  KnobController& c = *controller;
   c.Update(With(Key::kSglangLogRequests, Value{true}));
   ASSERT_TRUE(c.WaitIdle(2s));
   {
@@ -240,10 +243,8 @@ TEST(KnobControllerTest, AnOriginalUnsetWhileTheEngineIsAwayIsRestoredWhenItAnsw
 TEST(KnobControllerTest, OnlyEnginesHoldingAConsoleValueAreAsked) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
   shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
-  std::vector<KnobTarget> targets;
-  targets.push_back({"sg", "http://127.0.0.1:1", std::make_unique<FakeKnobs>(shared)});
-  KnobController c(std::move(targets), 30ms, 20ms);
-  c.Start();
+  auto controller = StartOn(shared, 30ms, 20ms);
+  KnobController& c = *controller;
   c.Update(config::Settings{});
   std::this_thread::sleep_for(150ms);
   {
