@@ -306,6 +306,7 @@ bool Gateway::Start(std::string* error) {
     w->ArmSweep();
     w->thread = std::thread([io = &w->io, i] {
       NameThisThread("gateway-io-" + std::to_string(i));
+      AskForShortSlices();  // preempt background threads on wake-up (core/thread_name.h)
       io->run();
     });
   }
@@ -313,6 +314,7 @@ bool Gateway::Start(std::string* error) {
     asio::co_spawn(im.accept_io, im.AcceptLoop(i), asio::detached);
   im.accept_thread = std::thread([&im] {
     NameThisThread("gateway-accept");
+    AskForShortSlices();
     im.accept_io.run();
   });
   return true;
