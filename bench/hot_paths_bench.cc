@@ -1,6 +1,7 @@
 // The gateway's per-request and per-chunk hot paths, each in isolation: request parsing,
 // stream chunk observation, SSE relaying, entry span building, holding it for the export queue
-// and the OTLP encoding of a full export batch. Run: build-*/bench/hot_paths_bench
+// the request metrics, and the OTLP encoding of a full export batch. Run:
+// build-*/bench/hot_paths_bench
 // [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
@@ -20,6 +21,8 @@
 #include "gateway/exchange.h"
 #include "gateway/openai/openai.h"
 #include "gateway/sse_relay.h"
+#include "metrics/request_metrics.h"
+#include "metrics/store.h"
 #include "pipeline/batch_processor.h"
 #include "pipeline/held.h"
 
@@ -149,6 +152,23 @@ void BM_BuildEntrySpan(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BuildEntrySpan)->ArgName("arena")->Arg(0)->Arg(1);
+
+// The request metrics of one finished exchange, as RequestMetrics adds them: the counter
+// deltas with their labels (MeasureExchange), then MetricStore::Add into series that exist
+// already (every exchange after an upstream's first). Arg 0: measuring only; 1: both.
+void BM_RequestMetrics(benchmark::State& state) {
+  Exchange ex = MakeExchange();
+  ex.upstream_name = "vllm-0";
+  infertel::metrics::MetricStore store;
+  store.AddSource("vllm-0", infertel::metrics::MetricScope::kVllm);
+  const bool add = state.range(0) == 1;
+  for (auto _ : state) {
+    auto points = infertel::metrics::MeasureExchange(ex);
+    if (add) store.Add(ex.upstream_name, points);
+    benchmark::DoNotOptimize(points);
+  }
+}
+BENCHMARK(BM_RequestMetrics)->ArgName("add")->Arg(0)->Arg(1);
 
 // `spans` entry spans of `ex` under the agent's resource and scope, as the export queue gets them.
 infertel::TracesRequest EntrySpanRequest(const Exchange& ex, int spans) {

@@ -6,12 +6,34 @@ namespace infertel::metrics {
 
 using Key = std::pair<MetricId, MetricLabels>;
 
+// A point's series looked up without copying its labels into a Key.
+struct KeyRef {
+  MetricId id;
+  const MetricLabels& labels;
+};
+
+// Key order (std::pair's), also against a KeyRef: the gateway adds its counter deltas with
+// find() on the point's own labels, and copies them only for a new series.
+struct KeyLess {
+  using is_transparent = void;
+  static bool Less(MetricId a, const MetricLabels& la, MetricId b, const MetricLabels& lb) {
+    return a != b ? a < b : la < lb;
+  }
+  bool operator()(const Key& a, const Key& b) const { return a < b; }
+  bool operator()(const Key& a, const KeyRef& b) const {
+    return Less(a.first, a.second, b.id, b.labels);
+  }
+  bool operator()(const KeyRef& a, const Key& b) const {
+    return Less(a.id, a.labels, b.first, b.second);
+  }
+};
+
 struct MetricStore::Source {
   std::string name;
   MetricScope engine;
   mutable std::mutex mu;
-  std::map<Key, double> counters;  // guarded by mu
-  std::map<Key, double> gauges;    // guarded by mu
+  std::map<Key, double, KeyLess> counters;  // guarded by mu
+  std::map<Key, double, KeyLess> gauges;    // guarded by mu
 };
 
 MetricStore::MetricStore() = default;
@@ -35,7 +57,12 @@ void MetricStore::Add(std::string_view source, std::span<const MetricPoint> delt
   Source* s = Find(source);
   if (!s) return;
   std::lock_guard lock(s->mu);
-  for (const auto& p : deltas) s->counters[{p.id, p.labels}] += p.value;
+  for (const auto& p : deltas) {
+    if (auto it = s->counters.find(KeyRef{p.id, p.labels}); it != s->counters.end())
+      it->second += p.value;
+    else
+      s->counters.emplace(Key{p.id, p.labels}, p.value);
+  }
 }
 
 void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoint> totals) {
@@ -48,7 +75,7 @@ void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoi
 void MetricStore::ReplaceGauges(std::string_view source, std::vector<MetricPoint> gauges) {
   Source* s = Find(source);
   if (!s) return;
-  std::map<Key, double> next;
+  std::map<Key, double, KeyLess> next;
   for (auto& p : gauges) next[{p.id, std::move(p.labels)}] = p.value;
   std::lock_guard lock(s->mu);
   s->gauges.swap(next);
