@@ -209,8 +209,12 @@ bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
   }
   sqlite3_busy_timeout(db_, 5000);
   if (options.read_only) return true;
+  // An 8 MiB page cache instead of SQLite's 2 MiB: the trace id index takes its inserts at
+  // random places, and with the default cache every batch read many of its pages back from
+  // the file. Measured (docs/performance.md, "The store on the gateway's core"): 9 % less
+  // agent CPU per request with the store, closed loop.
   if (!Exec("PRAGMA journal_mode=WAL", error) || !Exec("PRAGMA synchronous=NORMAL", error) ||
-      !Exec(kSchema, error))
+      !Exec("PRAGMA cache_size=-8192", error) || !Exec(kSchema, error))
     return false;
   insert_span_ = Prepare(kInsertSpan, error);
   insert_log_ = Prepare(kInsertLog, error);

@@ -65,6 +65,9 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
   EXPECT_EQ(store->CountSpans(), 2);
 
   QueryRow(*store, "PRAGMA journal_mode", [](sqlite3_stmt* st) { EXPECT_EQ(Text(st, 0), "wal"); });
+  // An 8 MiB page cache (negative: KiB), so the trace id index stays in memory.
+  QueryRow(*store, "PRAGMA cache_size",
+           [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int64(st, 0), -8192); });
   QueryRow(*store,
            "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
            "end_time_unix_nano, status_code, attributes, events, links, resource, scope, "
