@@ -82,10 +82,11 @@ class SglangKnobs final : public EngineKnobs {
     }
   }
 
-  // /server_info rather than /health: SGLang's /health runs a one-token generation.
+  // /server_info rather than /health: SGLang's /health runs a one-token generation. Read
+  // afresh, and kept for the pass that may follow.
   bool Answers(std::string* error) override {
     cached_.reset();
-    return sg::FetchServerInfo(base_, error).has_value();
+    return Info(error) != nullptr;
   }
 
  private:

@@ -6,6 +6,8 @@ namespace infertel::metrics {
 
 using Key = std::pair<MetricId, MetricLabels>;
 
+namespace {
+
 // A point's series looked up without copying its labels into a Key.
 struct KeyRef {
   MetricId id;
@@ -28,12 +30,22 @@ struct KeyLess {
   }
 };
 
+using Series = std::map<Key, double, KeyLess>;
+
+// The value of `p`'s series in `m`, made (at 0) when new; labels are copied only then.
+double& ValueOf(Series& m, const MetricPoint& p) {
+  if (auto it = m.find(KeyRef{p.id, p.labels}); it != m.end()) return it->second;
+  return m.emplace(Key{p.id, p.labels}, 0.0).first->second;
+}
+
+}  // namespace
+
 struct MetricStore::Source {
   std::string name;
   MetricScope engine;
   mutable std::mutex mu;
-  std::map<Key, double, KeyLess> counters;  // guarded by mu
-  std::map<Key, double, KeyLess> gauges;    // guarded by mu
+  Series counters;  // guarded by mu
+  Series gauges;    // guarded by mu
 };
 
 MetricStore::MetricStore() = default;
@@ -57,25 +69,20 @@ void MetricStore::Add(std::string_view source, std::span<const MetricPoint> delt
   Source* s = Find(source);
   if (!s) return;
   std::lock_guard lock(s->mu);
-  for (const auto& p : deltas) {
-    if (auto it = s->counters.find(KeyRef{p.id, p.labels}); it != s->counters.end())
-      it->second += p.value;
-    else
-      s->counters.emplace(Key{p.id, p.labels}, p.value);
-  }
+  for (const auto& p : deltas) ValueOf(s->counters, p) += p.value;
 }
 
 void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoint> totals) {
   Source* s = Find(source);
   if (!s) return;
   std::lock_guard lock(s->mu);
-  for (const auto& p : totals) s->counters[{p.id, p.labels}] = p.value;
+  for (const auto& p : totals) ValueOf(s->counters, p) = p.value;
 }
 
 void MetricStore::ReplaceGauges(std::string_view source, std::vector<MetricPoint> gauges) {
   Source* s = Find(source);
   if (!s) return;
-  std::map<Key, double, KeyLess> next;
+  Series next;
   for (auto& p : gauges) next[{p.id, std::move(p.labels)}] = p.value;
   std::lock_guard lock(s->mu);
   s->gauges.swap(next);
