@@ -91,6 +91,8 @@ class BatchProcessor final : public Sink<Request> {
       auto lane = std::make_unique<Lane>();
       lane->exporter = std::move(e);
       lane->stats = std::make_shared<ExporterStats>();
+      // Yields are allowed while less than one batch waits behind the export in progress.
+      lane->exporter->UsePacer(Pacer(&lane->stats->queue_items, options_.max_batch_items));
       if (stats != nullptr)
         RegisterExporterStats(*stats, lane->exporter->Name(), SignalTraits<Request>::kName,
                               lane->stats);
@@ -245,8 +247,8 @@ class BatchProcessor final : public Sink<Request> {
   };
 
   struct Lane {
+    std::shared_ptr<ExporterStats> stats;  // before the exporter, whose pacer reads it
     ExporterPtr exporter;
-    std::shared_ptr<ExporterStats> stats;
     std::thread thread;
     std::mutex mu;                    // guards everything below
     std::condition_variable cv;       // work arrived, flush or stop

@@ -10,6 +10,7 @@
 
 #include "core/telemetry.h"
 #include "pipeline/held.h"
+#include "pipeline/pacer.h"
 
 namespace infertel::pipeline {
 
@@ -41,6 +42,10 @@ class Exporter {
   virtual ExportResult Export(const Request& request) noexcept = 0;
   // Flushes and releases resources; no Export() follows.
   virtual void Shutdown() noexcept {}
+  // Called once by the lane before its first Export(), with a pacer watching the lane's queue.
+  // An exporter whose Export() is long stretches of its own CPU (the store) calls it between
+  // items; one that mostly waits on the network ignores it.
+  virtual void UsePacer(Pacer /*pacer*/) noexcept {}
 };
 
 // Accepts requests from any thread without blocking. Overflow drops the oldest queued

@@ -267,7 +267,14 @@ sqlite3_stmt* SqliteStore::Prepare(const char* sql, std::string* error) {
   return s;
 }
 
+int SqliteStore::StepRow(sqlite3_stmt* s) {
+  const int rc = Step(s);
+  pacer_.Between();
+  return rc;
+}
+
 bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error, bool* busy) {
+  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_span_;
     for (const auto& rs : request.resource_spans()) {
@@ -291,7 +298,7 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
           BindText(s, 14, ss.scope().name());
           BindText(s, 15, service);
           sqlite3_bind_int64(s, 16, span.dropped_events_count());
-          if (int rc = Step(s); rc != SQLITE_OK) return rc;
+          if (int rc = StepRow(s); rc != SQLITE_OK) return rc;
         }
       }
     }
@@ -300,6 +307,7 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
 }
 
 bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, bool* busy) {
+  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_log_;
     for (const auto& rl : request.resource_logs()) {
@@ -326,7 +334,7 @@ bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, boo
           BindText(s, 10, resource);
           BindText(s, 11, sl.scope().name());
           BindText(s, 12, service);
-          if (int rc = Step(s); rc != SQLITE_OK) return rc;
+          if (int rc = StepRow(s); rc != SQLITE_OK) return rc;
         }
       }
     }
@@ -335,6 +343,7 @@ bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, boo
 }
 
 bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* error, bool* busy) {
+  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = upsert_metric_;
     for (const auto& rm : request.resource_metrics()) {
@@ -357,7 +366,7 @@ bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* erro
               sqlite3_bind_double(s, 5, static_cast<double>(p.as_int()));
             else
               sqlite3_bind_double(s, 5, p.as_double());
-            return Step(s);
+            return StepRow(s);
           };
           int rc = SQLITE_OK;
           switch (m.data_case()) {
@@ -385,7 +394,7 @@ bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* erro
                                  p.bucket_counts(i));
                 data += "]}";
                 BindText(s, 7, data);
-                if ((rc = Step(s)) != SQLITE_OK) return rc;
+                if ((rc = StepRow(s)) != SQLITE_OK) return rc;
               }
               break;
             case otlp_metrics::Metric::kExponentialHistogram:
@@ -393,7 +402,7 @@ bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* erro
                 bind_common("exponential_histogram", p);
                 if (p.has_sum()) sqlite3_bind_double(s, 5, p.sum());
                 BindU64(s, 6, p.count());
-                if ((rc = Step(s)) != SQLITE_OK) return rc;
+                if ((rc = StepRow(s)) != SQLITE_OK) return rc;
               }
               break;
             case otlp_metrics::Metric::kSummary:
@@ -412,7 +421,7 @@ bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* erro
                 }
                 data += "]}";
                 BindText(s, 7, data);
-                if ((rc = Step(s)) != SQLITE_OK) return rc;
+                if ((rc = StepRow(s)) != SQLITE_OK) return rc;
               }
               break;
             default:
@@ -545,6 +554,7 @@ class StoreExporter final : public pipeline::Exporter<Request> {
   }
 
   void Shutdown() noexcept override { store_.reset(); }
+  void UsePacer(pipeline::Pacer pacer) noexcept override { store_->SetPacer(pacer); }
 
  private:
   void MaybeCleanup() {

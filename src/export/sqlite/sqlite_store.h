@@ -81,6 +81,7 @@
 
 #include "core/telemetry.h"
 #include "pipeline/exporter.h"
+#include "pipeline/pacer.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -148,6 +149,11 @@ class SqliteStore {
   std::int64_t CountLogs();
   std::int64_t CountMetrics();
 
+  // Lets the inserts above give the core up between rows (see pipeline/pacer.h); by default
+  // they never do.
+  void SetPacer(pipeline::Pacer pacer) { pacer_ = pacer; }
+  const pipeline::Pacer& pacer() const { return pacer_; }
+
   sqlite3* handle() { return db_; }
   const StoreOptions& options() const { return options_; }
 
@@ -155,12 +161,15 @@ class SqliteStore {
   std::int64_t Count(const char* sql);
   bool Exec(const char* sql, std::string* error);
   sqlite3_stmt* Prepare(const char* sql, std::string* error);
+  // Steps an insert, then lets the pacer yield.
+  int StepRow(sqlite3_stmt* s);
 
   StoreOptions options_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_span_ = nullptr;
   sqlite3_stmt* insert_log_ = nullptr;
   sqlite3_stmt* upsert_metric_ = nullptr;
+  pipeline::Pacer pacer_;
 };
 
 // Exporters writing into their own SqliteStore connection (opened here, used by the exporter

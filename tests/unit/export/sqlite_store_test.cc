@@ -1,9 +1,11 @@
 #include "export/sqlite/sqlite_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "core/clock.h"
@@ -126,6 +128,44 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
            "SELECT json_extract(attributes, '$.\"gen_ai.usage.input_tokens\"') FROM spans "
            "WHERE name = 'chat m'",
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 42); });
+}
+
+// The store lets its pacer yield between rows, and only between rows: every insert of a
+// request gives it one chance per row (spans, log records, metric points).
+TEST_F(SqliteStoreTest, InsertsLetThePacerYieldBetweenRows) {
+  auto store = OpenStore();
+  std::atomic<std::uint64_t> queued{0};
+  store->SetPacer(pipeline::Pacer(&queued, 1, std::chrono::nanoseconds(0)));
+  TracesRequest spans;
+  for (int i = 0; i < 20; ++i) AddSpan(&spans, fmt::format("{:016x}", i + 1), "", "s", 1, 2);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(spans, &error)) << error;
+  EXPECT_EQ(store->pacer().yields(), 20u);
+
+  LogsRequest logs;
+  auto* sl = logs.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < 5; ++i) sl->add_log_records()->set_observed_time_unix_nano(i + 1);
+  ASSERT_TRUE(store->InsertLogs(logs, &error)) << error;
+  EXPECT_EQ(store->pacer().yields(), 25u);
+
+  MetricsRequest metrics;
+  auto* m = metrics.add_resource_metrics()->add_scope_metrics()->add_metrics();
+  m->set_name("vllm:num_requests_running");
+  for (int i = 0; i < 3; ++i) {
+    auto* p = m->mutable_gauge()->add_data_points();
+    p->set_as_double(i);
+    AddAttr(p->mutable_attributes(), "engine", std::to_string(i));
+  }
+  ASSERT_TRUE(store->UpsertMetrics(metrics, &error)) << error;
+  EXPECT_EQ(store->pacer().yields(), 28u);
+
+  // A backlog behind the lane: no yield at all, and every row still written.
+  queued = 1;
+  TracesRequest more;
+  for (int i = 0; i < 20; ++i) AddSpan(&more, fmt::format("{:016x}", i + 100), "", "s", 1, 2);
+  ASSERT_TRUE(store->InsertTraces(more, &error)) << error;
+  EXPECT_EQ(store->pacer().yields(), 28u);
+  EXPECT_EQ(store->CountSpans(), 40);
 }
 
 TEST_F(SqliteStoreTest, StoresLogsAndKeepsTheLatestMetricPoint) {

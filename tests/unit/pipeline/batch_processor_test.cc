@@ -324,6 +324,56 @@ TEST(BatchProcessorTest, BlockedExporterNeverBlocksSubmit) {
   s->Release();
 }
 
+// Records whether its pacer let it yield in each export, after a stretch of work longer than
+// the pacer's interval.
+class PacedExporter : public TraceExporter {
+ public:
+  explicit PacedExporter(std::shared_ptr<FakeState> s) : s_(std::move(s)) {}
+  std::string_view Name() const noexcept override { return "paced"; }
+  void UsePacer(Pacer pacer) noexcept override { pacer_ = pacer; }
+  ExportResult Export(const TracesRequest& r) noexcept override {
+    {
+      std::unique_lock l(s_->mu);
+      ++s_->calls;
+      s_->cv.notify_all();
+      s_->cv.wait(l, [&] { return !s_->block; });
+    }
+    pacer_.Start();
+    std::this_thread::sleep_for(kShortSlice * 2);
+    const std::uint64_t before = pacer_.yields();
+    pacer_.Between();
+    std::lock_guard l(s_->mu);
+    yielded.push_back(pacer_.yields() - before);
+    s_->batches.push_back(r);
+    s_->cv.notify_all();
+    return {};
+  }
+  std::vector<std::uint64_t> yielded;  // per export, guarded by s_->mu
+
+ private:
+  std::shared_ptr<FakeState> s_;
+  Pacer pacer_;
+};
+
+// The lane lets its exporter yield only while less than one batch waits behind the export in
+// progress: with three batches queued behind the first, only the last export may yield.
+TEST(BatchProcessorTest, TheExporterMayYieldOnlyWhileNoBatchWaits) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  std::vector<std::unique_ptr<TraceExporter>> v;
+  auto owned = std::make_unique<PacedExporter>(s);
+  PacedExporter* exporter = owned.get();
+  v.push_back(std::move(owned));
+  TraceBatchProcessor p(std::move(v), Options(4, 0ms));
+  p.Submit(MakeRequest(4, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  for (int i = 0; i < 3; ++i) p.Submit(MakeRequest(4, "behind"));
+  s->Release();
+  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
+  std::lock_guard l(s->mu);
+  EXPECT_EQ(exporter->yielded, (std::vector<std::uint64_t>{0, 0, 0, 1}));
+}
+
 // Saturated (the receiver then answers "retry later") from three quarters of the queue bound
 // on, and again not once the queue drains.
 TEST(BatchProcessorTest, SaturatedFromThreeQuartersOfTheQueue) {
