@@ -5,8 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
-#include <thread>
 
+#include "app/engine_probe.h"
 #include "core/resource.h"
 #include "core/thread_name.h"
 #include "engines/sglang/control.h"
@@ -120,8 +120,7 @@ struct Agent::Impl {
   std::unique_ptr<gateway::EntrySpanEmitter> entry_spans;
   std::unique_ptr<gateway::ContentEventEmitter> content_events;  // capture strategy `event`
   std::unique_ptr<gateway::RequestLog> request_log;              // the agent's request lines
-  std::vector<std::thread> probes;
-  std::atomic<bool> probe_stop{false};
+  std::vector<std::unique_ptr<EngineProbe>> probes;
   std::unique_ptr<gateway::Gateway> gateway;
   std::unique_ptr<http::SimpleServer> admin;
   std::unique_ptr<metrics::MetricsService> metrics;
@@ -165,20 +164,16 @@ bool Agent::Start(std::string* error) {
                                                                   : engines::vllm::SpanShape::kV1);
       continue;
     }
-    // Ask the engine which vLLM it is, without holding up the start.
-    im.probes.emplace_back([assembler = im.assembler.get(), u, stop = &im.probe_stop] {
-      NameThisThread("vllm-probe");
-      std::string err;
-      for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
-        if (auto v = engines::vllm::ProbeVersion(u.url, &err)) {
+    // Which vLLM the engine is: followed, since an engine can be upgraded in place.
+    im.probes.push_back(std::make_unique<EngineProbe>(
+        "vllm-probe", u.name, "the vLLM version (GET /version)", ProbeSchedule{},
+        [assembler = im.assembler.get(), u](std::string* err) {
+          auto v = engines::vllm::ProbeVersion(u.url, err);
+          if (!v) return false;
           if (auto shape = engines::vllm::ShapeFromVersion(*v))
             assembler->SetShapeHint(u.name, *shape);
-          return;
-        }
-        for (int i = 0; i < 10 && !stop->load(); ++i)
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
+          return true;
+        }));
   }
   receiver::ReceiverSinks sinks;
   sinks.traces = im.assembler.get();
@@ -215,24 +210,19 @@ bool Agent::Start(std::string* error) {
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
   for (const auto& u : options_.upstreams) {
     if (u.engine != gateway::EngineKind::kSglang) continue;
-    // SGLang's --stream-interval (for gen_ai.response.tokens_streamed), read once from
-    // /server_info without holding up the start.
-    im.probes.emplace_back([emitter = im.entry_spans.get(), u, stop = &im.probe_stop] {
-      NameThisThread("sglang-probe");
-      std::string err;
-      for (int attempt = 0; attempt < 60 && !stop->load(); ++attempt) {
-        if (auto info = engines::sglang::FetchServerInfo(u.url, &err)) {
+    // SGLang's --stream-interval (for gen_ai.response.tokens_streamed) from /server_info:
+    // followed, since a restarted engine can have another.
+    im.probes.push_back(std::make_unique<EngineProbe>(
+        "sglang-probe", u.name, "--stream-interval (GET /server_info; taken as 1 until read)",
+        ProbeSchedule{}, [emitter = im.entry_spans.get(), u](std::string* err) {
+          auto info = engines::sglang::FetchServerInfo(u.url, err);
+          if (!info) return false;
           gateway::EngineFacts facts;
           if (info->stream_interval && *info->stream_interval > 0)
             facts.stream_interval = *info->stream_interval;
           emitter->SetEngineFacts(u.name, facts);
-          return;
-        }
-        for (int i = 0; i < 10 && !stop->load(); ++i)
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      spdlog::warn("upstream {}: no /server_info ({}); stream_interval taken as 1", u.name, err);
-    });
+          return true;
+        }));
   }
   gateway::GatewayOptions gopts;
   gopts.upstreams = options_.upstreams;
@@ -281,10 +271,7 @@ void Agent::Stop() {
   if (im.gateway) im.gateway->Stop();
   if (im.receiver) im.receiver->Stop();
   if (im.metrics) im.metrics->Stop();
-  im.probe_stop = true;
-  for (auto& t : im.probes)
-    if (t.joinable()) t.join();
-  im.probes.clear();
+  im.probes.clear();  // each stops and joins its thread
   if (im.assembler) im.assembler->FlushWaiting();
   if (im.admin) im.admin->Stop();
   if (im.pipelines) im.pipelines->Shutdown(std::chrono::seconds(5));
