@@ -91,7 +91,7 @@ class BatchProcessor final : public Sink<Request> {
       auto lane = std::make_unique<Lane>();
       lane->exporter = std::move(e);
       lane->stats = std::make_shared<ExporterStats>();
-      // Yields are allowed while less than one batch waits behind the export in progress.
+      // Pauses are allowed while less than one batch waits behind the export in progress.
       lane->exporter->UsePacer(Pacer(&lane->stats->queue_items, options_.max_batch_items));
       if (stats != nullptr)
         RegisterExporterStats(*stats, lane->exporter->Name(), SignalTraits<Request>::kName,

@@ -9,6 +9,7 @@
 #include "core/hex.h"
 #include "core/semconv.h"
 #include "export/otlp_json/json_util.h"
+#include "export/sqlite/paced_vfs.h"
 
 namespace infertel::exporting {
 namespace {
@@ -201,7 +202,10 @@ bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
   options_ = options;
   const int flags =
       options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(options.path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  // A writable store writes through the paced VFS, so that its lane can give the core up
+  // inside a COMMIT or a checkpoint too (export/sqlite/paced_vfs.h).
+  const char* vfs = options.read_only ? nullptr : PacedVfsName();
+  int rc = sqlite3_open_v2(options.path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     *error = fmt::format("open store {}: {}", options.path,
                          db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
@@ -274,6 +278,7 @@ int SqliteStore::StepRow(sqlite3_stmt* s) {
 }
 
 bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error, bool* busy) {
+  PaceWritesOnThisThread paced(&pacer_);
   pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_span_;
@@ -307,6 +312,7 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
 }
 
 bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, bool* busy) {
+  PaceWritesOnThisThread paced(&pacer_);
   pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_log_;
@@ -343,6 +349,7 @@ bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, boo
 }
 
 bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* error, bool* busy) {
+  PaceWritesOnThisThread paced(&pacer_);
   pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = upsert_metric_;
@@ -441,6 +448,8 @@ std::uint64_t SqliteStore::UsedBytes() {
 }
 
 RetentionResult SqliteStore::EnforceRetention(std::uint64_t now_unix_nano) {
+  PaceWritesOnThisThread paced(&pacer_);
+  pacer_.Start();
   RetentionResult r;
   auto run = [&](const char* sql, std::int64_t arg) -> std::int64_t {
     sqlite3_stmt* s = nullptr;

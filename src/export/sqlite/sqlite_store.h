@@ -149,8 +149,8 @@ class SqliteStore {
   std::int64_t CountLogs();
   std::int64_t CountMetrics();
 
-  // Lets the inserts above give the core up between rows (see pipeline/pacer.h); by default
-  // they never do.
+  // Lets the writes above give the core up between rows and between SQLite's own file writes
+  // (see pipeline/pacer.h, export/sqlite/paced_vfs.h); by default they never do.
   void SetPacer(pipeline::Pacer pacer) { pacer_ = pacer; }
   const pipeline::Pacer& pacer() const { return pacer_; }
 
@@ -161,7 +161,7 @@ class SqliteStore {
   std::int64_t Count(const char* sql);
   bool Exec(const char* sql, std::string* error);
   sqlite3_stmt* Prepare(const char* sql, std::string* error);
-  // Steps an insert, then lets the pacer yield.
+  // Steps an insert, then lets the pacer pause.
   int StepRow(sqlite3_stmt* s);
 
   StoreOptions options_;

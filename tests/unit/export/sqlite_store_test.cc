@@ -130,24 +130,29 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 42); });
 }
 
-// The store lets its pacer yield between rows, and only between rows: every insert of a
-// request gives it one chance per row (spans, log records, metric points).
-TEST_F(SqliteStoreTest, InsertsLetThePacerYieldBetweenRows) {
+// The store lets its pacer pause between rows, and inside SQLite's commit between its file
+// writes (the paced VFS), but only while its lane keeps up.
+TEST_F(SqliteStoreTest, WritesLetThePacerPauseBetweenRowsAndFileWrites) {
   auto store = OpenStore();
   std::atomic<std::uint64_t> queued{0};
-  store->SetPacer(pipeline::Pacer(&queued, 1, std::chrono::nanoseconds(0)));
+  store->SetPacer(
+      pipeline::Pacer(&queued, 1, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0)));
+  std::string error;
+  std::uint64_t before = store->pacer().pauses();
   TracesRequest spans;
   for (int i = 0; i < 20; ++i) AddSpan(&spans, fmt::format("{:016x}", i + 1), "", "s", 1, 2);
-  std::string error;
   ASSERT_TRUE(store->InsertTraces(spans, &error)) << error;
-  EXPECT_EQ(store->pacer().yields(), 20u);
+  // One per row, and more for the WAL writes of the commit.
+  EXPECT_GT(store->pacer().pauses() - before, 20u);
 
+  before = store->pacer().pauses();
   LogsRequest logs;
   auto* sl = logs.add_resource_logs()->add_scope_logs();
   for (int i = 0; i < 5; ++i) sl->add_log_records()->set_observed_time_unix_nano(i + 1);
   ASSERT_TRUE(store->InsertLogs(logs, &error)) << error;
-  EXPECT_EQ(store->pacer().yields(), 25u);
+  EXPECT_GT(store->pacer().pauses() - before, 5u);
 
+  before = store->pacer().pauses();
   MetricsRequest metrics;
   auto* m = metrics.add_resource_metrics()->add_scope_metrics()->add_metrics();
   m->set_name("vllm:num_requests_running");
@@ -157,15 +162,42 @@ TEST_F(SqliteStoreTest, InsertsLetThePacerYieldBetweenRows) {
     AddAttr(p->mutable_attributes(), "engine", std::to_string(i));
   }
   ASSERT_TRUE(store->UpsertMetrics(metrics, &error)) << error;
-  EXPECT_EQ(store->pacer().yields(), 28u);
+  EXPECT_GT(store->pacer().pauses() - before, 3u);
 
-  // A backlog behind the lane: no yield at all, and every row still written.
+  // A backlog behind the lane: no pause at all, and every row still written.
   queued = 1;
+  before = store->pacer().pauses();
   TracesRequest more;
   for (int i = 0; i < 20; ++i) AddSpan(&more, fmt::format("{:016x}", i + 100), "", "s", 1, 2);
   ASSERT_TRUE(store->InsertTraces(more, &error)) << error;
-  EXPECT_EQ(store->pacer().yields(), 28u);
+  EXPECT_EQ(store->pacer().pauses(), before);
   EXPECT_EQ(store->CountSpans(), 40);
+  EXPECT_EQ(store->CountLogs(), 5);
+  EXPECT_EQ(store->CountMetrics(), 3);
+}
+
+// Only the store's own writes are paced: a row count (a read) and a thread that set no pacer
+// go straight through, and the store reads back what it wrote through the paced VFS, from
+// another connection too.
+TEST_F(SqliteStoreTest, ReadsAndOtherConnectionsAreNotPaced) {
+  auto store = OpenStore();
+  std::atomic<std::uint64_t> queued{0};
+  store->SetPacer(
+      pipeline::Pacer(&queued, 1, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0)));
+  TracesRequest spans;
+  AddSpan(&spans, "00000000000000aa", "", "s", 1, 2);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(spans, &error)) << error;
+  const std::uint64_t after_insert = store->pacer().pauses();
+  EXPECT_EQ(store->CountSpans(), 1);
+  EXPECT_EQ(store->TraceSpans(testing::kTrace).size(), 1u);
+  EXPECT_EQ(store->pacer().pauses(), after_insert);
+
+  SqliteStore reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  EXPECT_EQ(reader.CountSpans(), 1);
+  EXPECT_EQ(reader.TraceSpans(testing::kTrace).size(), 1u);
+  EXPECT_EQ(store->pacer().pauses(), after_insert);
 }
 
 TEST_F(SqliteStoreTest, StoresLogsAndKeepsTheLatestMetricPoint) {

@@ -324,7 +324,7 @@ TEST(BatchProcessorTest, BlockedExporterNeverBlocksSubmit) {
   s->Release();
 }
 
-// Records whether its pacer let it yield in each export, after a stretch of work longer than
+// Records whether its pacer let it pause in each export, after a stretch of work longer than
 // the pacer's interval.
 class PacedExporter : public TraceExporter {
  public:
@@ -340,24 +340,24 @@ class PacedExporter : public TraceExporter {
     }
     pacer_.Start();
     std::this_thread::sleep_for(kShortSlice * 2);
-    const std::uint64_t before = pacer_.yields();
+    const std::uint64_t before = pacer_.pauses();
     pacer_.Between();
     std::lock_guard l(s_->mu);
-    yielded.push_back(pacer_.yields() - before);
+    paused.push_back(pacer_.pauses() - before);
     s_->batches.push_back(r);
     s_->cv.notify_all();
     return {};
   }
-  std::vector<std::uint64_t> yielded;  // per export, guarded by s_->mu
+  std::vector<std::uint64_t> paused;  // per export, guarded by s_->mu
 
  private:
   std::shared_ptr<FakeState> s_;
   Pacer pacer_;
 };
 
-// The lane lets its exporter yield only while less than one batch waits behind the export in
-// progress: with three batches queued behind the first, only the last export may yield.
-TEST(BatchProcessorTest, TheExporterMayYieldOnlyWhileNoBatchWaits) {
+// The lane lets its exporter pause only while less than one batch waits behind the export in
+// progress: with three batches queued behind the first, only the last export may pause.
+TEST(BatchProcessorTest, TheExporterMayPauseOnlyWhileNoBatchWaits) {
   auto s = std::make_shared<FakeState>();
   s->block = true;
   std::vector<std::unique_ptr<TraceExporter>> v;
@@ -371,7 +371,7 @@ TEST(BatchProcessorTest, TheExporterMayYieldOnlyWhileNoBatchWaits) {
   s->Release();
   ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
   std::lock_guard l(s->mu);
-  EXPECT_EQ(exporter->yielded, (std::vector<std::uint64_t>{0, 0, 0, 1}));
+  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 0, 1}));
 }
 
 // Saturated (the receiver then answers "retry later") from three quarters of the queue bound
