@@ -104,6 +104,39 @@ metric() {  # metric ADMIN_PORT NAME: sum of the trace samples of counter NAME (
     awk -v re="^$2(_total)?[ {]" '$0 ~ re && ($0 !~ /signal="/ || $0 ~ /signal="traces"/) { s += $NF } END { printf "%.0f", s }'
 }
 
+# pin_cores: with two cores or more, the load generator (and the upstream it serves) on core
+# $BENCH_LOADGEN_CPU (default 0) and the proxy under test on $BENCH_PROXY_CPU (default 1), so
+# that "per core" means one core. Sets LG_CPU, PROXY_CPU and the command prefixes PIN_LG and
+# PIN_PROXY (empty on one core).
+pin_cores() {
+  if (($(nproc) >= 2)); then
+    LG_CPU=${BENCH_LOADGEN_CPU:-0}
+    PROXY_CPU=${BENCH_PROXY_CPU:-1}
+    PIN_LG=(taskset -c "$LG_CPU")
+    PIN_PROXY=(taskset -c "$PROXY_CPU")
+  else
+    LG_CPU="" PROXY_CPU=""
+    PIN_LG=()
+    PIN_PROXY=()
+  fi
+}
+
+# start_agent NAME UPSTREAM_PORT ARGS...: `$INFERTEL agent` for vLLM in front of
+# 127.0.0.1:UPSTREAM_PORT, started with ${PIN_PROXY[@]}, with the caller's ${AGENT_ARGS[@]}
+# (may be empty), ${AGENT_EXTRA[@]} (agent_compat_flags) and ARGS; its log in $TMP/NAME.log.
+# Sets AGENT_PORT and AGENT_PID once the gateway accepts.
+start_agent() {
+  local name=$1 up=$2
+  shift 2
+  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
+    --listen 127.0.0.1:0 --admin 127.0.0.1:0 "${AGENT_ARGS[@]}" "${AGENT_EXTRA[@]}" "$@" \
+    >"$TMP/$name.log" 2>&1 &
+  AGENT_PID=$!
+  PIDS+=("$AGENT_PID")
+  AGENT_PORT=$(wait_line "$TMP/$name.log" 'gateway listening on' | port_of)
+  wait_port "$AGENT_PORT"
+}
+
 # agent_compat_flags INFERTEL: sets AGENT_EXTRA to the flags newer agents have and the
 # benchmarks want: the OTLP receivers on OS-chosen loopback ports (on by default in the
 # product; with a receiver the gateway keeps a join record per request for the engine's

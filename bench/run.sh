@@ -45,29 +45,9 @@ AGENT_THREADS=${BENCH_AGENT_THREADS:-1}
 SIM=${BENCH_SIM:-1}
 MODEL=bench-model
 
-if (($(nproc) >= 2)); then
-  LG_CPU=${BENCH_LOADGEN_CPU:-0}
-  PROXY_CPU=${BENCH_PROXY_CPU:-1}
-  PIN_LG=(taskset -c "$LG_CPU")
-  PIN_PROXY=(taskset -c "$PROXY_CPU")
-else
-  PIN_LG=()
-  PIN_PROXY=()
-fi
-
+pin_cores
 bench_init bench bench
-
-start_agent() {  # start_agent NAME UPSTREAM_PORT STORE_ARGS... → sets AGENT_PORT, AGENT_PID
-  local name=$1 up=$2
-  shift 2
-  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
-    --listen 127.0.0.1:0 --admin 127.0.0.1:0 --threads "$AGENT_THREADS" "${AGENT_EXTRA[@]}" "$@" \
-    >"$TMP/$name.log" 2>&1 &
-  AGENT_PID=$!
-  PIDS+=("$AGENT_PID")
-  AGENT_PORT=$(wait_line "$TMP/$name.log" 'gateway listening on' | port_of)
-  wait_port "$AGENT_PORT"
-}
+AGENT_ARGS=(--threads "$AGENT_THREADS")
 
 # Flags of newer agents: no OTLP receivers and no version probe of the bench upstream.
 agent_compat_flags "$INFERTEL"

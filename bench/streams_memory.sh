@@ -77,32 +77,11 @@ fi
 # enough, reusing connections"), new streams among them: 1/8 spare on top.
 export NGINX_WORKER_CONNECTIONS=${BENCH_SM_NGINX_CONNECTIONS:-$((2 * STREAMS * 9 / 8 + 128))}
 
-if (($(nproc) >= 2)); then
-  LG_CPU=${BENCH_LOADGEN_CPU:-0}
-  PROXY_CPU=${BENCH_PROXY_CPU:-1}
-  PIN_LG=(taskset -c "$LG_CPU")
-  PIN_PROXY=(taskset -c "$PROXY_CPU")
-else
-  PIN_LG=()
-  PIN_PROXY=()
-fi
-
+pin_cores
 bench_init "streams bench" streams
 agent_compat_flags "$INFERTEL"
-THREAD_ARGS=()
-[[ -n $AGENT_THREADS ]] && THREAD_ARGS=(--threads "$AGENT_THREADS")
-
-start_agent() {  # start_agent NAME UPSTREAM_PORT ARGS... → sets AGENT_PORT, AGENT_PID
-  local name=$1 up=$2
-  shift 2
-  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
-    --listen 127.0.0.1:0 --admin 127.0.0.1:0 "${THREAD_ARGS[@]}" "${AGENT_EXTRA[@]}" "$@" \
-    >"$TMP/$name.log" 2>&1 &
-  AGENT_PID=$!
-  PIDS+=("$AGENT_PID")
-  AGENT_PORT=$(wait_line "$TMP/$name.log" 'gateway listening on' | port_of)
-  wait_port "$AGENT_PORT"
-}
+AGENT_ARGS=()
+[[ -n $AGENT_THREADS ]] && AGENT_ARGS=(--threads "$AGENT_THREADS")
 
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
