@@ -5,8 +5,24 @@
 #                       $PIDS, whose processes are stopped (and $TMP removed) on exit,
 #                       Ctrl-C or SIGTERM. Add every started process: PIDS+=($!).
 #                       BENCH_KEEP_TMP=1 keeps $TMP (the processes' logs) for a look.
+# use_build DIR NAME TOOL...  the build's binaries as INFERTEL, LOADGEN, OTB.
 # The rest needs no state beyond that: waiting for ports and log lines, /proc readings,
 # the agent's optional flags, nginx from bench/nginx.conf.template.
+
+# use_build DIR NAME TOOL...: the binaries of build directory DIR as INFERTEL, LOADGEN and OTB
+# (infertel, infertel-loadgen, infertel-otlp-bench) and BUILD as its absolute path; exits with
+# a message prefixed NAME when one of the TOOLs the script needs is not built.
+use_build() {
+  BUILD=$(cd "$1" && pwd)
+  local name=$2 t
+  shift 2
+  INFERTEL=$BUILD/infertel
+  LOADGEN=$BUILD/infertel-loadgen
+  OTB=$BUILD/infertel-otlp-bench
+  for t in "$@"; do
+    [[ -x $BUILD/$t ]] || { echo "$name: $BUILD/$t not built (make build)" >&2; exit 1; }
+  done
+}
 
 bench_init() {
   BENCH_NAME=$1

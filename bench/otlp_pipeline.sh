@@ -20,14 +20,9 @@
 # exit. About 3 minutes.
 set -euo pipefail
 
-BUILD=$(cd "${1:-build}" && pwd)
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-INFERTEL=$BUILD/infertel
-OTB=$BUILD/infertel-otlp-bench
-for b in "$INFERTEL" "$OTB"; do
-  [[ -x $b ]] || { echo "otlp bench: $b not built" >&2; exit 1; }
-done
+use_build "${1:-build}" "otlp bench" infertel infertel-otlp-bench
 
 MAX_DURATION=${BENCH_OTLP_MAX_DURATION:-15}
 ROUNDS=${BENCH_OTLP_ROUNDS:-3}

@@ -21,15 +21,10 @@
 # Every process it starts is stopped on exit. Whole run: about 3.5 minutes (2 without the sim).
 set -euo pipefail
 
-BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-INFERTEL=$BUILD/infertel
-LOADGEN=$BUILD/infertel-loadgen
-for b in "$INFERTEL" "$LOADGEN"; do
-  [[ -x $b ]] || { echo "bench: $b not built (make build)" >&2; exit 1; }
-done
+use_build "${1:-build}" bench infertel infertel-loadgen
 command -v nginx >/dev/null || { echo "bench: nginx not installed (make deps)" >&2; exit 1; }
 
 RATE=${BENCH_RATE:-1000}

@@ -48,16 +48,10 @@
 # a summary.
 set -euo pipefail
 
-BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-INFERTEL=$BUILD/infertel
-LOADGEN=$BUILD/infertel-loadgen
-OTB=$BUILD/infertel-otlp-bench
-for b in "$INFERTEL" "$LOADGEN" "$OTB"; do
-  [[ -x $b ]] || { echo "visibility bench: $b not built" >&2; exit 1; }
-done
+use_build "${1:-build}" "visibility bench" infertel infertel-loadgen infertel-otlp-bench
 
 RATE=${BENCH_VIS_RATE:-500}
 DURATION=${BENCH_VIS_DURATION:-15}

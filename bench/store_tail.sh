@@ -21,15 +21,10 @@
 # About 2 minutes.
 set -euo pipefail
 
-BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-INFERTEL=$BUILD/infertel
-LOADGEN=$BUILD/infertel-loadgen
-for b in "$INFERTEL" "$LOADGEN"; do
-  [[ -x $b ]] || { echo "store tail bench: $b not built" >&2; exit 1; }
-done
+use_build "${1:-build}" "store tail bench" infertel infertel-loadgen
 
 RATE=${BENCH_ST_RATE:-1000}
 DURATION=${BENCH_ST_DURATION:-10}

@@ -36,15 +36,10 @@
 # Output: the loadgen's lines, one `RESULT streams_memory ...` line per target, a summary.
 set -euo pipefail
 
-BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-INFERTEL=$BUILD/infertel
-LOADGEN=$BUILD/infertel-loadgen
-for b in "$INFERTEL" "$LOADGEN"; do
-  [[ -x $b ]] || { echo "streams bench: $b not built" >&2; exit 1; }
-done
+use_build "${1:-build}" "streams bench" infertel infertel-loadgen
 
 STREAMS=${BENCH_SM_STREAMS:-5000}
 INTERVAL_MS=${BENCH_SM_INTERVAL_MS:-1000}
