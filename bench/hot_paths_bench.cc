@@ -163,9 +163,9 @@ void BM_RequestMetrics(benchmark::State& state) {
   store.AddSource("vllm-0", infertel::metrics::MetricScope::kVllm);
   const bool add = state.range(0) == 1;
   for (auto _ : state) {
-    auto points = infertel::metrics::MeasureExchange(ex);
-    if (add) store.Add(ex.upstream_name, points);
-    benchmark::DoNotOptimize(points);
+    auto m = infertel::metrics::MeasureExchange(ex);
+    if (add) store.Add(ex.upstream_name, m.labels, m.deltas);
+    benchmark::DoNotOptimize(m);
   }
 }
 BENCHMARK(BM_RequestMetrics)->ArgName("add")->Arg(0)->Arg(1);

@@ -11,6 +11,11 @@ using gateway::openai::Operation;
 
 constexpr double kNs = 1e9;
 
+const std::string& EmptyModel() {
+  static const std::string empty;
+  return empty;
+}
+
 MetricLabels ApiLabels(std::string_view model, std::string_view span_kind,
                        std::string_view usage_type) {
   MetricLabels l{{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
@@ -40,8 +45,16 @@ bool MetricsEnabled(const config::Settings& s, gateway::EngineKind engine) {
   return s.GetBool(config::Key::kVllmEnabled) && s.GetBool(config::Key::kVllmMetricsEnabled);
 }
 
-std::vector<MetricPoint> MeasureExchange(const gateway::Exchange& ex) {
+std::vector<MetricPoint> ExchangeMeasures::Points() const {
   std::vector<MetricPoint> out;
+  out.reserve(deltas.size());
+  for (const auto& d : deltas) out.push_back({d.id, labels.at(d.labels), d.value});
+  return out;
+}
+
+ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
+  using M = ExchangeMeasures;
+  ExchangeMeasures out;
   if (ex.op != Operation::kChat && ex.op != Operation::kTextCompletion &&
       ex.op != Operation::kEmbeddings)
     return out;
@@ -49,7 +62,9 @@ std::vector<MetricPoint> MeasureExchange(const gateway::Exchange& ex) {
   const bool aborted = ex.outcome == Outcome::kClientAborted;
   if (!ok && !aborted) return out;
 
-  std::string model = ex.response.model.value_or(ex.request.model.value_or(""));
+  const std::string& model = ex.response.model  ? *ex.response.model
+                             : ex.request.model ? *ex.request.model
+                                                : EmptyModel();
   const auto& usage = ex.response.usage;
   std::optional<std::int64_t> input = usage.input_tokens;
   std::optional<std::int64_t> output = usage.output_tokens;
@@ -57,15 +72,20 @@ std::vector<MetricPoint> MeasureExchange(const gateway::Exchange& ex) {
   if (!output && ex.streamed && ex.op != Operation::kEmbeddings) output = ex.stream_deltas;
 
   std::string_view span_kind = gateway::openai::SpanKindFor(ex.op);
-  if (input)
-    out.push_back({MetricId::kUsageTokens, ApiLabels(model, span_kind, kUsageTypeInput),
-                   static_cast<double>(*input)});
-  if (output && ex.op != Operation::kEmbeddings)
-    out.push_back({MetricId::kUsageTokens, ApiLabels(model, span_kind, kUsageTypeOutput),
-                   static_cast<double>(*output)});
+  auto& d = out.deltas;
+  d.reserve(7);
+  if (input) {
+    out.labels[M::kInput] = ApiLabels(model, span_kind, kUsageTypeInput);
+    d.push_back({MetricId::kUsageTokens, M::kInput, static_cast<double>(*input)});
+  }
+  if (output && ex.op != Operation::kEmbeddings) {
+    out.labels[M::kOutput] = ApiLabels(model, span_kind, kUsageTypeOutput);
+    d.push_back({MetricId::kUsageTokens, M::kOutput, static_cast<double>(*output)});
+  }
   if (ex.op == Operation::kEmbeddings) return out;
 
-  const MetricLabels labels = EngineLabels(ex.engine, model);
+  out.labels[M::kEngine] = EngineLabels(ex.engine, model);
+  const auto engine = [&](MetricId id, double value) { d.push_back({id, M::kEngine, value}); };
   const std::uint64_t start = ex.start.mono_start_ns;
   const bool has_first = ex.first_token_mono_ns > start;
   const double e2e = ex.end_mono_ns > start ? (ex.end_mono_ns - start) / kNs : 0;
@@ -74,32 +94,30 @@ std::vector<MetricPoint> MeasureExchange(const gateway::Exchange& ex) {
       ex.delta_mono_ns.empty() ? ex.first_token_mono_ns : ex.delta_mono_ns.back();
 
   if (ex.engine == EngineKind::kSglang) {
-    out.push_back({MetricId::kSglangNumRequestsTotal, labels, 1});
-    if (input) out.push_back({MetricId::kSglangPromptTokensTotal, labels, double(*input)});
-    if (output) out.push_back({MetricId::kSglangGenerationTokensTotal, labels, double(*output)});
+    engine(MetricId::kSglangNumRequestsTotal, 1);
+    if (input) engine(MetricId::kSglangPromptTokensTotal, double(*input));
+    if (output) engine(MetricId::kSglangGenerationTokensTotal, double(*output));
     if (usage.cached_tokens)
-      out.push_back({MetricId::kSglangCachedTokensTotal, labels, double(*usage.cached_tokens)});
-    if (has_first) out.push_back({MetricId::kTimeToFirstToken, labels, ttft});
+      engine(MetricId::kSglangCachedTokensTotal, double(*usage.cached_tokens));
+    if (has_first) engine(MetricId::kTimeToFirstToken, ttft);
     // The true gaps between streamed tokens add up to last − first delta.
     if (has_first && ex.stream_deltas > 1 && last_token > ex.first_token_mono_ns)
-      out.push_back({MetricId::kSglangInterTokenLatency, labels,
-                     (last_token - ex.first_token_mono_ns) / kNs});
+      engine(MetricId::kSglangInterTokenLatency, (last_token - ex.first_token_mono_ns) / kNs);
     if (ok) {
-      out.push_back({MetricId::kRequestDuration, labels, e2e});
+      engine(MetricId::kRequestDuration, e2e);
       // M5: time per output token is the request average e2e / output tokens.
-      if (output && *output > 0)
-        out.push_back({MetricId::kTimePerOutputToken, labels, e2e / double(*output)});
+      if (output && *output > 0) engine(MetricId::kTimePerOutputToken, e2e / double(*output));
     }
     return out;
   }
 
-  if (has_first) out.push_back({MetricId::kFirstTokenSeconds, labels, ttft});
+  if (has_first) engine(MetricId::kFirstTokenSeconds, ttft);
   if (ok) {
-    out.push_back({MetricId::kRequestDuration, labels, e2e});
+    engine(MetricId::kRequestDuration, e2e);
     // vLLM's per-request TPOT: decode time over the tokens after the first.
     if (has_first && output && *output > 1 && last_token > ex.first_token_mono_ns)
-      out.push_back({MetricId::kTimePerOutputToken, labels,
-                     (last_token - ex.first_token_mono_ns) / kNs / double(*output - 1)});
+      engine(MetricId::kTimePerOutputToken,
+             (last_token - ex.first_token_mono_ns) / kNs / double(*output - 1));
   }
   return out;
 }
@@ -108,8 +126,8 @@ void RequestMetrics::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
   try {
-    auto points = MeasureExchange(ex);
-    if (!points.empty()) store_->Add(ex.upstream_name, points);
+    const ExchangeMeasures m = MeasureExchange(ex);
+    if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the exchange is not.
   }

@@ -33,10 +33,11 @@ struct KeyLess {
 using Series = std::map<Key, double, KeyLess>;
 
 // The value of `p`'s series in `m`, made (at 0) when new; labels are copied only then.
-double& ValueOf(Series& m, const MetricPoint& p) {
-  if (auto it = m.find(KeyRef{p.id, p.labels}); it != m.end()) return it->second;
-  return m.emplace(Key{p.id, p.labels}, 0.0).first->second;
+double& ValueOf(Series& m, MetricId id, const MetricLabels& labels) {
+  if (auto it = m.find(KeyRef{id, labels}); it != m.end()) return it->second;
+  return m.emplace(Key{id, labels}, 0.0).first->second;
 }
+double& ValueOf(Series& m, const MetricPoint& p) { return ValueOf(m, p.id, p.labels); }
 
 }  // namespace
 
@@ -70,6 +71,15 @@ void MetricStore::Add(std::string_view source, std::span<const MetricPoint> delt
   if (!s) return;
   std::lock_guard lock(s->mu);
   for (const auto& p : deltas) ValueOf(s->counters, p) += p.value;
+}
+
+void MetricStore::Add(std::string_view source, std::span<const MetricLabels> label_sets,
+                      std::span<const LabeledDelta> deltas) {
+  Source* s = Find(source);
+  if (!s) return;
+  std::lock_guard lock(s->mu);
+  for (const auto& d : deltas)
+    if (d.labels < label_sets.size()) ValueOf(s->counters, d.id, label_sets[d.labels]) += d.value;
 }
 
 void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoint> totals) {

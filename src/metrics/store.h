@@ -6,6 +6,7 @@
 // Thread-safety: AddSource before use; everything else is thread-safe (one mutex per source,
 // held for a map update).
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,14 @@
 
 namespace infertel::metrics {
 
+// A counter delta whose labels are one of a few label sets it shares with other deltas (one
+// exchange's measurements): `labels` indexes those sets.
+struct LabeledDelta {
+  MetricId id = MetricId::kCount;
+  std::uint8_t labels = 0;
+  double value = 0;
+};
+
 class MetricStore {
  public:
   MetricStore();
@@ -27,6 +36,10 @@ class MetricStore {
 
   // Adds deltas to counters (gateway measurements, snapshot counters). Unknown source: ignored.
   void Add(std::string_view source, std::span<const MetricPoint> deltas);
+  // The same for deltas labelled by `label_sets[delta.labels]`; a label set is copied only for
+  // a series seen for the first time.
+  void Add(std::string_view source, std::span<const MetricLabels> label_sets,
+           std::span<const LabeledDelta> deltas);
   // Sets counters to cumulative totals (engine counters after reset handling).
   void SetCounters(std::string_view source, std::span<const MetricPoint> totals);
   // Replaces every gauge of the source (a scrape's result; empty clears them).

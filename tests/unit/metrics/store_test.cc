@@ -95,8 +95,35 @@ gateway::Exchange StreamExchange(gateway::EngineKind engine) {
   return ex;
 }
 
+// One exchange's deltas share their label sets; added to the store they make the same series
+// as the same deltas each with its own copy of the labels.
+TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
+  const auto ex = StreamExchange(gateway::EngineKind::kVllm);
+  const ExchangeMeasures m = MeasureExchange(ex);
+  ASSERT_GE(m.deltas.size(), 4u);
+  MetricStore shared, copied;
+  shared.AddSource("u", MetricScope::kVllm);
+  copied.AddSource("u", MetricScope::kVllm);
+  for (int i = 0; i < 2; ++i) {
+    shared.Add("u", m.labels, m.deltas);
+    copied.Add("u", m.Points());
+  }
+  const auto a = shared.Snapshot(), b = copied.Snapshot();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].id, b[i].id);
+    EXPECT_EQ(a[i].labels, b[i].labels);
+    EXPECT_DOUBLE_EQ(a[i].value, b[i].value);
+  }
+  EXPECT_EQ(Of(a, MetricId::kUsageTokens, "usageType", "input").at(0).value, 20);  // 10 twice
+  // A delta naming a label set that is not there is ignored.
+  const LabeledDelta stray{MetricId::kUsageTokens, 7, 1};
+  shared.Add("u", m.labels, std::span<const LabeledDelta>(&stray, 1));
+  EXPECT_EQ(shared.Snapshot().size(), a.size());
+}
+
 TEST(MeasureExchange, Vllm) {
-  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kVllm));
+  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kVllm)).Points();
   auto in = Of(pts, MetricId::kUsageTokens, "usageType", "input");
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0].value, 10);
@@ -112,7 +139,7 @@ TEST(MeasureExchange, Vllm) {
 }
 
 TEST(MeasureExchange, Sglang) {
-  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kSglang));
+  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kSglang)).Points();
   EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
   EXPECT_EQ(Of(pts, MetricId::kSglangPromptTokensTotal).at(0).value, 10);
   EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 5);
@@ -130,7 +157,7 @@ TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
   ex.outcome = gateway::Outcome::kClientAborted;
   ex.response.usage = {};
   ex.stream_deltas = 3;
-  auto pts = MeasureExchange(ex);
+  auto pts = MeasureExchange(ex).Points();
   EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
   EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 3);  // what streamed
   EXPECT_TRUE(Of(pts, MetricId::kRequestDuration).empty());
@@ -148,7 +175,7 @@ TEST(MeasureExchange, EmbeddingsCountInputTokensOnly) {
   ex.op = gateway::openai::Operation::kEmbeddings;
   ex.request.model = "e";
   ex.response.usage.input_tokens = 7;
-  auto pts = MeasureExchange(ex);
+  auto pts = MeasureExchange(ex).Points();
   ASSERT_EQ(pts.size(), 1u);
   EXPECT_EQ(LabelOf(pts[0], "spanKind"), "EMBEDDING");
   EXPECT_EQ(LabelOf(pts[0], "usageType"), "input");
