@@ -123,6 +123,7 @@ const char* PacedVfsName() {
 }
 
 PaceWritesOnThisThread::PaceWritesOnThisThread(pipeline::Pacer* pacer) : previous_(t_pacer) {
+  pacer->Start();
   t_pacer = pacer;
 }
 PaceWritesOnThisThread::~PaceWritesOnThisThread() { t_pacer = previous_; }

@@ -15,7 +15,9 @@ namespace infertel::exporting {
 // default VFS to wrap.
 const char* PacedVfsName();
 
-// Sets the calling thread's pacer for the scope's lifetime (the pacer must outlive it).
+// Sets the calling thread's pacer for the scope's lifetime (the pacer must outlive it) and
+// starts it: the scope's first stretch of work is measured from here. Rows and file writes
+// inside the scope both pace through it.
 class PaceWritesOnThisThread {
  public:
   explicit PaceWritesOnThisThread(pipeline::Pacer* pacer);

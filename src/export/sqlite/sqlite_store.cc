@@ -279,7 +279,6 @@ int SqliteStore::StepRow(sqlite3_stmt* s) {
 
 bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error, bool* busy) {
   PaceWritesOnThisThread paced(&pacer_);
-  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_span_;
     for (const auto& rs : request.resource_spans()) {
@@ -313,7 +312,6 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
 
 bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, bool* busy) {
   PaceWritesOnThisThread paced(&pacer_);
-  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = insert_log_;
     for (const auto& rl : request.resource_logs()) {
@@ -350,7 +348,6 @@ bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, boo
 
 bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* error, bool* busy) {
   PaceWritesOnThisThread paced(&pacer_);
-  pacer_.Start();
   return InTransaction(db_, error, busy, [&]() -> int {
     sqlite3_stmt* s = upsert_metric_;
     for (const auto& rm : request.resource_metrics()) {
@@ -449,7 +446,6 @@ std::uint64_t SqliteStore::UsedBytes() {
 
 RetentionResult SqliteStore::EnforceRetention(std::uint64_t now_unix_nano) {
   PaceWritesOnThisThread paced(&pacer_);
-  pacer_.Start();
   RetentionResult r;
   auto run = [&](const char* sql, std::int64_t arg) -> std::int64_t {
     sqlite3_stmt* s = nullptr;
