@@ -2,16 +2,19 @@
 // visibility join of bench/span_visibility.sh.
 //
 //   infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] [--duration S] [--batch B]
-//                            [--threads T]
-//     Sends OTLP gRPC ExportTraceServiceRequests of B vLLM V1 `llm_request` spans (as vLLM's
-//     frontend emits them, facts/vllm.md §1.3) at --rate spans/s (0: as fast as possible) for
+//                            [--threads T] [--transport grpc|http]
+//     Sends OTLP gRPC (or, with --transport http, OTLP/HTTP protobuf: POST /v1/traces over one
+//     HTTP/1.1 keep-alive connection per thread) ExportTraceServiceRequests of B vLLM V1
+//     `llm_request` spans (as vLLM's frontend emits them, facts/vllm.md §1.3) at --rate spans/s (0:
+//     as fast as possible) for
 //     --duration seconds from T threads, then prints `RESULT send ...` with the achieved rate.
 //
 //   infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] [--record FILE]
-//     An OTLP gRPC TraceService that counts the spans it receives (from the wire tags, without
-//     decoding, unless --record needs the ids). Prints `LISTEN port=N` once
-//     bound, `SINK t=... spans=... rate=...` every interval (cumulative count) and
-//     `RESULT sink ...` on SIGINT/SIGTERM. With --record, writes one line per span received:
+//                            [--transport grpc|http]
+//     An OTLP gRPC TraceService (or OTLP/HTTP /v1/traces endpoint) that counts the spans it
+//     receives (from the wire tags, without decoding, unless --record needs the ids). Prints
+//     `LISTEN port=N` once bound, `SINK t=... spans=... rate=...` every interval (cumulative count)
+//     and `RESULT sink ...` on SIGINT/SIGTERM. With --record, writes one line per span received:
 //     arrival time (CLOCK_MONOTONIC ns, taken when the export call reaches the service; the
 //     clock is system-wide, so comparable with other processes' steady_clock), trace id, span
 //     id, parent span id (- if none), scope name, kind and name.
@@ -30,6 +33,8 @@
 #include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/proto_buffer_reader.h>
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -44,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -94,14 +100,15 @@ struct Args {
   std::string requests;  // join: the loadgen's --record file
   std::string spans;     // join: the sink's --record file
   std::string label = "run";
+  std::string transport = "grpc";  // send and sink: grpc or http
 };
 
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
                "usage: infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] "
-               "[--duration S] [--batch B] [--threads T]\n"
+               "[--duration S] [--batch B] [--threads T] [--transport grpc|http]\n"
                "       infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] "
-               "[--record FILE]\n"
+               "[--record FILE] [--transport grpc|http]\n"
                "       infertel-otlp-bench join --requests FILE --spans FILE [--label L]\n");
   std::exit(2);
 }
@@ -137,12 +144,16 @@ Args Parse(int argc, char** argv) {
       a.spans = v;
     } else if (k == "--label") {
       a.label = v;
+    } else if (k == "--transport") {
+      a.transport = v;
     } else {
       Usage();
     }
   }
   if (a.batch < 1 || a.threads < 1 || a.duration <= 0 || a.rate < 0 || a.interval_ms < 10) Usage();
   if (a.mode == "join" && (a.requests.empty() || a.spans.empty())) Usage();
+  if (a.transport != "grpc" && a.transport != "http") Usage();
+  if (a.transport == "http" && !a.record.empty()) Usage();  // recording decodes gRPC requests
   return a;
 }
 
@@ -170,58 +181,159 @@ void Refresh(TracesRequest* req, std::mt19937_64* rng, std::uint64_t* seq) {
   }
 }
 
+// What one export call came to.
+enum class Outcome { kOk, kThrottled, kError };
+
+// One sending thread's gRPC channel: its own HTTP/2 connection, as a separate vLLM process.
+class GrpcSender {
+ public:
+  GrpcSender(const std::string& target, int worker) {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(64 << 20);
+    args.SetInt("infertel.bench.worker", worker);  // no channel sharing between threads
+    stub_ = TraceService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  }
+
+  Outcome Send(const TracesRequest& req, std::string* error) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ExportTraceServiceResponse resp;
+    grpc::Status st = stub_->Export(&ctx, req, &resp);
+    if (st.ok()) return Outcome::kOk;
+    if (st.error_code() == grpc::StatusCode::UNAVAILABLE) return Outcome::kThrottled;
+    *error = std::to_string(st.error_code()) + " " + st.error_message();
+    return Outcome::kError;
+  }
+
+ private:
+  std::unique_ptr<TraceService::Stub> stub_;
+};
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+// HOST:PORT → endpoint (numeric hosts only: a loopback tool).
+bool ParseEndpoint(const std::string& hostport, tcp::endpoint* out) {
+  const auto colon = hostport.rfind(':');
+  if (colon == std::string::npos) return false;
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(hostport.substr(0, colon), ec);
+  if (ec) return false;
+  *out = tcp::endpoint(addr, static_cast<unsigned short>(std::atoi(hostport.c_str() + colon + 1)));
+  return true;
+}
+
+// One sending thread's OTLP/HTTP connection: POST /v1/traces, protobuf, keep-alive, as the
+// Python exporters' requests session does. A 503 is the agent's "retry later".
+class HttpSender {
+ public:
+  explicit HttpSender(const std::string& target) : ok_(ParseEndpoint(target, &endpoint_)) {}
+
+  Outcome Send(const TracesRequest& req, std::string* error) {
+    if (!ok_) {
+      *error = "bad --target";
+      return Outcome::kError;
+    }
+    bhttp::request<bhttp::string_body> out{bhttp::verb::post, "/v1/traces", 11};
+    out.set(bhttp::field::host, "127.0.0.1");
+    out.set(bhttp::field::content_type, "application/x-protobuf");
+    out.keep_alive(true);
+    req.SerializeToString(&out.body());
+    out.prepare_payload();
+    boost::system::error_code ec;
+    for (int attempt = 0; attempt < 2; ++attempt) {  // once more on a connection the peer closed
+      if (!socket_.is_open()) {
+        socket_.connect(endpoint_, ec);
+        if (ec) break;
+        socket_.set_option(tcp::no_delay(true));
+      }
+      bhttp::write(socket_, out, ec);
+      bhttp::response<bhttp::string_body> in;
+      if (!ec) bhttp::read(socket_, buffer_, in, ec);
+      if (ec) {
+        socket_.close();
+        buffer_.clear();
+        continue;
+      }
+      if (!in.keep_alive()) socket_.close();
+      if (in.result_int() / 100 == 2) return Outcome::kOk;
+      if (in.result() == bhttp::status::service_unavailable) return Outcome::kThrottled;
+      *error = "HTTP " + std::to_string(in.result_int());
+      return Outcome::kError;
+    }
+    *error = ec.message();
+    return Outcome::kError;
+  }
+
+ private:
+  tcp::endpoint endpoint_;  // before ok_: ParseEndpoint fills it in ok_'s initializer
+  bool ok_;
+  asio::io_context io_;
+  tcp::socket socket_{io_};
+  beast::flat_buffer buffer_;
+};
+
+template <typename Sender>
+void SendLoop(const Args& a, int w, Sender* sender, Clock::time_point deadline,
+              std::atomic<std::uint64_t>* sent_spans, std::atomic<std::uint64_t>* ok_batches,
+              std::atomic<std::uint64_t>* err_batches, std::atomic<std::uint64_t>* throttled) {
+  const double per_thread_rate = a.rate / a.threads;
+  std::mt19937_64 rng(0x5eed0000ULL + static_cast<std::uint64_t>(w));
+  std::uint64_t seq = static_cast<std::uint64_t>(w) * 1'000'000'000ULL;
+  TracesRequest req = MakeTemplate(a.batch);
+  auto next = Clock::now();
+  const auto gap = per_thread_rate > 0
+                       ? std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(a.batch / per_thread_rate))
+                       : Clock::duration::zero();
+  std::string error;
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    auto now = Clock::now();
+    if (now >= deadline) break;
+    if (per_thread_rate > 0) {
+      if (next > now) std::this_thread::sleep_until(std::min(next, deadline));
+      if (Clock::now() >= deadline) break;
+      next += gap;
+    }
+    Refresh(&req, &rng, &seq);
+    switch (sender->Send(req, &error)) {
+      case Outcome::kOk:
+        ok_batches->fetch_add(1, std::memory_order_relaxed);
+        sent_spans->fetch_add(static_cast<std::uint64_t>(a.batch), std::memory_order_relaxed);
+        break;
+      case Outcome::kThrottled:
+        // The agent's "retry later" (export queues full): back off as an OTLP exporter
+        // does, without the exporters' whole seconds, so the phase measures the agent.
+        throttled->fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        break;
+      case Outcome::kError:
+        if (err_batches->fetch_add(1, std::memory_order_relaxed) < 3)
+          std::fprintf(stderr, "send: Export failed: %s\n", error.c_str());
+        break;
+    }
+  }
+}
+
 int RunSend(const Args& a) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  grpc::ChannelArguments ch_args;
-  ch_args.SetMaxSendMessageSize(64 << 20);
   std::atomic<std::uint64_t> sent_spans{0}, ok_batches{0}, err_batches{0}, throttled{0};
-  const double per_thread_rate = a.rate / a.threads;
   const auto t0 = Clock::now();
   const auto deadline =
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.duration));
   std::vector<std::thread> workers;
   for (int w = 0; w < a.threads; ++w) {
     workers.emplace_back([&, w] {
-      // One channel per thread: separate HTTP/2 connections, as separate vLLM processes.
-      grpc::ChannelArguments args = ch_args;
-      args.SetInt("infertel.bench.worker", w);
-      auto channel = grpc::CreateCustomChannel(a.target, grpc::InsecureChannelCredentials(), args);
-      auto stub = TraceService::NewStub(channel);
-      std::mt19937_64 rng(0x5eed0000ULL + static_cast<std::uint64_t>(w));
-      std::uint64_t seq = static_cast<std::uint64_t>(w) * 1'000'000'000ULL;
-      TracesRequest req = MakeTemplate(a.batch);
-      auto next = Clock::now();
-      const auto gap = per_thread_rate > 0
-                           ? std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(a.batch / per_thread_rate))
-                           : Clock::duration::zero();
-      while (!g_stop.load(std::memory_order_relaxed)) {
-        auto now = Clock::now();
-        if (now >= deadline) break;
-        if (per_thread_rate > 0) {
-          if (next > now) std::this_thread::sleep_until(std::min(next, deadline));
-          if (Clock::now() >= deadline) break;
-          next += gap;
-        }
-        Refresh(&req, &rng, &seq);
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-        ExportTraceServiceResponse resp;
-        grpc::Status st = stub->Export(&ctx, req, &resp);
-        if (st.ok()) {
-          ok_batches.fetch_add(1, std::memory_order_relaxed);
-          sent_spans.fetch_add(static_cast<std::uint64_t>(a.batch), std::memory_order_relaxed);
-        } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
-          // The agent's "retry later" (export queues full): back off as an OTLP exporter
-          // does, without the exporters' whole seconds, so the phase measures the agent.
-          throttled.fetch_add(1, std::memory_order_relaxed);
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        } else {
-          if (err_batches.fetch_add(1, std::memory_order_relaxed) < 3)
-            std::fprintf(stderr, "send: Export failed: %d %s\n", st.error_code(),
-                         st.error_message().c_str());
-        }
+      if (a.transport == "http") {
+        HttpSender sender(a.target);
+        SendLoop(a, w, &sender, deadline, &sent_spans, &ok_batches, &err_batches, &throttled);
+      } else {
+        GrpcSender sender(a.target, w);
+        SendLoop(a, w, &sender, deadline, &sent_spans, &ok_batches, &err_batches, &throttled);
       }
     });
   }
@@ -314,6 +426,31 @@ class RecordingService final : public TraceService::Service {
 // message: resource_spans (field 1) → scope_spans (2) → spans (2). Decoding every span costs
 // the sink (on the sender's core) more than a normalizing agent spends on it, so a max-rate
 // phase would measure the sink; counting tags keeps the agent the bottleneck.
+// depth 0: the request, 1: a ResourceSpans, 2: a ScopeSpans (whose field 2 is a span).
+bool CountWireSpans(google::protobuf::io::CodedInputStream* in, int depth, std::uint64_t* n) {
+  using google::protobuf::internal::WireFormatLite;
+  const int wanted = depth == 0 ? 1 : 2;
+  for (;;) {
+    const std::uint32_t tag = in->ReadTag();
+    if (tag == 0) return true;
+    if (WireFormatLite::GetTagFieldNumber(tag) != wanted ||
+        WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(in, tag)) return false;
+      continue;
+    }
+    std::uint32_t len = 0;
+    if (!in->ReadVarint32(&len)) return false;
+    if (depth == 2) {
+      ++*n;
+      if (!in->Skip(static_cast<int>(len))) return false;
+      continue;
+    }
+    auto limit = in->PushLimit(static_cast<int>(len));
+    if (!CountWireSpans(in, depth + 1, n) || !in->ConsumedEntireMessage()) return false;
+    in->PopLimit(limit);
+  }
+}
+
 class WireCountingService final
     : public TraceService::WithRawCallbackMethod_Export<TraceService::Service> {
  public:
@@ -328,7 +465,7 @@ class WireCountingService final
     google::protobuf::io::CodedInputStream in(&reader);
     in.SetTotalBytesLimit(INT32_MAX);
     std::uint64_t n = 0;
-    if (!reader.status().ok() || !Count(&in, 0, &n)) {
+    if (!reader.status().ok() || !CountWireSpans(&in, 0, &n)) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable request"));
       return reactor;
     }
@@ -341,32 +478,97 @@ class WireCountingService final
   }
 
  private:
-  // depth 0: the request, 1: a ResourceSpans, 2: a ScopeSpans (whose field 2 is a span).
-  static bool Count(google::protobuf::io::CodedInputStream* in, int depth, std::uint64_t* n) {
-    using google::protobuf::internal::WireFormatLite;
-    const int wanted = depth == 0 ? 1 : 2;
-    for (;;) {
-      const std::uint32_t tag = in->ReadTag();
-      if (tag == 0) return true;
-      if (WireFormatLite::GetTagFieldNumber(tag) != wanted ||
-          WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-        if (!WireFormatLite::SkipField(in, tag)) return false;
-        continue;
-      }
-      std::uint32_t len = 0;
-      if (!in->ReadVarint32(&len)) return false;
-      if (depth == 2) {
-        ++*n;
-        if (!in->Skip(static_cast<int>(len))) return false;
-        continue;
-      }
-      auto limit = in->PushLimit(static_cast<int>(len));
-      if (!Count(in, depth + 1, n) || !in->ConsumedEntireMessage()) return false;
-      in->PopLimit(limit);
+  SinkCounts* counts_;
+};
+
+// The OTLP/HTTP sink: POST /v1/traces (protobuf) on HTTP/1.1 keep-alive connections, counted
+// from the wire tags as above and answered 200 with an empty ExportTraceServiceResponse.
+// One thread runs every connection.
+class HttpSink {
+ public:
+  explicit HttpSink(SinkCounts* counts) : counts_(counts) {}
+
+  // Binds; returns the port, 0 on failure.
+  unsigned short Listen(const std::string& hostport) {
+    tcp::endpoint ep;
+    boost::system::error_code ec;
+    if (!ParseEndpoint(hostport, &ep)) return 0;
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return 0;
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+    return acceptor_.local_endpoint().port();
+  }
+
+  void Stop() {
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Conn : std::enable_shared_from_this<Conn> {
+    Conn(tcp::socket s, SinkCounts* c) : socket(std::move(s)), counts(c) {}
+    tcp::socket socket;
+    SinkCounts* counts;
+    beast::flat_buffer buffer;
+    std::optional<bhttp::request_parser<bhttp::string_body>> parser;
+    bhttp::response<bhttp::string_body> response;
+
+    void Read() {
+      parser.emplace();
+      parser->body_limit(64u << 20);
+      buffer.reserve(64 * 1024);  // Beast reads at most the buffer's free room at a time
+      bhttp::async_read(socket, buffer, *parser,
+                        [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                          if (!ec) self->Answer();
+                        });
     }
+
+    void Answer() {
+      const auto& req = parser->get();
+      response = {};
+      response.version(11);
+      response.keep_alive(req.keep_alive());
+      std::uint64_t n = 0;
+      if (req.method() != bhttp::verb::post || req.target() != "/v1/traces") {
+        response.result(bhttp::status::not_found);
+      } else {
+        const std::string& body = req.body();
+        google::protobuf::io::CodedInputStream in(
+            reinterpret_cast<const std::uint8_t*>(body.data()), static_cast<int>(body.size()));
+        in.SetTotalBytesLimit(INT32_MAX);
+        if (CountWireSpans(&in, 0, &n)) {
+          counts->Add(n);
+          response.result(bhttp::status::ok);
+          response.set(bhttp::field::content_type, "application/x-protobuf");
+        } else {
+          response.result(bhttp::status::bad_request);
+        }
+      }
+      response.prepare_payload();
+      bhttp::async_write(socket, response,
+                         [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                           if (!ec && self->response.keep_alive()) self->Read();
+                         });
+    }
+  };
+
+  void Accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec) return;
+      s.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Conn>(std::move(s), counts_)->Read();
+      Accept();
+    });
   }
 
   SinkCounts* counts_;
+  asio::io_context io_{1};
+  tcp::acceptor acceptor_{io_};
+  std::thread thread_;
 };
 
 int RunSink(const Args& a) {
@@ -388,13 +590,20 @@ int RunSink(const Args& a) {
   else
     svc = std::make_unique<WireCountingService>(&counts);
   auto spans = [&] { return counts.spans.load(std::memory_order_relaxed); };
-  grpc::ServerBuilder b;
+  std::unique_ptr<grpc::Server> server;
+  HttpSink http_sink(&counts);
   int port = 0;
-  b.AddListeningPort(a.listen, grpc::InsecureServerCredentials(), &port);
-  b.SetMaxReceiveMessageSize(64 << 20);
-  b.RegisterService(svc.get());
-  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
-  if (!server || port == 0) {
+  if (a.transport == "http") {
+    port = http_sink.Listen(a.listen);
+  } else {
+    grpc::ServerBuilder b;
+    b.AddListeningPort(a.listen, grpc::InsecureServerCredentials(), &port);
+    b.SetMaxReceiveMessageSize(64 << 20);
+    b.RegisterService(svc.get());
+    server = b.BuildAndStart();
+    if (!server) port = 0;
+  }
+  if (port == 0) {
     std::fprintf(stderr, "sink: cannot listen on %s\n", a.listen.c_str());
     return 1;
   }
@@ -417,8 +626,11 @@ int RunSink(const Args& a) {
     last_t = now;
     last_n = n;
   }
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server->Wait();
+  if (server) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server->Wait();
+  }
+  http_sink.Stop();
   if (record != nullptr) std::fclose(record);
   const double secs = SecondsSince(t0);
   std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f\n",
