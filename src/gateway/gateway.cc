@@ -18,6 +18,7 @@
 #include "gateway/content_events.h"
 #include "gateway/deadlines.h"
 #include "gateway/sse_relay.h"
+#include "http/body_room.h"
 #include "http/simple_server.h"
 
 namespace infertel::gateway {
@@ -70,6 +71,9 @@ constexpr std::size_t kReadChunk = 8 * 1024;
 // A response body up to this size with a known length is read whole and sent with its
 // header in one write; larger or open-ended bodies are relayed as they arrive.
 constexpr std::size_t kWholeBodyMax = 256 * 1024;
+// A client connection's read buffer between requests: a typical request in one or two
+// reads, 2 KiB per connection.
+constexpr std::size_t kClientBufferRoom = 2048;
 // Relay buffers kept per worker for reuse.
 constexpr std::size_t kMaxIdleChunks = 256;
 // How often a worker's deadlines are checked.
@@ -362,14 +366,21 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
   Deadline deadline(&w->deadlines, &client);
   beast::flat_buffer buffer;
-  buffer.reserve(2048);  // a typical request in one or two reads, 2 KiB per connection
+  buffer.reserve(kClientBufferRoom);
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(opts().max_request_body);
     parser.header_limit(64 * 1024);
     deadline.After(opts().client_idle_timeout);
     error_code ec;
-    co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+    // Header first: a body larger than what the first read brought (a long prompt) is read
+    // with room made for it, in 64 KiB reads rather than 2 KiB ones (http/body_room.h).
+    co_await bhttp::async_read_header(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+    if (!ec && !parser.is_done()) {
+      http::MakeRoomForBody(buffer, parser);
+      co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+      http::ReleaseBodyRoom(buffer, kClientBufferRoom);
+    }
     MapTimeout(ec, deadline);
     if (ec == bhttp::error::body_limit) {
       stats().requests.fetch_add(1, std::memory_order_relaxed);

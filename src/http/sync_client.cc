@@ -1,5 +1,7 @@
 #include "http/sync_client.h"
 
+#include "http/body_room.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -94,9 +96,19 @@ struct SyncClient::Impl {
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(max_body);
     stream->expires_after(timeouts.read);
-    bhttp::async_read(*stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+    // Header first, then the body with room for it: a scrape of an engine's /metrics is tens
+    // to hundreds of KB (http/body_room.h).
+    bhttp::async_read_header(*stream, buffer, parser,
+                             [&](beast::error_code e, std::size_t) { ec = e; });
     io.restart();
     io.run();
+    if (!ec && !parser.is_done()) {
+      MakeRoomForBody(buffer, parser);
+      bhttp::async_read(*stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+      io.restart();
+      io.run();
+      ReleaseBodyRoom(buffer, 0);
+    }
     if (ec) {
       *stale = (ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
                 ec == asio::error::eof) &&

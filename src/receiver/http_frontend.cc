@@ -11,6 +11,7 @@
 #include "core/thread_name.h"
 #include "export/gzip.h"
 #include "export/otlp_json/otlp_json.h"
+#include "http/body_room.h"
 #include "http/url.h"
 #include "receiver/frontends.h"
 
@@ -179,14 +180,6 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
   return PlainError(bhttp::status::internal_server_error, "unknown signal");
 }
 
-// Beast reads a body through the connection's buffer, at most its free capacity per read (512
-// bytes for a fresh flat_buffer). A 300 KB export of 512 spans took about 500 reads of ~600
-// bytes, each with its timer rearmed: 9 µs of the receiver's CPU per span against 2.4 µs on
-// gRPC. Room for kBodyReadChunk bytes before a body makes that 5 reads; the room goes again
-// after the request so that an idle connection keeps only a small buffer.
-constexpr std::size_t kBodyReadChunk = 64 * 1024;
-constexpr std::size_t kIdleBuffer = 4 * 1024;
-
 struct ConnectionSlot {
   explicit ConnectionSlot(std::atomic<std::size_t>* n) : n(n) {}
   ~ConnectionSlot() { n->fetch_sub(1, std::memory_order_relaxed); }
@@ -224,12 +217,10 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
         co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) break;
       }
-      const std::uint64_t body_bytes = parser.content_length().value_or(kBodyReadChunk);
-      buffer.reserve(buffer.size() +
-                     static_cast<std::size_t>(std::min<std::uint64_t>(body_bytes, kBodyReadChunk)));
+      http::MakeRoomForBody(buffer, parser);  // exports are large
       co_await bhttp::async_read(stream, buffer, parser,
                                  asio::redirect_error(asio::use_awaitable, ec));
-      if (buffer.capacity() > kIdleBuffer) buffer.shrink_to_fit();
+      http::ReleaseBodyRoom(buffer, 0);
       if (ec == bhttp::error::body_limit) {
         self->ingestor()->CountMalformed(Transport::kHttp, *signal);
         res = StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "exchange_recorder.h"
@@ -289,6 +290,67 @@ TEST_F(GatewayIoTest, PipelinedRequestsAreAnsweredInOrder) {
   }
   EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
   EXPECT_EQ(recorder_.WaitOne(1).outcome, Outcome::kOk);
+}
+
+TEST_F(GatewayIoTest, LongPromptsPipelinedReachTheEngineWholeAndInOrder) {
+  // A 600 KB prompt, a small request and a chunked 300 KB prompt in one client write: the
+  // gateway reads each body with room made for it after its header (http/body_room.h) and
+  // keeps what it read ahead for the next request.
+  std::mutex mu;
+  std::vector<std::string> seen;  // the bodies the engine got, in order
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    for (;;) {
+      bhttp::request_parser<bhttp::string_body> p;
+      p.body_limit(8u << 20);
+      boost::system::error_code ec;
+      bhttp::read(s, buf, p, ec);
+      if (ec) return;
+      {
+        std::lock_guard lock(mu);
+        seen.push_back(p.get().body());
+      }
+      WriteAll(s, Response(kChat));
+    }
+  });
+  StartGateway(engine.port(), [](GatewayOptions& o) { o.max_request_body = 4u << 20; });
+  auto prompt = [](std::size_t n, char c) {
+    return R"({"model":"m","messages":[{"role":"user","content":")" + std::string(n, c) + R"("}]})";
+  };
+  const std::string bodies[] = {prompt(600'000, 'a'), kRequestBody, prompt(300'000, 'c')};
+  std::string wire;
+  for (int i = 0; i < 3; ++i) {
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
+    req.set(bhttp::field::host, "t");
+    req.set(bhttp::field::content_type, "application/json");
+    req.body() = bodies[i];
+    if (i == 2) {
+      req.chunked(true);
+    } else {
+      req.prepare_payload();
+    }
+    std::ostringstream out;
+    out << req;
+    wire += out.str();
+  }
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  std::thread writer([&] { WriteAll(s, wire); });
+  beast::flat_buffer buf;
+  boost::system::error_code ec;
+  for (int i = 0; i < 3 && !ec; ++i) {
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(s, buf, res, ec);
+    EXPECT_FALSE(ec) << "response " << i << ": " << ec.message();
+    if (!ec) EXPECT_EQ(res.result_int(), 200) << "request " << i;
+  }
+  if (ec) s.shutdown(tcp::socket::shutdown_both, ec);  // unblocks the writer
+  writer.join();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(seen[i] == bodies[i]) << "body " << i << " differs";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(recorder_.WaitOne(i).outcome, Outcome::kOk);
 }
 
 TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
