@@ -145,16 +145,17 @@ std::optional<Response> CheckHeader(const bhttp::request_parser<bhttp::string_bo
   return std::nullopt;
 }
 
+// 503 with Retry-After: retryable for every OTLP/HTTP exporter (OTLP specification,
+// "Retryable Response Codes").
+Response Throttled(Encoding enc) {
+  Response r =
+      StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
+  r.set(bhttp::field::retry_after, "1");
+  return r;
+}
+
 Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
                     std::size_t max_bytes, Ingestor* ingestor) {
-  if (ingestor->Throttle(Transport::kHttp, signal)) {
-    // 503 with Retry-After: retryable for every OTLP/HTTP exporter (OTLP specification,
-    // "Retryable Response Codes"); the body was read, so the connection stays usable.
-    Response r =
-        StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
-    r.set(bhttp::field::retry_after, "1");
-    return r;
-  }
   std::string inflated;
   if (gzip) {
     if (!exporting::GzipDecompress(body, &inflated, max_bytes)) {
@@ -178,6 +179,27 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
       return DecodeAndAccept<MetricsRequest>(signal, enc, body, ingestor);
   }
   return PlainError(bhttp::status::internal_server_error, "unknown signal");
+}
+
+// Reads the body that `header` announced and throws it away, through a small scratch
+// buffer; false if it could not be read whole (longer than the limit, or the connection
+// failed).
+asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                  bhttp::request_parser<bhttp::string_body>&& header) {
+  constexpr std::size_t kScratch = 16 * 1024;
+  bhttp::request_parser<bhttp::buffer_body> discard(std::move(header));  // no body read yet
+  auto scratch = std::make_unique<char[]>(kScratch);
+  http::MakeRoomForBody(buffer, discard);
+  boost::system::error_code ec;
+  while (!ec && !discard.is_done()) {
+    discard.get().body().data = scratch.get();
+    discard.get().body().size = kScratch;
+    co_await bhttp::async_read(stream, buffer, discard,
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == bhttp::error::need_buffer) ec = {};  // the scratch is full: again
+  }
+  http::ReleaseBodyRoom(buffer, 0);
+  co_return !ec;
 }
 
 struct ConnectionSlot {
@@ -210,7 +232,18 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     // After an early answer the unread body makes the connection unusable: close it.
     bool keep_alive = !res && parser.get().keep_alive();
     unread_body = res.has_value();
-    if (!res) {
+    const unsigned version = parser.get().version();
+    if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
+      // Refused before the body is read: a refused export costs reads into a scratch buffer
+      // instead of a body-sized allocation. A client waiting for 100 Continue is answered at
+      // once and does not send the body; the connection closes behind it.
+      res = Throttled(enc);
+      parser.body_limit(o.max_message_bytes);
+      const bool discarded = !beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
+                             co_await DiscardBody(stream, buffer, std::move(parser));
+      keep_alive = keep_alive && discarded;
+      unread_body = !discarded;
+    } else if (!res) {
       parser.body_limit(o.max_message_bytes);
       if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
@@ -234,7 +267,7 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
                          self->ingestor());
       }
     }
-    res->version(parser.get().version());
+    res->version(version);
     res->keep_alive(keep_alive);
     res->prepare_payload();
     co_await bhttp::async_write(stream, *res, asio::redirect_error(asio::use_awaitable, ec));

@@ -347,6 +347,69 @@ TEST_F(ReceiverTest, SaturatedSinkIsAnsweredRetryLater) {
   EXPECT_EQ(SinkSpans(), 2u);
 }
 
+// A refusal reads the body into a scratch buffer and throws it away: the connection stays
+// usable, the next request on it is parsed from the right place, and nothing refused
+// reaches the sink.
+TEST_F(ReceiverTest, HttpRefusedBodiesAreSkippedAndTheConnectionKept) {
+  StartReceiver(true, 4u << 20);
+  traces_.saturated = true;
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  beast::flat_buffer buf;
+  auto send = [&](const std::string& body, bool chunked) {
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/traces", 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    req.set(bhttp::field::content_type, "application/x-protobuf");
+    req.body() = body;
+    if (chunked) {
+      req.chunked(true);
+    } else {
+      req.prepare_payload();
+    }
+    stream.expires_after(std::chrono::seconds(10));
+    bhttp::write(stream, req);
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(stream, buf, res);
+    return res;
+  };
+  // Bodies larger than the scratch buffer; their bytes would not parse as a request.
+  const std::string junk(200'000, 'j');
+  auto r1 = send(junk, false);
+  EXPECT_EQ(r1.result_int(), 503u);
+  EXPECT_TRUE(r1.keep_alive());
+  EXPECT_EQ(r1[bhttp::field::retry_after], "1");
+  auto r2 = send(junk, true);
+  EXPECT_EQ(r2.result_int(), 503u);
+  EXPECT_TRUE(r2.keep_alive());
+  traces_.saturated = false;
+  auto r3 = send(ValidTraces(3).SerializeAsString(), false);
+  EXPECT_EQ(r3.result_int(), 200u) << r3.body();
+  EXPECT_EQ(SinkSpans(), 3u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 2u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 0u);
+}
+
+// A client that waits for 100 Continue is refused at once and sends no body.
+TEST_F(ReceiverTest, HttpRefusalAnswersExpectContinueWithoutTheBody) {
+  StartReceiver();
+  traces_.saturated = true;
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  const std::string header =
+      "POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-protobuf\r\n"
+      "Content-Length: 50000\r\nExpect: 100-continue\r\n\r\n";
+  asio::write(stream.socket(), asio::buffer(header));
+  beast::flat_buffer buf;
+  bhttp::response<bhttp::string_body> res;
+  stream.expires_after(std::chrono::seconds(10));
+  bhttp::read(stream, buf, res);
+  EXPECT_EQ(res.result_int(), 503u);
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_EQ(SinkSpans(), 0u);
+}
+
 TEST_F(ReceiverTest, HttpProtobufTraces) {
   StartReceiver();
   TracesRequest req = ValidTraces(2);
