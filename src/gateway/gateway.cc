@@ -80,9 +80,16 @@ constexpr std::size_t kMaxIdleChunks = 256;
 constexpr std::chrono::milliseconds kDeadlineTick{100};
 constexpr std::chrono::seconds kClientWriteTimeout{60};
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business on each side.
+// `Expect: 100-continue` on an HTTP/1.1 request (RFC 9110 §10.1.1).
+bool ExpectsContinue(const bhttp::request<bhttp::string_body>& req) {
+  return req.version() >= 11 && beast::iequals(req[bhttp::field::expect], "100-continue");
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business on each side, and so is
+// `Expect`: the gateway answered the expectation itself and sends the engine the whole body.
 bool IsHopByHop(bhttp::field f, std::string_view name) {
   switch (f) {
+    case bhttp::field::expect:
     case bhttp::field::connection:
     case bhttp::field::keep_alive:
     case bhttp::field::proxy_authenticate:
@@ -376,6 +383,16 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
     // Header first: a body larger than what the first read brought (a long prompt) is read
     // with room made for it, in 64 KiB reads rather than 2 KiB ones (http/body_room.h).
     co_await bhttp::async_read_header(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+    if (!ec && !parser.is_done()) {
+      // A client that asked to wait (curl does for bodies over 1 MiB) would otherwise wait
+      // about a second before sending. The gateway has the whole body before the engine sees
+      // the request, so it answers for the engine and does not pass the expectation on.
+      if (ExpectsContinue(parser.get())) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        co_await asio::async_write(client, asio::buffer(kContinue.data(), kContinue.size()),
+                                   asio::redirect_error(kUseTask, ec));
+      }
+    }
     if (!ec && !parser.is_done()) {
       http::MakeRoomForBody(buffer, parser);
       co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));

@@ -353,6 +353,63 @@ TEST_F(GatewayIoTest, LongPromptsPipelinedReachTheEngineWholeAndInOrder) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(recorder_.WaitOne(i).outcome, Outcome::kOk);
 }
 
+TEST_F(GatewayIoTest, ExpectContinueIsAnsweredAtOnceAndNotPassedOn) {
+  // curl sends `Expect: 100-continue` for bodies over 1 MiB and waits about a second for the
+  // 100 before sending the body anyway. The gateway answers it at once; the engine gets the
+  // whole request without the expectation.
+  std::mutex mu;
+  std::vector<std::string> expects;  // the Expect header each engine request carried
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    for (;;) {
+      bhttp::request<bhttp::string_body> req;
+      boost::system::error_code ec;
+      bhttp::read(s, buf, req, ec);
+      if (ec) return;
+      {
+        std::lock_guard lock(mu);
+        expects.emplace_back(req[bhttp::field::expect]);
+      }
+      WriteAll(s, Response(kChat));
+    }
+  });
+  StartGateway(engine.port(), [](GatewayOptions& o) { o.max_request_body = 4096; });
+  asio::io_context io;
+  beast::tcp_stream s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  const std::string header = std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n") +
+                             "Content-Type: application/json\r\nExpect: 100-continue\r\n" +
+                             "Content-Length: " + std::to_string(std::strlen(kRequestBody)) +
+                             "\r\n\r\n";
+  WriteAll(s.socket(), header);
+  beast::flat_buffer buf;
+  {
+    bhttp::response<bhttp::empty_body> cont;
+    boost::system::error_code ec;
+    s.expires_after(500ms);  // well before curl's one second
+    bhttp::read(s, buf, cont, ec);
+    ASSERT_FALSE(ec) << "no 100 Continue: " << ec.message();
+    EXPECT_EQ(cont.result_int(), 100);
+  }
+  WriteAll(s.socket(), kRequestBody);
+  bhttp::response<bhttp::string_body> res;
+  s.expires_after(5s);
+  bhttp::read(s, buf, res);
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body(), kChat);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+  // A body over the limit is refused from its header: 413, no 100, nothing sent on.
+  WriteAll(s.socket(), std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n") +
+                           "Expect: 100-continue\r\nContent-Length: 100000\r\n\r\n");
+  bhttp::response<bhttp::string_body> big;
+  s.expires_after(5s);
+  bhttp::read(s, buf, big);
+  EXPECT_EQ(big.result_int(), 413);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(expects.size(), 1u);
+  EXPECT_EQ(expects[0], "");
+}
+
 TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
   // 1 KiB (read whole, one write) and 1 MiB (relayed in pieces), each in several engine
   // writes with pauses, so the gateway sees them arrive in parts.
