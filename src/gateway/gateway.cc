@@ -793,7 +793,11 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     ures.body().size = observed_body.size();
     up.deadline.After(opts().stream_idle_timeout);
     if (!rp.is_done()) {
+      // A body longer than the connection's 8 KiB buffer (long completions, logprobs,
+      // embeddings) in 64 KiB reads; a typical answer is already whole and needs no room.
+      http::MakeRoomForBody(up.buffer, rp);
       co_await bhttp::async_read(up.stream, up.buffer, rp, asio::redirect_error(kUseTask, uec));
+      http::ReleaseBodyRoom(up.buffer, kReadChunk);
     }
     MapTimeout(uec, up.deadline);
     if (uec == bhttp::error::need_buffer && rp.is_done()) uec = {};
