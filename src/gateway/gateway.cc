@@ -392,11 +392,11 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
         co_await asio::async_write(client, asio::buffer(kContinue.data(), kContinue.size()),
                                    asio::redirect_error(kUseTask, ec));
       }
-    }
-    if (!ec && !parser.is_done()) {
-      http::MakeRoomForBody(buffer, parser);
-      co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));
-      http::ReleaseBodyRoom(buffer, kClientBufferRoom);
+      if (!ec) {
+        http::MakeRoomForBody(buffer, parser);
+        co_await bhttp::async_read(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+        http::ReleaseBodyRoom(buffer, kClientBufferRoom);
+      }
     }
     MapTimeout(ec, deadline);
     if (ec == bhttp::error::body_limit) {

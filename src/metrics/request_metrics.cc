@@ -11,11 +11,6 @@ using gateway::openai::Operation;
 
 constexpr double kNs = 1e9;
 
-const std::string& EmptyModel() {
-  static const std::string empty;
-  return empty;
-}
-
 MetricLabels ApiLabels(std::string_view model, std::string_view span_kind,
                        std::string_view usage_type) {
   MetricLabels l{{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
@@ -62,9 +57,9 @@ ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
   const bool aborted = ex.outcome == Outcome::kClientAborted;
   if (!ok && !aborted) return out;
 
-  const std::string& model = ex.response.model  ? *ex.response.model
-                             : ex.request.model ? *ex.request.model
-                                                : EmptyModel();
+  const std::string_view model = ex.response.model  ? std::string_view(*ex.response.model)
+                                 : ex.request.model ? std::string_view(*ex.request.model)
+                                                    : std::string_view();
   const auto& usage = ex.response.usage;
   std::optional<std::int64_t> input = usage.input_tokens;
   std::optional<std::int64_t> output = usage.output_tokens;

@@ -233,19 +233,19 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     bool keep_alive = !res && parser.get().keep_alive();
     unread_body = res.has_value();
     const unsigned version = parser.get().version();
+    const bool expect_continue = beast::iequals(parser.get()[bhttp::field::expect], "100-continue");
+    if (!res) parser.body_limit(o.max_message_bytes);
     if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
       // Refused before the body is read: a refused export costs reads into a scratch buffer
       // instead of a body-sized allocation. A client waiting for 100 Continue is answered at
       // once and does not send the body; the connection closes behind it.
       res = Throttled(enc);
-      parser.body_limit(o.max_message_bytes);
-      const bool discarded = !beast::iequals(parser.get()[bhttp::field::expect], "100-continue") &&
-                             co_await DiscardBody(stream, buffer, std::move(parser));
+      const bool discarded =
+          !expect_continue && co_await DiscardBody(stream, buffer, std::move(parser));
       keep_alive = keep_alive && discarded;
       unread_body = !discarded;
     } else if (!res) {
-      parser.body_limit(o.max_message_bytes);
-      if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+      if (expect_continue) {
         bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
         co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) break;
