@@ -862,6 +862,19 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     std::string out;
     ChunkLease chunk(&w->chunks);
     char* buf = chunk.data();
+    std::size_t piece = kReadChunk;
+    // A body too long to read whole (a large embeddings batch, long logprobs) is relayed in
+    // pieces of up to 64 KiB, as the connection's buffer then reads it, instead of 8 KiB.
+    // Streams keep 8 KiB pieces: an event is small and must leave as soon as it arrives.
+    std::unique_ptr<char[]> long_piece;
+    const bool long_body =
+        !sse && !head_only && rp.content_length() && *rp.content_length() > kWholeBodyMax;
+    if (long_body) {
+      long_piece = std::make_unique_for_overwrite<char[]>(http::kBodyReadRoom);
+      buf = long_piece.get();
+      piece = http::kBodyReadRoom;
+      http::MakeRoomForBody(up.buffer, rp);
+    }
     if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
 
     auto write_out = [&](std::string_view bytes) -> Task<void> {
@@ -882,13 +895,13 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
 
     while (!client_write_failed && !rp.is_done()) {
       ures.body().data = buf;
-      ures.body().size = kReadChunk;
+      ures.body().size = piece;
       up.deadline.After(opts().stream_idle_timeout);
       co_await bhttp::async_read_some(up.stream, up.buffer, rp,
                                       asio::redirect_error(kUseTask, uec));
       MapTimeout(uec, up.deadline);
       if (uec == bhttp::error::need_buffer) uec = {};
-      std::size_t n = kReadChunk - ures.body().size;
+      std::size_t n = piece - ures.body().size;
       if (n > 0) {
         std::string_view bytes(buf, n);
         if (modify) {
@@ -954,6 +967,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       if (wec) client_write_failed = true;
     }
     if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
+    if (long_body) http::ReleaseBodyRoom(up.buffer, kReadChunk);
     if (observe && modify) {
       ex.response = observer.Finish();
       ex.stream_deltas = observer.delta_count();
