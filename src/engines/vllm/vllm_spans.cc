@@ -143,20 +143,30 @@ void Set(Span* span, AttrIndex* idx, Slot slot, T value) {
 std::int64_t SecondsToNanos(double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); }
 
 // The phase carries the parent's request id, model, engine index and PD role, every
-// attribute of those keys in order of the keys.
+// attribute of those keys in order of the keys. It shares the parent's KeyValues instead of
+// copying them: the phase is on an arena, so its repeated field never frees its elements;
+// the parent lives at least as long (on the same arena, or on the heap request that the
+// arena's Memory owns, pipeline::Hold); and its attributes are final once phases are derived.
+// A copy was a KeyValue, an AnyValue and two strings, most longer than the 15 bytes a
+// std::string holds inline: 2 to 4 heap allocations per attribute, three phases per span.
+// Shared KeyValues are only read from then on, as borrowed headers are (pipeline/held.h).
 void PhaseAttributes(const Span& from, const AttrIndex& idx, Span* phase) {
   constexpr std::array<Slot, 4> kCopied = {kSlotRequestId, kSlotModelName, kSlotEngineIndex,
                                            kSlotPdRole};
+  auto* attrs = phase->mutable_attributes();
+  auto add = [attrs](const KeyValue& kv) {
+    attrs->UnsafeArenaAddAllocated(const_cast<KeyValue*>(&kv));
+  };
   bool single = true;
   for (Slot s : kCopied) single = single && idx.count[s] <= 1;
   if (single) {
     for (Slot s : kCopied)
-      if (const KeyValue* kv = idx.at(s)) *phase->add_attributes() = *kv;
+      if (const KeyValue* kv = idx.at(s)) add(*kv);
     return;
   }
   for (Slot s : kCopied) {  // a key given more than once: all of them, as the span has them
     for (const auto& kv : from.attributes())
-      if (kv.key() == kSlotKeys[s]) *phase->add_attributes() = kv;
+      if (kv.key() == kSlotKeys[s]) add(kv);
   }
 }
 

@@ -204,6 +204,50 @@ TEST(VllmSpansTest, RemoteKvWaitIsNestedInTheWaitPhase) {
   EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInKvTransfer).int_value(), 15'000'000);
 }
 
+// On the arena (the assembler's path) the phases point at the parent's KeyValues instead of
+// copying them, and still go on the wire exactly as copies would. The kv_transfer phase's own
+// attribute is added after the shared ones without touching the parent. The heap overload
+// gives copies that the caller may change freely.
+TEST(VllmSpansTest, PhasesOnTheArenaShareTheParentsAttributes) {
+  google::protobuf::Arena arena;
+  Span* s = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  *s = V1Span("chatcmpl-shared");
+  AddAttr(s->mutable_attributes(), sc::kGenAiLatencyTimeInKvTransfer, 0.015);
+  vllm::NormalizeContext ctx;
+  ctx.engine_index = 3;
+  std::vector<Span*> phases;
+  vllm::Normalize(s, "vllm.tracing.otel", ctx, &arena, &phases);
+  ASSERT_EQ(phases.size(), 4u);  // wait, kv_transfer, prefill, decode
+  const int parent_attrs = s->attributes_size();
+  auto index_in_parent = [&](const KeyValue* kv) {
+    for (int i = 0; i < s->attributes_size(); ++i)
+      if (&s->attributes(i) == kv) return i;
+    return -1;
+  };
+  for (const Span* p : phases) {
+    // request id, engine index, PD role (no model: unmatched and none sent)
+    const int shared = p->name() == sc::kSpanKvTransfer ? 4 : 3;
+    ASSERT_EQ(p->attributes_size(), shared) << p->name();
+    for (int i = 0; i < 3; ++i) EXPECT_GE(index_in_parent(&p->attributes(i)), 0) << p->name();
+    // On the wire, the same bytes as a phase that owns copies of those attributes.
+    Span copy;
+    copy.CopyFrom(*p);
+    EXPECT_EQ(copy.SerializeAsString(), p->SerializeAsString());
+  }
+  EXPECT_EQ(Attr(*phases[1], sc::kGenAiKvTransferDirection).string_value(), "recv");
+  EXPECT_EQ(s->attributes_size(), parent_attrs);
+  EXPECT_EQ(FindAttr(s->attributes(), sc::kGenAiKvTransferDirection), nullptr);
+  EXPECT_EQ(Attr(*phases[2], sc::kGenAiRequestId).string_value(), "chatcmpl-shared");
+  EXPECT_EQ(Attr(*phases[2], sc::kGenAiEngineIndex).int_value(), 3);
+
+  Span heap = V1Span("chatcmpl-heap");
+  std::vector<Span> copies;
+  vllm::Normalize(&heap, "vllm.tracing.otel", ctx, &copies);
+  ASSERT_FALSE(copies.empty());
+  copies[0].mutable_attributes(0)->mutable_value()->set_string_value("changed");
+  EXPECT_EQ(Attr(heap, sc::kGenAiRequestId).string_value(), "chatcmpl-heap");
+}
+
 TEST(VllmSpansTest, RepeatedKeysFirstOneCountsAndPhasesCopyEveryOne) {
   Span s = V1Span("chatcmpl-dup");
   AddAttr(s.mutable_attributes(), sc::kGenAiLatencyE2e, 0.7);             // a second e2e
