@@ -338,20 +338,13 @@ void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape)
 
 void Assembler::PushWaiting(Waiting&& w) {
   const std::uint64_t seq = waiting_front_seq_ + waiting_.size();
-  for (const auto& k : w.keys) waiting_index_.emplace(RecordKey(k), seq);
+  for (const auto& k : w.keys) waiting_index_.Insert(RecordKey(k), seq);
   waiting_.push_back(std::move(w));
   ++waiting_live_;
 }
 
 void Assembler::Unindex(const Waiting& w, std::uint64_t seq) {
-  for (const auto& k : w.keys) {
-    auto [lo, hi] = waiting_index_.equal_range(RecordKey(k));
-    for (auto it = lo; it != hi; ++it)
-      if (it->second == seq) {
-        waiting_index_.erase(it);
-        break;
-      }
-  }
+  for (const auto& k : w.keys) waiting_index_.Erase(RecordKey(k), seq);
 }
 
 bool Assembler::PopWaiting(Waiting* out) {
@@ -368,10 +361,9 @@ bool Assembler::PopWaiting(Waiting* out) {
 }
 
 void Assembler::TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched) {
-  auto [lo, hi] = waiting_index_.equal_range(RecordKey(request_id));
-  if (lo == hi) return;
   std::vector<std::uint64_t> seqs;
-  for (auto it = lo; it != hi; ++it) seqs.push_back(it->second);
+  waiting_index_.ForEach(RecordKey(request_id), [&](std::uint64_t seq) { seqs.push_back(seq); });
+  if (seqs.empty()) return;
   std::sort(seqs.begin(), seqs.end());  // released in arrival order, as before
   for (std::uint64_t seq : seqs) {
     Waiting& w = waiting_[static_cast<std::size_t>(seq - waiting_front_seq_)];
@@ -394,7 +386,7 @@ void Assembler::FlushWaiting() {
     std::lock_guard lock(mu_);
     all.swap(waiting_);
     waiting_front_seq_ += all.size();
-    waiting_index_.clear();
+    waiting_index_.Clear();
     waiting_live_ = 0;
     stats_.waiting.store(0, std::memory_order_relaxed);
   }

@@ -28,6 +28,7 @@
 #include "engines/join.h"
 #include "engines/sglang/tracker.h"
 #include "engines/vllm/vllm_spans.h"
+#include "engines/waiting_index.h"
 #include "gateway/exchange.h"
 #include "pipeline/exporter.h"
 
@@ -158,7 +159,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::deque<Waiting> waiting_;
   std::uint64_t waiting_front_seq_ = 0;  // sequence number of waiting_.front()
   std::size_t waiting_live_ = 0;         // entries of waiting_ not taken
-  std::unordered_multimap<std::uint64_t, std::uint64_t> waiting_index_;  // key hash → sequence
+  WaitingIndex waiting_index_;           // join-key hash → sequence
   bool stop_ = false;
   std::condition_variable cv_;
   std::mutex hints_mu_;  // guards hints_
