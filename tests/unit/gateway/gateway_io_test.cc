@@ -12,9 +12,9 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
+#include "common/http_wire.h"
 #include "exchange_recorder.h"
 #include "gateway/deadlines.h"
 #include "gateway/gateway.h"
@@ -319,20 +319,8 @@ TEST_F(GatewayIoTest, LongPromptsPipelinedReachTheEngineWholeAndInOrder) {
   };
   const std::string bodies[] = {prompt(600'000, 'a'), kRequestBody, prompt(300'000, 'c')};
   std::string wire;
-  for (int i = 0; i < 3; ++i) {
-    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
-    req.set(bhttp::field::host, "t");
-    req.set(bhttp::field::content_type, "application/json");
-    req.body() = bodies[i];
-    if (i == 2) {
-      req.chunked(true);
-    } else {
-      req.prepare_payload();
-    }
-    std::ostringstream out;
-    out << req;
-    wire += out.str();
-  }
+  for (int i = 0; i < 3; ++i)
+    wire += testing::PostBytes("/v1/chat/completions", "application/json", bodies[i], i == 2);
   asio::io_context io;
   tcp::socket s(io);
   s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <future>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "common/http_wire.h"
 #include "core/stats.h"
 #include "export/gzip.h"
 #include "export/otlp_json/otlp_json.h"
@@ -698,18 +698,9 @@ TEST_F(ReceiverTest, HttpLargePipelinedBodiesArriveWhole) {
   const int kSpans[] = {200, 3, 150};
   std::string wire;
   for (int i = 0; i < 3; ++i) {
-    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/traces", 11};
-    req.set(bhttp::field::host, "127.0.0.1");
-    req.set(bhttp::field::content_type, "application/x-protobuf");
-    req.body() = big(kSpans[i], static_cast<char>('a' + i)).SerializeAsString();
-    if (i == 2) {
-      req.chunked(true);
-    } else {
-      req.prepare_payload();
-    }
-    std::ostringstream out;
-    out << req;
-    wire += out.str();
+    wire +=
+        testing::PostBytes("/v1/traces", "application/x-protobuf",
+                           big(kSpans[i], static_cast<char>('a' + i)).SerializeAsString(), i == 2);
   }
   ASSERT_GT(wire.size(), 500'000u);
   asio::io_context io;
