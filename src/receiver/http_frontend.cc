@@ -181,11 +181,33 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
   return PlainError(bhttp::status::internal_server_error, "unknown signal");
 }
 
-// Reads the body that `header` announced and throws it away, through a small scratch
-// buffer; false if it could not be read whole (longer than the limit, or the connection
-// failed).
+// Reads the body that `header` announced and throws it away; false if it could not be read
+// whole (longer than the limit, or the connection failed). A body of known length is read
+// into the connection's buffer and dropped from it, without the parser, which would copy it
+// once more into a body; bytes past it (a pipelined next request) stay in the buffer. A
+// chunked body goes through the parser and a small scratch buffer.
 asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                   bhttp::request_parser<bhttp::string_body>&& header) {
+  if (const auto length = header.content_length()) {
+    std::uint64_t left = *length;  // all of it: only the header was read, and within the limit
+    http::MakeRoomForBody(buffer, header);
+    boost::system::error_code ec;
+    for (;;) {
+      const std::size_t buffered =
+          static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
+      buffer.consume(buffered);
+      left -= buffered;
+      if (left == 0) break;
+      const std::size_t want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(left, http::kBodyReadRoom));
+      const std::size_t n = co_await stream.async_read_some(
+          buffer.prepare(want), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      buffer.commit(n);
+    }
+    http::ReleaseBodyRoom(buffer, 0);
+    co_return !ec;
+  }
   constexpr std::size_t kScratch = 16 * 1024;
   bhttp::request_parser<bhttp::buffer_body> discard(std::move(header));  // no body read yet
   auto scratch = std::make_unique<char[]>(kScratch);

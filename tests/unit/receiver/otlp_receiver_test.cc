@@ -390,6 +390,40 @@ TEST_F(ReceiverTest, HttpRefusedBodiesAreSkippedAndTheConnectionKept) {
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).malformed_requests.load(), 0u);
 }
 
+// Refused requests written back to back: a discarded body of known length must leave the
+// bytes after it (the next request, here already read with it) in the connection's buffer.
+TEST_F(ReceiverTest, HttpRefusedPipelinedBodiesLeaveTheNextRequestWhole) {
+  StartReceiver(true, 4u << 20);
+  traces_.saturated = true;
+  std::string wire;
+  for (std::size_t size : {std::size_t{200'000}, std::size_t{100}, std::size_t{70'000}})
+    wire += testing::PostBytes("/v1/traces", "application/x-protobuf", std::string(size, 'j'),
+                               /*chunked=*/false);
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), receiver_->http_port()));
+  stream.expires_after(std::chrono::seconds(10));
+  asio::write(stream.socket(), asio::buffer(wire));
+  beast::flat_buffer buf;
+  for (int i = 0; i < 3; ++i) {
+    bhttp::response<bhttp::string_body> res;
+    boost::system::error_code ec;
+    bhttp::read(stream, buf, res, ec);
+    ASSERT_FALSE(ec) << "response " << i << ": " << ec.message();
+    EXPECT_EQ(res.result_int(), 503u) << "response " << i;
+    EXPECT_TRUE(res.keep_alive()) << "response " << i;
+  }
+  traces_.saturated = false;
+  asio::write(stream.socket(),
+              asio::buffer(testing::PostBytes("/v1/traces", "application/x-protobuf",
+                                              ValidTraces(2).SerializeAsString(), false)));
+  bhttp::response<bhttp::string_body> ok;
+  bhttp::read(stream, buf, ok);
+  EXPECT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(SinkSpans(), 2u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 3u);
+}
+
 // A client that waits for 100 Continue is refused at once and sends no body.
 TEST_F(ReceiverTest, HttpRefusalAnswersExpectContinueWithoutTheBody) {
   StartReceiver();
