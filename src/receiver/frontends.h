@@ -13,6 +13,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
+
 #include "receiver/ingest.h"
 #include "receiver/otlp_receiver.h"
 
@@ -26,6 +28,17 @@ namespace infertel::receiver::internal {
 // The answer to a request refused while the export queues are full (Ingestor::Throttle).
 inline constexpr std::string_view kThrottledMessage =
     "the agent's export queues are full; retry later";
+// When a refused exporter should try again, in seconds: HTTP's `Retry-After`, and over gRPC
+// the `google.rpc.retryinfo-bin` trailer (a RetryInfo), which OpenTelemetry's Python gRPC
+// exporter (vLLM's and SGLang's) waits for instead of its own 1, 2, 4… s backoff.
+inline constexpr int kRetryAfterSeconds = 1;
+inline constexpr std::string_view kRetryInfoTrailer = "google.rpc.retryinfo-bin";
+// google.rpc.RetryInfo{retry_delay: google.protobuf.Duration{seconds: s}} on the wire, for
+// 0 < s < 128 (a one-byte varint): field 1 of each, length-delimited then varint.
+constexpr std::array<char, 4> RetryInfoBytes(int seconds) {
+  return {'\x0a', '\x02', '\x08', static_cast<char>(seconds)};
+}
+static_assert(kRetryAfterSeconds > 0 && kRetryAfterSeconds < 128);
 
 class GrpcFrontend {
  public:

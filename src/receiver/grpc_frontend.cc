@@ -23,17 +23,22 @@ class RawExportService final : public Base {
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(Handle(request, response));
+    reactor->Finish(Handle(context, request, response));
     return reactor;
   }
 
  private:
-  grpc::Status Handle(const grpc::ByteBuffer* request, grpc::ByteBuffer* response) noexcept {
+  grpc::Status Handle(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                      grpc::ByteBuffer* response) noexcept {
     // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in
-    // the OTLP specification, and retried with backoff by the Python exporters of vLLM and
-    // SGLang (the JS gRPC exporter reports it as a failure instead).
-    if (ingestor_->Throttle(Transport::kGrpc, signal_))
+    // the OTLP specification, and retried by the Python exporters of vLLM and SGLang after the
+    // RetryInfo delay (the JS gRPC exporter reports it as a failure instead).
+    if (ingestor_->Throttle(Transport::kGrpc, signal_)) {
+      static constexpr auto kRetryInfo = RetryInfoBytes(kRetryAfterSeconds);
+      context->AddTrailingMetadata(std::string(kRetryInfoTrailer),
+                                   std::string(kRetryInfo.data(), kRetryInfo.size()));
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
+    }
     // Decoded onto an arena that travels with the spans (pipeline/held.h).
     auto decoded = pipeline::Held<Request>::Make();
     grpc::ByteBuffer view(*request);  // shares the slices

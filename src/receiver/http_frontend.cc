@@ -150,7 +150,7 @@ std::optional<Response> CheckHeader(const bhttp::request_parser<bhttp::string_bo
 Response Throttled(Encoding enc) {
   Response r =
       StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
-  r.set(bhttp::field::retry_after, "1");
+  r.set(bhttp::field::retry_after, std::to_string(kRetryAfterSeconds));
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "receiver/otlp_receiver.h"
 
+#include <google/protobuf/duration.pb.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -322,6 +324,20 @@ TEST_F(ReceiverTest, SaturatedSinkIsAnsweredRetryLater) {
     grpc::Status st = stub->Export(&ctx, ValidTraces(2), &resp);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
     EXPECT_NE(st.error_message().find("retry later"), std::string::npos) << st.error_message();
+    // The delay, as a google.rpc.RetryInfo in the trailer OpenTelemetry's gRPC exporters
+    // read: field 1, a google.protobuf.Duration of 1 s (HTTP's Retry-After below).
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    auto it = trailers.find("google.rpc.retryinfo-bin");
+    ASSERT_NE(it, trailers.end());
+    google::protobuf::UnknownFieldSet retry_info;
+    ASSERT_TRUE(retry_info.ParseFromString(std::string(it->second.data(), it->second.size())));
+    ASSERT_EQ(retry_info.field_count(), 1);
+    ASSERT_EQ(retry_info.field(0).number(), 1);
+    ASSERT_EQ(retry_info.field(0).type(), google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED);
+    google::protobuf::Duration delay;
+    ASSERT_TRUE(delay.ParseFromString(retry_info.field(0).length_delimited()));
+    EXPECT_EQ(delay.seconds(), 1);
+    EXPECT_EQ(delay.nanos(), 0);
   }
   const std::string wire = ValidTraces(2).SerializeAsString();
   HttpResult r = Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", wire);
