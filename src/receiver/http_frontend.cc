@@ -258,9 +258,9 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     const bool expect_continue = beast::iequals(parser.get()[bhttp::field::expect], "100-continue");
     if (!res) parser.body_limit(o.max_message_bytes);
     if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
-      // Refused before the body is read: a refused export costs reads into a scratch buffer
-      // instead of a body-sized allocation. A client waiting for 100 Continue is answered at
-      // once and does not send the body; the connection closes behind it.
+      // Refused before the body is read: the body is read and dropped (DiscardBody), never
+      // held whole. A client waiting for 100 Continue is answered at once and does not send
+      // the body; the connection closes behind it.
       res = Throttled(enc);
       const bool discarded =
           !expect_continue && co_await DiscardBody(stream, buffer, std::move(parser));
