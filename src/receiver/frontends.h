@@ -17,6 +17,7 @@
 
 #include "receiver/ingest.h"
 #include "receiver/otlp_receiver.h"
+#include "receiver/room_waiter.h"
 
 namespace grpc {
 class Server;
@@ -43,14 +44,16 @@ static_assert(kRetryAfterSeconds > 0 && kRetryAfterSeconds < 128);
 class GrpcFrontend {
  public:
   // nullptr and *error when the address cannot be bound. `ingestor` must outlive the front end.
-  static std::unique_ptr<GrpcFrontend> Start(const std::string& address, std::size_t max_bytes,
-                                             Ingestor* ingestor, std::string* error);
+  // Serves options.grpc_address, with options.max_message_bytes and options.saturated_wait.
+  static std::unique_ptr<GrpcFrontend> Start(const OtlpReceiverOptions& options, Ingestor* ingestor,
+                                             std::string* error);
   ~GrpcFrontend();
   std::uint16_t port() const { return port_; }
   void Stop();
 
  private:
   GrpcFrontend() = default;
+  std::unique_ptr<RoomWaiter> waiter_;  // null when options.saturated_wait is 0
   std::vector<std::unique_ptr<grpc::Service>> services_;
   std::unique_ptr<grpc::Server> server_;
   std::uint16_t port_ = 0;
@@ -68,12 +71,14 @@ class HttpFrontend {
   const OtlpReceiverOptions& options() const { return options_; }
   Ingestor* ingestor() const { return ingestor_; }
   std::atomic<std::size_t>& connections() { return connections_; }
+  std::atomic<std::size_t>& waiting() { return waiting_; }  // requests waiting for room
 
  private:
   HttpFrontend() = default;
   OtlpReceiverOptions options_;
   Ingestor* ingestor_ = nullptr;
   std::atomic<std::size_t> connections_{0};
+  std::atomic<std::size_t> waiting_{0};
   std::uint16_t port_ = 0;
   bool stopped_ = false;
   // Declared last: destroyed first, with the coroutine frames still pending on it, while the

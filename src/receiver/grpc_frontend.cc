@@ -17,12 +17,20 @@ namespace {
 template <typename Request, typename Base>
 class RawExportService final : public Base {
  public:
-  RawExportService(Signal signal, Ingestor* ingestor) : signal_(signal), ingestor_(ingestor) {}
+  // `waiter`: where a call that finds the sink saturated waits for room; null: no wait.
+  RawExportService(Signal signal, Ingestor* ingestor, RoomWaiter* waiter)
+      : signal_(signal), ingestor_(ingestor), waiter_(waiter) {}
 
   grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    // The call, its message and its answer stay valid until Finish, from whichever thread.
+    if (waiter_ != nullptr && ingestor_->Saturated(signal_) &&
+        waiter_->Add(signal_, request->Length(), [this, reactor, context, request, response] {
+          reactor->Finish(Handle(context, request, response));
+        }))
+      return reactor;
     reactor->Finish(Handle(context, request, response));
     return reactor;
   }
@@ -65,6 +73,7 @@ class RawExportService final : public Base {
 
   Signal signal_;
   Ingestor* ingestor_;
+  RoomWaiter* waiter_;
 };
 
 namespace trace_v1 = opentelemetry::proto::collector::trace::v1;
@@ -82,12 +91,17 @@ using MetricsRaw = RawExportService<
 
 }  // namespace
 
-std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const std::string& address, std::size_t max_bytes,
+std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const OtlpReceiverOptions& options,
                                                   Ingestor* ingestor, std::string* error) {
   std::unique_ptr<GrpcFrontend> f(new GrpcFrontend());
-  f->services_.push_back(std::make_unique<TraceRaw>(Signal::kTraces, ingestor));
-  f->services_.push_back(std::make_unique<LogsRaw>(Signal::kLogs, ingestor));
-  f->services_.push_back(std::make_unique<MetricsRaw>(Signal::kMetrics, ingestor));
+  if (options.saturated_wait.count() > 0)
+    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, options.saturated_wait);
+  f->services_.push_back(std::make_unique<TraceRaw>(Signal::kTraces, ingestor, f->waiter_.get()));
+  f->services_.push_back(std::make_unique<LogsRaw>(Signal::kLogs, ingestor, f->waiter_.get()));
+  f->services_.push_back(
+      std::make_unique<MetricsRaw>(Signal::kMetrics, ingestor, f->waiter_.get()));
+  const std::string& address = options.grpc_address;
+  const std::size_t max_bytes = options.max_message_bytes;
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
@@ -106,6 +120,9 @@ std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const std::string& address, st
 GrpcFrontend::~GrpcFrontend() { Stop(); }
 
 void GrpcFrontend::Stop() {
+  // First: the calls held for room are answered now, and later ones are not held, so the
+  // server's shutdown below finds no call waiting on the waiter's thread.
+  if (waiter_) waiter_->Stop();
   if (server_ == nullptr) return;
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server_->Wait();

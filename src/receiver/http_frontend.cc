@@ -224,6 +224,29 @@ asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer&
   co_return !ec;
 }
 
+// Waits, while `signal`'s sink stays saturated, up to options().saturated_wait (see
+// RoomWaiter, which does the same for gRPC), with the body still unread. No wait when
+// kMaxWaiting requests wait already.
+asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
+  std::atomic<std::size_t>& waiting = self->waiting();
+  if (waiting.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiting) {
+    waiting.fetch_sub(1, std::memory_order_relaxed);
+    co_return;
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + self->options().saturated_wait;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  boost::system::error_code ec;
+  while (self->ingestor()->Saturated(signal)) {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) break;
+    timer.expires_after(std::min<Clock::duration>(kRoomPoll, deadline - now));
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+  }
+  waiting.fetch_sub(1, std::memory_order_relaxed);
+}
+
 struct ConnectionSlot {
   explicit ConnectionSlot(std::atomic<std::size_t>* n) : n(n) {}
   ~ConnectionSlot() { n->fetch_sub(1, std::memory_order_relaxed); }
@@ -257,6 +280,8 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     const unsigned version = parser.get().version();
     const bool expect_continue = beast::iequals(parser.get()[bhttp::field::expect], "100-continue");
     if (!res) parser.body_limit(o.max_message_bytes);
+    if (!res && o.saturated_wait.count() > 0 && self->ingestor()->Saturated(*signal))
+      co_await WaitForRoom(*signal, self);
     if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
       // Refused before the body is read: the body is read and dropped (DiscardBody), never
       // held whole. A client waiting for 100 Continue is answered at once and does not send

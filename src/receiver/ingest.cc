@@ -221,20 +221,20 @@ IngestResult Ingestor::Accept(Transport transport,
   return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
 }
 
-bool Ingestor::Throttle(Transport transport, Signal signal) noexcept {
-  bool saturated = false;
+bool Ingestor::Saturated(Signal signal) const noexcept {
   switch (signal) {
     case Signal::kTraces:
-      saturated = sinks_.traces != nullptr && sinks_.traces->Saturated();
-      break;
+      return sinks_.traces != nullptr && sinks_.traces->Saturated();
     case Signal::kLogs:
-      saturated = sinks_.logs != nullptr && sinks_.logs->Saturated();
-      break;
+      return sinks_.logs != nullptr && sinks_.logs->Saturated();
     case Signal::kMetrics:
-      saturated = sinks_.metrics != nullptr && sinks_.metrics->Saturated();
-      break;
+      return sinks_.metrics != nullptr && sinks_.metrics->Saturated();
   }
-  if (!saturated) return false;
+  return false;
+}
+
+bool Ingestor::Throttle(Transport transport, Signal signal) noexcept {
+  if (!Saturated(signal)) return false;
   ReceiverCounters& c = stats_->at(transport, signal);
   c.requests.fetch_add(1, std::memory_order_relaxed);
   c.throttled_requests.fetch_add(1, std::memory_order_relaxed);

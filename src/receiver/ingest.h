@@ -94,6 +94,9 @@ class Ingestor {
   // UNAVAILABLE / HTTP 503 with Retry-After, retryable in the OTLP specification, so the sender
   // keeps the data instead of the agent accepting it only to drop older queued data for it.
   bool Throttle(Transport transport, Signal signal) noexcept;
+  // Whether the signal's sink is saturated now, counting nothing: the front ends ask it while a
+  // request waits for room (OtlpReceiverOptions::saturated_wait) before Throttle decides.
+  bool Saturated(Signal signal) const noexcept;
 
  private:
   template <typename Request>

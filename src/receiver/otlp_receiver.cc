@@ -11,8 +11,7 @@ OtlpReceiver::~OtlpReceiver() { Stop(); }
 
 bool OtlpReceiver::Start(std::string* error) {
   if (!options_.grpc_address.empty()) {
-    grpc_ = internal::GrpcFrontend::Start(options_.grpc_address, options_.max_message_bytes,
-                                          &ingestor_, error);
+    grpc_ = internal::GrpcFrontend::Start(options_, &ingestor_, error);
     if (!grpc_) return false;
     grpc_port_ = grpc_->port();
   }

@@ -7,17 +7,18 @@
 // gRPC: opentelemetry.proto.collector.{trace,logs,metrics}.v1 Export, served with gRPC's
 // callback API on raw byte buffers, so undecodable payloads reach the receiver and are counted
 // (INVALID_ARGUMENT). Handlers run on gRPC's own executor and never block (decode, validate,
-// Submit). gRPC refuses messages above max_message_bytes itself (RESOURCE_EXHAUSTED) before the
-// handler: those are not counted here.
-// HTTP: POST /v1/traces, /v1/logs, /v1/metrics on a Boost.Beast server with its own io_context
-// and `threads` threads, keep-alive. Status codes: 200 (also for partial success), 400 malformed
-// body or every item invalid (body: google.rpc.Status, protobuf or JSON like the request),
-// 404 unknown path, 405 not POST, 413 body or inflated body above max_message_bytes, 415
-// unsupported Content-Type or Content-Encoding. Undecodable bodies (400), 413 and 415 count as
-// malformed requests of the path's signal; a 400 because every item was invalid counts the items
-// as refused; 404 and 405 are not counted (no signal, or not an export attempt).
-// Empty ids: an OTLP/JSON span without traceId/spanId decodes with empty ids, which OTLP calls
-// invalid; it is refused and counted (refused_items), never forwarded, never given a made-up id.
+// Submit); a call waiting for room (saturated_wait) is resumed on the RoomWaiter's thread. gRPC
+// refuses messages above max_message_bytes itself (RESOURCE_EXHAUSTED) before the handler: those
+// are not counted here. HTTP: POST /v1/traces, /v1/logs, /v1/metrics on a Boost.Beast server with
+// its own io_context and `threads` threads, keep-alive. Status codes: 200 (also for partial
+// success), 400 malformed body or every item invalid (body: google.rpc.Status, protobuf or JSON
+// like the request), 404 unknown path, 405 not POST, 413 body or inflated body above
+// max_message_bytes, 415 unsupported Content-Type or Content-Encoding. Undecodable bodies (400),
+// 413 and 415 count as malformed requests of the path's signal; a 400 because every item was
+// invalid counts the items as refused; 404 and 405 are not counted (no signal, or not an export
+// attempt). Empty ids: an OTLP/JSON span without traceId/spanId decodes with empty ids, which OTLP
+// calls invalid; it is refused and counted (refused_items), never forwarded, never given a made-up
+// id.
 
 #include <chrono>
 #include <cstddef>
@@ -43,6 +44,12 @@ struct OtlpReceiverOptions {
   int threads = 1;                                      // HTTP io_context threads
   std::size_t max_http_connections = 256;               // further connections are closed at once
   std::chrono::milliseconds http_idle_timeout{60'000};  // keep-alive wait and body read
+  // How long a request that finds its signal's export queues full waits for room before it is
+  // answered "retry later" (0: at once). A burst that drains within it costs the sender a short
+  // delay instead of its exporter's backoff (1 s and more, during which the engine's own span
+  // queue fills and drops); an HTTP body waits unread in the kernel meanwhile. At most
+  // 16 requests per transport (kMaxWaiting) wait at once; further ones are refused at once.
+  std::chrono::milliseconds saturated_wait{250};
 };
 
 // Thread-safety: Start/Stop from one controlling thread; the accessors from any thread.

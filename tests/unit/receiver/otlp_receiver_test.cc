@@ -40,6 +40,7 @@ class RecordingSink : public pipeline::Sink<Request> {
   void Submit(Request&& r) noexcept override {
     std::lock_guard lock(mu_);
     got_.push_back(std::move(r));
+    if (room > 0) --room;
   }
   // The receivers decode onto an arena and hand the request on without a copy.
   void SubmitHeld(pipeline::Held<Request>&& r) noexcept override {
@@ -47,8 +48,13 @@ class RecordingSink : public pipeline::Sink<Request> {
     Submit(pipeline::CopyOut(r));
   }
   std::atomic<int> on_arena{0};
-  bool Saturated(std::size_t) const noexcept override { return saturated; }
+  bool Saturated(std::size_t) const noexcept override {
+    return room >= 0 ? room == 0 : saturated.load();
+  }
   std::atomic<bool> saturated{false};
+  // When not negative: saturated while 0, and each request taken uses one (a queue that has
+  // room for that many more requests).
+  std::atomic<int> room{-1};
   std::vector<Request> got() const {
     std::lock_guard lock(mu_);
     return got_;
@@ -149,6 +155,7 @@ class ReceiverTest : public ::testing::Test {
     o.http_address = "127.0.0.1:0";
     o.max_message_bytes = max_bytes;
     o.threads = 2;
+    o.saturated_wait = saturated_wait_;
     ReceiverSinks sinks{&traces_, with_logs_metrics ? &logs_ : nullptr,
                         with_logs_metrics ? &metrics_ : nullptr};
     receiver_ = std::make_unique<OtlpReceiver>(o, sinks);
@@ -163,6 +170,8 @@ class ReceiverTest : public ::testing::Test {
     if (receiver_) receiver_->Stop();
   }
   const ReceiverCounters& C(Transport t, Signal s) { return receiver_->stats().at(t, s); }
+  // Short, so that the tests of refusals also wait (and still find the sink saturated).
+  std::chrono::milliseconds saturated_wait_{50};
   std::size_t SinkSpans() {
     std::size_t n = 0;
     for (const auto& r : traces_.got()) n += CountSpans(r);
@@ -361,6 +370,132 @@ TEST_F(ReceiverTest, SaturatedSinkIsAnsweredRetryLater) {
   otlp_collector_trace::ExportTraceServiceResponse resp;
   EXPECT_TRUE(stub->Export(&ctx, ValidTraces(2), &resp).ok());
   EXPECT_EQ(SinkSpans(), 2u);
+}
+
+// A request that finds the sink saturated waits for room: when the queues drain within the
+// wait, it is taken, not refused, on both transports.
+TEST_F(ReceiverTest, SaturatedSinkThatDrainsWithinTheWaitTakesTheRequest) {
+  saturated_wait_ = std::chrono::seconds(5);
+  StartReceiver();
+  traces_.saturated = true;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto grpc_call = std::async(std::launch::async, [&] {
+    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    return stub->Export(&ctx, ValidTraces(2), &resp);
+  });
+  auto http_call = std::async(std::launch::async, [&] {
+    return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+                ValidTraces(3).SerializeAsString());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(SinkSpans(), 0u);  // both still waiting
+  traces_.saturated = false;
+  grpc::Status st = grpc_call.get();
+  HttpResult r = http_call.get();
+  const auto took = Clock::now() - start;
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(4));  // resumed by the drain, not by the end of the wait
+  EXPECT_EQ(SinkSpans(), 5u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 0u);
+}
+
+// Room for one request resumes one waiting call, not every waiting call only for all but one
+// to find the sink saturated again and be refused.
+TEST_F(ReceiverTest, WaitingCallsTakeTheRoomOneAtATime) {
+  saturated_wait_ = std::chrono::seconds(20);
+  StartReceiver();
+  traces_.room = 0;
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 3; ++i)
+    calls.push_back(std::async(std::launch::async, [this] {
+      auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+      grpc::ClientContext ctx;
+      otlp_collector_trace::ExportTraceServiceResponse resp;
+      return stub->Export(&ctx, ValidTraces(1), &resp);
+    }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all three wait
+  traces_.room = 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(SinkSpans(), 1u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
+  traces_.room = 2;
+  for (auto& c : calls) {
+    grpc::Status st = c.get();
+    EXPECT_TRUE(st.ok()) << st.error_message();
+  }
+  EXPECT_EQ(SinkSpans(), 3u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
+}
+
+// At most kMaxWaiting (16) requests per transport wait; the next one is refused at once, and
+// the waiting ones are all taken when room comes.
+TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
+  saturated_wait_ = std::chrono::seconds(20);
+  StartReceiver();
+  traces_.saturated = true;
+  constexpr int kWaiting = 16;
+  std::vector<std::future<grpc::Status>> grpc_calls;
+  std::vector<std::future<HttpResult>> http_calls;
+  auto grpc_export = [this] {
+    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    return stub->Export(&ctx, ValidTraces(1), &resp);
+  };
+  auto http_post = [this] {
+    return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+                ValidTraces(1).SerializeAsString());
+  };
+  for (int i = 0; i < kWaiting; ++i) {
+    grpc_calls.push_back(std::async(std::launch::async, grpc_export));
+    http_calls.push_back(std::async(std::launch::async, http_post));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all sixteen are waiting
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  grpc::Status refused = grpc_export();
+  HttpResult refused_http = http_post();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));  // not after the 20 s wait
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(refused_http.status, 503u);
+  EXPECT_EQ(SinkSpans(), 0u);
+  traces_.saturated = false;
+  for (auto& c : grpc_calls) {
+    grpc::Status st = c.get();
+    EXPECT_TRUE(st.ok()) << st.error_message();
+  }
+  for (auto& c : http_calls) EXPECT_EQ(c.get().status, 200u);
+  EXPECT_EQ(SinkSpans(), 2u * kWaiting);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 1u);
+}
+
+// Stopping the receiver answers a waiting gRPC call at once ("retry later": the sink is still
+// saturated) instead of holding the shutdown for the rest of the wait.
+TEST_F(ReceiverTest, StopAnswersCallsWaitingForRoom) {
+  saturated_wait_ = std::chrono::seconds(30);
+  StartReceiver();
+  traces_.saturated = true;
+  auto call = std::async(std::launch::async, [this] {
+    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    return stub->Export(&ctx, ValidTraces(1), &resp);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  receiver_->Stop();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(call.get().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(SinkSpans(), 0u);
 }
 
 // A refusal reads the body into a scratch buffer and throws it away: the connection stays
@@ -767,7 +902,9 @@ TEST_F(ReceiverTest, HttpLargePipelinedBodiesArriveWhole) {
     stream.expires_after(std::chrono::seconds(10));  // a lost request fails, not hangs
     bhttp::read(stream, buf, res, ec);
     EXPECT_FALSE(ec) << "response " << i << ": " << ec.message();
-    if (!ec) EXPECT_EQ(res.result_int(), 200u) << "request " << i << ": " << res.body();
+    if (!ec) {
+      EXPECT_EQ(res.result_int(), 200u) << "request " << i << ": " << res.body();
+    }
   }
   if (ec) stream.socket().shutdown(tcp::socket::shutdown_both, ec);  // unblocks the writer
   writer.join();
