@@ -28,6 +28,12 @@ class RawExportService final : public Base {
     // The call, its message and its answer stay valid until Finish, from whichever thread.
     if (waiter_ != nullptr && ingestor_->Saturated(signal_) &&
         waiter_->Add(signal_, request->Length(), [this, reactor, context, request, response] {
+          // A sender that gave up meanwhile (its deadline passed) sends the data again: taking
+          // it now would store it twice.
+          if (context->IsCancelled()) {
+            reactor->Finish(grpc::Status::CANCELLED);
+            return;
+          }
           reactor->Finish(Handle(context, request, response));
         }))
       return reactor;

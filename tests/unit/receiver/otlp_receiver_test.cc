@@ -477,6 +477,26 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 1u);
 }
 
+// A gRPC call whose sender gave up while it waited (its deadline passed) is not taken when
+// room comes: the sender will send those spans again.
+TEST_F(ReceiverTest, CallsCancelledWhileWaitingAreNotTaken) {
+  saturated_wait_ = std::chrono::seconds(5);
+  StartReceiver();
+  traces_.saturated = true;
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  EXPECT_EQ(stub->Export(&ctx, ValidTraces(2), &resp).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  traces_.saturated = false;
+  // A later call is taken, and only its spans reach the sink.
+  grpc::ClientContext again;
+  EXPECT_TRUE(stub->Export(&again, ValidTraces(1), &resp).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(SinkSpans(), 1u);
+}
+
 // Stopping the receiver answers a waiting gRPC call at once ("retry later": the sink is still
 // saturated) instead of holding the shutdown for the rest of the wait.
 TEST_F(ReceiverTest, StopAnswersCallsWaitingForRoom) {
