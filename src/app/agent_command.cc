@@ -76,6 +76,7 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
   opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
+  opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
   auto duration = [](const std::string& flag, const std::string& text) {
     auto d = exporting::ParseDuration(text);
     if (!d || d->count() <= 0)
@@ -207,6 +208,11 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
       ->capture_default_str();
   sub->add_option("--join-window-ms", flags->join_window_ms,
                   "How long an engine span waits for its request to finish at the gateway")
+      ->capture_default_str();
+  sub->add_option("--receiver-wait-ms", flags->receiver_wait_ms,
+                  "How long an OTLP request waits for room while the export queues are full, "
+                  "before it is answered retry-later (0: at once)")
+      ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
 }
 

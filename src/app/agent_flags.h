@@ -33,6 +33,7 @@ struct AgentFlags {
   std::string engine_version = "auto";
   int data_parallel_size = 1;
   int join_window_ms = 3000;
+  int receiver_wait_ms = 250;  // OtlpReceiverOptions::saturated_wait
   std::string scrape_interval = "5s";
   std::string scrape_timeout = "3s";
   std::string metrics_url;

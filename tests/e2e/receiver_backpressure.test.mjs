@@ -1,8 +1,9 @@
 // End-to-end: when the agent's export queue is nearly full (its backend is slow), its OTLP
-// receiver answers "retry later" (gRPC UNAVAILABLE, HTTP 503 + Retry-After) instead of taking
-// spans it would have to drop. The senders are the official OpenTelemetry JS exporters; once
-// the backend answers again, the refused batches are sent again (the OTLP/HTTP exporter does
-// it by itself), every span arrives and the agent has dropped none.
+// receiver waits for room (--receiver-wait-ms) and then answers "retry later" (gRPC
+// UNAVAILABLE, HTTP 503 + Retry-After) instead of taking spans it would have to drop. The
+// senders are the official OpenTelemetry JS exporters; once the backend answers again, the
+// refused batches are sent again (the OTLP/HTTP exporter does it by itself), every span
+// arrives and the agent has dropped none.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -18,6 +19,8 @@ import { get, metricSum, parsePrometheus } from './lib/util.mjs';
 
 const BATCH = 16;
 const BATCHES = 6; // 96 spans against a queue of 64 items: saturated (3/4) after 48
+// How long a request waits for room before the refusal (--receiver-wait-ms; 250 by default).
+const WAIT_MS = 400;
 
 // Finished spans of an unrelated service (they pass through the agent unchanged), in batches.
 function makeBatches() {
@@ -45,6 +48,7 @@ describe('OTLP receiver under a full export queue', () => {
       upstream: sim.url,
       otlp: { endpoint: backend.endpoint, protocol: 'grpc' },
       env: { OTEL_BSP_MAX_QUEUE_SIZE: '64', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: String(BATCH) },
+      extra: ['--receiver-wait-ms', String(WAIT_MS)],
     });
   });
 
@@ -75,9 +79,13 @@ describe('OTLP receiver under a full export queue', () => {
     }, { timeoutMs: 8000 });
     assert.ok(saturated, `no retry-later answer on both transports:\n${agent.describe()}`);
 
-    // A plain OTLP/HTTP request sees the answer itself: 503, Retry-After, a google.rpc.Status.
+    // A plain OTLP/HTTP request sees the answer itself, after waiting for room in vain: 503,
+    // Retry-After, a google.rpc.Status.
+    const sent = performance.now();
     const raw = await fetch(`${agent.receiverHttp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const waited = performance.now() - sent;
     assert.equal(raw.status, 503);
+    assert.ok(waited >= WAIT_MS - 50 && waited < WAIT_MS + 5000, `answered after ${waited.toFixed(0)} ms, want about ${WAIT_MS}`);
     assert.equal(raw.headers.get('retry-after'), '1');
     const status = await raw.json();
     assert.equal(status.code, 14);
