@@ -224,15 +224,21 @@ asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer&
   co_return !ec;
 }
 
+// A place counted in `*n` (a connection, a request waiting for room), given back when this
+// goes, however the coroutine holding it ends. The caller counts it in.
+struct CountedPlace {
+  explicit CountedPlace(std::atomic<std::size_t>* n) : n(n) {}
+  ~CountedPlace() { n->fetch_sub(1, std::memory_order_relaxed); }
+  std::atomic<std::size_t>* n;
+};
+
 // Waits, while `signal`'s sink stays saturated, up to options().saturated_wait (see
 // RoomWaiter, which does the same for gRPC), with the body still unread. No wait when
 // kMaxWaiting requests wait already.
 asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
   std::atomic<std::size_t>& waiting = self->waiting();
-  if (waiting.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiting) {
-    waiting.fetch_sub(1, std::memory_order_relaxed);
-    co_return;
-  }
+  CountedPlace place(&waiting);
+  if (waiting.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiting) co_return;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + self->options().saturated_wait;
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -244,17 +250,10 @@ asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
   }
-  waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
-struct ConnectionSlot {
-  explicit ConnectionSlot(std::atomic<std::size_t>* n) : n(n) {}
-  ~ConnectionSlot() { n->fetch_sub(1, std::memory_order_relaxed); }
-  std::atomic<std::size_t>* n;
-};
-
 asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
-  ConnectionSlot slot(&self->connections());
+  CountedPlace place(&self->connections());
   const OtlpReceiverOptions& o = self->options();
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
@@ -284,8 +283,8 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
       co_await WaitForRoom(*signal, self);
     if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
       // Refused before the body is read: the body is read and dropped (DiscardBody), never
-      // held whole. A client waiting for 100 Continue is answered at once and does not send
-      // the body; the connection closes behind it.
+      // held whole. A client waiting for 100 Continue is answered (after the wait for room)
+      // without sending the body; the connection closes behind it.
       res = Throttled(enc);
       const bool discarded =
           !expect_continue && co_await DiscardBody(stream, buffer, std::move(parser));
