@@ -28,6 +28,8 @@ class RawExportService final : public Base {
     // The call, its message and its answer stay valid until Finish, from whichever thread.
     if (waiter_ != nullptr && ingestor_->Saturated(signal_) &&
         waiter_->Add(signal_, request->Length(), [this, reactor, context, request, response] {
+          // Counted here, before the answer, so that a sender that sees the answer sees the count.
+          ingestor_->CountWaiting(Transport::kGrpc, signal_);
           // A sender that gave up meanwhile (its deadline passed) sends the data again: taking
           // it now would store it twice.
           if (context->IsCancelled()) {

@@ -239,6 +239,7 @@ asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
   std::atomic<std::size_t>& waiting = self->waiting();
   CountedPlace place(&waiting);
   if (waiting.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiting) co_return;
+  self->ingestor()->CountWaiting(Transport::kHttp, signal);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + self->options().saturated_wait;
   asio::steady_timer timer(co_await asio::this_coro::executor);

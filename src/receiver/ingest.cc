@@ -124,6 +124,10 @@ void ReceiverStats::Register(StatsRegistry* r) const {
       r->Add("infertel_receiver_throttled_requests",
              "Requests answered 'retry later' because the export queues were full", T::kCounter,
              labels, &c.throttled_requests);
+      r->Add("infertel_receiver_waited_requests",
+             "Requests that found the export queues full and waited for room (then taken, or "
+             "answered 'retry later')",
+             T::kCounter, labels, &c.waited_requests);
     }
   }
 }
@@ -239,6 +243,10 @@ bool Ingestor::Throttle(Transport transport, Signal signal) noexcept {
   c.requests.fetch_add(1, std::memory_order_relaxed);
   c.throttled_requests.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void Ingestor::CountWaiting(Transport transport, Signal signal) noexcept {
+  stats_->at(transport, signal).waited_requests.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Ingestor::CountMalformed(Transport transport, Signal signal) noexcept {

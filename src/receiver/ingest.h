@@ -29,11 +29,12 @@ struct ReceiverCounters {
   std::atomic<std::uint64_t> malformed_requests{0};  // undecodable, too large, wrong type
   std::atomic<std::uint64_t> dropped_items{0};       // accepted, but no sink for the signal
   std::atomic<std::uint64_t> throttled_requests{0};  // answered "retry later": queue full
+  std::atomic<std::uint64_t> waited_requests{0};     // found the queue full, waited for room
 };
 
 // The receiver's self-metrics, registered as infertel_receiver_{requests,items,refused_items,
-// malformed_requests,dropped_items,throttled_requests}_total{transport,signal}. Thread-safe
-// (atomics).
+// malformed_requests,dropped_items,throttled_requests,waited_requests}_total{transport,signal}.
+// Thread-safe (atomics).
 struct ReceiverStats {
   std::array<std::array<ReceiverCounters, 3>, 2> cells;
   ReceiverCounters& at(Transport t, Signal s) {
@@ -97,6 +98,9 @@ class Ingestor {
   // Whether the signal's sink is saturated now, counting nothing: the front ends ask it while a
   // request waits for room (OtlpReceiverOptions::saturated_wait) before Throttle decides.
   bool Saturated(Signal signal) const noexcept;
+  // Counts one request that found its sink saturated and waits for room (it is then either
+  // taken or throttled, and counted as such as well).
+  void CountWaiting(Transport transport, Signal signal) noexcept;
 
  private:
   template <typename Request>

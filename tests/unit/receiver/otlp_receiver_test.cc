@@ -403,6 +403,8 @@ TEST_F(ReceiverTest, SaturatedSinkThatDrainsWithinTheWaitTakesTheRequest) {
   EXPECT_EQ(SinkSpans(), 5u);
   EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 0u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).waited_requests.load(), 1u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).waited_requests.load(), 1u);
 }
 
 // Room for one request resumes one waiting call, not every waiting call only for all but one
@@ -475,6 +477,9 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
   EXPECT_EQ(SinkSpans(), 2u * kWaiting);
   EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 1u);
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 1u);
+  // The seventeenth did not wait.
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).waited_requests.load(), 16u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).waited_requests.load(), 16u);
 }
 
 // A gRPC call whose sender gave up while it waited (its deadline passed) is not taken when
@@ -961,6 +966,9 @@ TEST_F(ReceiverTest, StatsAreRegisteredWithTransportAndSignalLabels) {
   EXPECT_NE(
       text.find(
           "infertel_receiver_throttled_requests_total{transport=\"http\",signal=\"traces\"} 0"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("infertel_receiver_waited_requests_total{transport=\"grpc\",signal=\"logs\"} 0"),
       std::string::npos);
 }
 
