@@ -172,6 +172,21 @@ class ReceiverTest : public ::testing::Test {
   const ReceiverCounters& C(Transport t, Signal s) { return receiver_->stats().at(t, s); }
   // Short, so that the tests of refusals also wait (and still find the sink saturated).
   std::chrono::milliseconds saturated_wait_{50};
+  // One gRPC trace export of `n` valid spans, from any thread.
+  grpc::Status ExportTraces(int n, std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    return stub->Export(&ctx, ValidTraces(n), &resp);
+  }
+  // The traces counters of waiting for room, the same on both transports.
+  void ExpectWaitCounts(std::uint64_t throttled, std::uint64_t waited) {
+    for (Transport t : {Transport::kGrpc, Transport::kHttp}) {
+      EXPECT_EQ(C(t, Signal::kTraces).throttled_requests.load(), throttled) << TransportName(t);
+      EXPECT_EQ(C(t, Signal::kTraces).waited_requests.load(), waited) << TransportName(t);
+    }
+  }
   std::size_t SinkSpans() {
     std::size_t n = 0;
     for (const auto& r : traces_.got()) n += CountSpans(r);
@@ -380,12 +395,7 @@ TEST_F(ReceiverTest, SaturatedSinkThatDrainsWithinTheWaitTakesTheRequest) {
   traces_.saturated = true;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  auto grpc_call = std::async(std::launch::async, [&] {
-    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
-    grpc::ClientContext ctx;
-    otlp_collector_trace::ExportTraceServiceResponse resp;
-    return stub->Export(&ctx, ValidTraces(2), &resp);
-  });
+  auto grpc_call = std::async(std::launch::async, [&] { return ExportTraces(2); });
   auto http_call = std::async(std::launch::async, [&] {
     return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
                 ValidTraces(3).SerializeAsString());
@@ -401,10 +411,7 @@ TEST_F(ReceiverTest, SaturatedSinkThatDrainsWithinTheWaitTakesTheRequest) {
   EXPECT_GE(took, std::chrono::milliseconds(200));
   EXPECT_LT(took, std::chrono::seconds(4));  // resumed by the drain, not by the end of the wait
   EXPECT_EQ(SinkSpans(), 5u);
-  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
-  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 0u);
-  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).waited_requests.load(), 1u);
-  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).waited_requests.load(), 1u);
+  ExpectWaitCounts(/*throttled=*/0, /*waited=*/1);
 }
 
 // Room for one request resumes one waiting call, not every waiting call only for all but one
@@ -415,12 +422,7 @@ TEST_F(ReceiverTest, WaitingCallsTakeTheRoomOneAtATime) {
   traces_.room = 0;
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 3; ++i)
-    calls.push_back(std::async(std::launch::async, [this] {
-      auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
-      grpc::ClientContext ctx;
-      otlp_collector_trace::ExportTraceServiceResponse resp;
-      return stub->Export(&ctx, ValidTraces(1), &resp);
-    }));
+    calls.push_back(std::async(std::launch::async, [this] { return ExportTraces(1); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all three wait
   traces_.room = 1;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -444,13 +446,7 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
   constexpr int kWaiting = 16;
   std::vector<std::future<grpc::Status>> grpc_calls;
   std::vector<std::future<HttpResult>> http_calls;
-  auto grpc_export = [this] {
-    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    otlp_collector_trace::ExportTraceServiceResponse resp;
-    return stub->Export(&ctx, ValidTraces(1), &resp);
-  };
+  auto grpc_export = [this] { return ExportTraces(1); };
   auto http_post = [this] {
     return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
                 ValidTraces(1).SerializeAsString());
@@ -475,11 +471,7 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
   }
   for (auto& c : http_calls) EXPECT_EQ(c.get().status, 200u);
   EXPECT_EQ(SinkSpans(), 2u * kWaiting);
-  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 1u);
-  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 1u);
-  // The seventeenth did not wait.
-  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).waited_requests.load(), 16u);
-  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).waited_requests.load(), 16u);
+  ExpectWaitCounts(/*throttled=*/1, /*waited=*/kWaiting);  // the seventeenth did not wait
 }
 
 // A gRPC call whose sender gave up while it waited (its deadline passed) is not taken when
@@ -488,16 +480,11 @@ TEST_F(ReceiverTest, CallsCancelledWhileWaitingAreNotTaken) {
   saturated_wait_ = std::chrono::seconds(5);
   StartReceiver();
   traces_.saturated = true;
-  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-  otlp_collector_trace::ExportTraceServiceResponse resp;
-  EXPECT_EQ(stub->Export(&ctx, ValidTraces(2), &resp).error_code(),
+  EXPECT_EQ(ExportTraces(2, std::chrono::milliseconds(200)).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   traces_.saturated = false;
   // A later call is taken, and only its spans reach the sink.
-  grpc::ClientContext again;
-  EXPECT_TRUE(stub->Export(&again, ValidTraces(1), &resp).ok());
+  EXPECT_TRUE(ExportTraces(1).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(SinkSpans(), 1u);
 }
@@ -508,12 +495,7 @@ TEST_F(ReceiverTest, StopAnswersCallsWaitingForRoom) {
   saturated_wait_ = std::chrono::seconds(30);
   StartReceiver();
   traces_.saturated = true;
-  auto call = std::async(std::launch::async, [this] {
-    auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
-    grpc::ClientContext ctx;
-    otlp_collector_trace::ExportTraceServiceResponse resp;
-    return stub->Export(&ctx, ValidTraces(1), &resp);
-  });
+  auto call = std::async(std::launch::async, [this] { return ExportTraces(1); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
