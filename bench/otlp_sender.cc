@@ -2,12 +2,14 @@
 // visibility join of bench/span_visibility.sh.
 //
 //   infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] [--duration S] [--batch B]
-//                            [--threads T] [--transport grpc|http]
+//                            [--threads T] [--transport grpc|http] [--retry-ms MS]
 //     Sends OTLP gRPC (or, with --transport http, OTLP/HTTP protobuf: POST /v1/traces over one
 //     HTTP/1.1 keep-alive connection per thread) ExportTraceServiceRequests of B vLLM V1
 //     `llm_request` spans (as vLLM's frontend emits them, facts/vllm.md §1.3) at --rate spans/s (0:
 //     as fast as possible) for
 //     --duration seconds from T threads, then prints `RESULT send ...` with the achieved rate.
+//     A thread answered "retry later" sends again after --retry-ms (default 20; OpenTelemetry's
+//     Python exporters wait the 1 s the agent names, so 1000 behaves like vLLM's and SGLang's).
 //
 //   infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] [--record FILE]
 //                            [--transport grpc|http]
@@ -96,6 +98,7 @@ struct Args {
   int batch = 512;
   int threads = 2;
   int interval_ms = 500;
+  int retry_ms = 20;     // send: the pause after a "retry later"
   std::string record;    // sink: per-span arrival file
   std::string requests;  // join: the loadgen's --record file
   std::string spans;     // join: the sink's --record file
@@ -106,7 +109,7 @@ struct Args {
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
                "usage: infertel-otlp-bench send --target HOST:PORT [--rate SPANS_PER_S] "
-               "[--duration S] [--batch B] [--threads T] [--transport grpc|http]\n"
+               "[--duration S] [--batch B] [--threads T] [--transport grpc|http] [--retry-ms MS]\n"
                "       infertel-otlp-bench sink --listen HOST:PORT [--interval-ms MS] "
                "[--record FILE] [--transport grpc|http]\n"
                "       infertel-otlp-bench join --requests FILE --spans FILE [--label L]\n");
@@ -134,6 +137,8 @@ Args Parse(int argc, char** argv) {
       a.batch = std::atoi(v.c_str());
     } else if (k == "--threads") {
       a.threads = std::atoi(v.c_str());
+    } else if (k == "--retry-ms") {
+      a.retry_ms = std::atoi(v.c_str());
     } else if (k == "--interval-ms") {
       a.interval_ms = std::atoi(v.c_str());
     } else if (k == "--record") {
@@ -150,7 +155,9 @@ Args Parse(int argc, char** argv) {
       Usage();
     }
   }
-  if (a.batch < 1 || a.threads < 1 || a.duration <= 0 || a.rate < 0 || a.interval_ms < 10) Usage();
+  if (a.batch < 1 || a.threads < 1 || a.duration <= 0 || a.rate < 0 || a.interval_ms < 10 ||
+      a.retry_ms < 0)
+    Usage();
   if (a.mode == "join" && (a.requests.empty() || a.spans.empty())) Usage();
   if (a.transport != "grpc" && a.transport != "http") Usage();
   if (a.transport == "http" && !a.record.empty()) Usage();  // recording decodes gRPC requests
@@ -306,9 +313,9 @@ void SendLoop(const Args& a, int w, Sender* sender, Clock::time_point deadline,
         break;
       case Outcome::kThrottled:
         // The agent's "retry later" (export queues full): back off as an OTLP exporter
-        // does, without the exporters' whole seconds, so the phase measures the agent.
+        // does; by default without the exporters' whole second, so the phase measures the agent.
         throttled->fetch_add(1, std::memory_order_relaxed);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(a.retry_ms));
         break;
       case Outcome::kError:
         if (err_batches->fetch_add(1, std::memory_order_relaxed) < 3)
