@@ -26,24 +26,48 @@ class RawExportService final : public Base {
                                    grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     // The call, its message and its answer stay valid until Finish, from whichever thread.
-    if (waiter_ != nullptr && ingestor_->Saturated(signal_) &&
-        waiter_->Add(signal_, request->Length(), [this, reactor, context, request, response] {
-          // Counted here, before the answer, so that a sender that sees the answer sees the count.
-          ingestor_->CountWaiting(Transport::kGrpc, signal_);
-          // A sender that gave up meanwhile (its deadline passed) sends the data again: taking
-          // it now would store it twice.
-          if (context->IsCancelled()) {
-            reactor->Finish(grpc::Status::CANCELLED);
-            return;
-          }
-          reactor->Finish(Handle(context, request, response));
-        }))
-      return reactor;
+    if (waiter_ != nullptr && ingestor_->Saturated(signal_)) {
+      const RoomWaiter::Clock::time_point latest = LatestResume(*context);
+      if (waiter_->Add(signal_, request->Length(), latest,
+                       [this, reactor, context, request, response, latest] {
+                         reactor->Finish(Resume(context, request, response, latest));
+                       }))
+        return reactor;
+    }
     reactor->Finish(Handle(context, request, response));
     return reactor;
   }
 
  private:
+  // How long before its deadline a waiting call must be resumed to be taken: time to decode,
+  // submit and answer before the sender gives up on it.
+  static constexpr std::chrono::milliseconds kTimeToAnswer{50};
+
+  // When a waiting call must be resumed at the latest: its deadline less kTimeToAnswer.
+  static RoomWaiter::Clock::time_point LatestResume(const grpc::CallbackServerContext& context) {
+    const auto deadline = context.deadline();
+    if (deadline == std::chrono::system_clock::time_point::max())
+      return RoomWaiter::Clock::time_point::max();
+    return RoomWaiter::Clock::now() +
+           std::chrono::duration_cast<RoomWaiter::Clock::duration>(
+               deadline - std::chrono::system_clock::now()) -
+           kTimeToAnswer;
+  }
+
+  // A call resumed by the waiter (counted as having waited). A sender that gave up, or is
+  // about to (its deadline less kTimeToAnswer reached), sends the data again: taking it now
+  // would store it twice.
+  grpc::Status Resume(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                      grpc::ByteBuffer* response, RoomWaiter::Clock::time_point latest) noexcept {
+    ingestor_->CountWaiting(Transport::kGrpc, signal_);  // before the answer the sender sees
+    if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    if (RoomWaiter::Clock::now() >= latest)
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline came while it waited for room in the agent's "
+                          "export queues");
+    return Handle(context, request, response);
+  }
+
   grpc::Status Handle(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                       grpc::ByteBuffer* response) noexcept {
     // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in

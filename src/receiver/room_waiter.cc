@@ -1,5 +1,6 @@
 #include "receiver/room_waiter.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -18,12 +19,13 @@ RoomWaiter::RoomWaiter(const Ingestor* ingestor, std::chrono::milliseconds wait)
 
 RoomWaiter::~RoomWaiter() { Stop(); }
 
-bool RoomWaiter::Add(Signal signal, std::size_t bytes, std::function<void()> resume) {
+bool RoomWaiter::Add(Signal signal, std::size_t bytes, Clock::time_point latest,
+                     std::function<void()> resume) {
   {
     std::lock_guard lock(mu_);
     if (stopping_ || entries_.size() >= kMaxWaiting || bytes_ + bytes > kMaxWaitingBytes)
       return false;
-    entries_.push_back({signal, bytes, Clock::now() + wait_, std::move(resume)});
+    entries_.push_back({signal, bytes, std::min(Clock::now() + wait_, latest), std::move(resume)});
     bytes_ += bytes;
   }
   cv_.notify_one();

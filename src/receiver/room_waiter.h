@@ -42,7 +42,10 @@ class RoomWaiter {
   // when the sink has room, the wait is over, or Stop() is called (the caller then decides with
   // Ingestor::Throttle as usual). False, and `resume` dropped, when the waiter is full or
   // stopped: the caller goes on at once.
-  bool Add(Signal signal, std::size_t bytes, std::function<void()> resume);
+  // `latest`: when the request's own wait must end at the latest (a gRPC call's deadline, less
+  // time to answer); the wait ends at the earlier of it and the waiter's `wait`.
+  bool Add(Signal signal, std::size_t bytes, Clock::time_point latest,
+           std::function<void()> resume);
   // Resumes everything waiting and joins the thread; Add() returns false afterwards.
   void Stop();
 

@@ -474,8 +474,9 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
   ExpectWaitCounts(/*throttled=*/1, /*waited=*/kWaiting);  // the seventeenth did not wait
 }
 
-// A gRPC call whose sender gave up while it waited (its deadline passed) is not taken when
-// room comes: the sender will send those spans again.
+// A gRPC call whose deadline comes while it waits (less the time to answer) is answered then
+// and not taken when room comes later: the sender will send those spans again. (Checking only
+// for cancellation raced: the sender could see its deadline pass before the agent did.)
 TEST_F(ReceiverTest, CallsCancelledWhileWaitingAreNotTaken) {
   saturated_wait_ = std::chrono::seconds(5);
   StartReceiver();
