@@ -54,12 +54,11 @@ class RawExportService final : public Base {
            kTimeToAnswer;
   }
 
-  // A call resumed by the waiter (counted as having waited). A sender that gave up, or is
-  // about to (its deadline less kTimeToAnswer reached), sends the data again: taking it now
+  // A call resumed by the waiter (counted as waiting when it was added). A sender that gave up, or
+  // is about to (its deadline less kTimeToAnswer reached), sends the data again: taking it now
   // would store it twice.
   grpc::Status Resume(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                       grpc::ByteBuffer* response, RoomWaiter::Clock::time_point latest) noexcept {
-    ingestor_->CountWaiting(Transport::kGrpc, signal_);  // before the answer the sender sees
     if (context->IsCancelled()) return grpc::Status::CANCELLED;
     if (RoomWaiter::Clock::now() >= latest)
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
@@ -127,7 +126,7 @@ std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const OtlpReceiverOptions& opt
                                                   Ingestor* ingestor, std::string* error) {
   std::unique_ptr<GrpcFrontend> f(new GrpcFrontend());
   if (options.saturated_wait.count() > 0)
-    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, options.saturated_wait);
+    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, Transport::kGrpc, options.saturated_wait);
   f->services_.push_back(std::make_unique<TraceRaw>(Signal::kTraces, ingestor, f->waiter_.get()));
   f->services_.push_back(std::make_unique<LogsRaw>(Signal::kLogs, ingestor, f->waiter_.get()));
   f->services_.push_back(

@@ -8,8 +8,8 @@
 
 namespace infertel::receiver::internal {
 
-RoomWaiter::RoomWaiter(const Ingestor* ingestor, std::chrono::milliseconds wait)
-    : ingestor_(ingestor), wait_(wait) {
+RoomWaiter::RoomWaiter(Ingestor* ingestor, Transport transport, std::chrono::milliseconds wait)
+    : ingestor_(ingestor), transport_(transport), wait_(wait) {
   entries_.reserve(kMaxWaiting);
   thread_ = std::thread([this] {
     NameThisThread("otlp-room-wait");
@@ -27,6 +27,7 @@ bool RoomWaiter::Add(Signal signal, std::size_t bytes, Clock::time_point latest,
       return false;
     entries_.push_back({signal, bytes, std::min(Clock::now() + wait_, latest), std::move(resume)});
     bytes_ += bytes;
+    ingestor_->CountWaiting(transport_, signal);
   }
   cv_.notify_one();
   return true;

@@ -32,18 +32,19 @@ class RoomWaiter {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `ingestor` must outlive the waiter. `wait` > 0.
-  RoomWaiter(const Ingestor* ingestor, std::chrono::milliseconds wait);
+  // `ingestor` must outlive the waiter; requests that wait are counted there for `transport`.
+  // `wait` > 0.
+  RoomWaiter(Ingestor* ingestor, Transport transport, std::chrono::milliseconds wait);
   ~RoomWaiter();  // Stop()
   RoomWaiter(const RoomWaiter&) = delete;
   RoomWaiter& operator=(const RoomWaiter&) = delete;
 
-  // Holds a request of `bytes` for `signal`; `resume` runs exactly once, on the waiter's thread,
-  // when the sink has room, the wait is over, or Stop() is called (the caller then decides with
-  // Ingestor::Throttle as usual). False, and `resume` dropped, when the waiter is full or
-  // stopped: the caller goes on at once.
-  // `latest`: when the request's own wait must end at the latest (a gRPC call's deadline, less
-  // time to answer); the wait ends at the earlier of it and the waiter's `wait`.
+  // Holds a request of `bytes` for `signal`, counted as waiting before anything can resume it;
+  // `resume` runs exactly once, on the waiter's thread, when the sink has room, the wait is over,
+  // or Stop() is called (the caller then decides with Ingestor::Throttle as usual). False, and
+  // `resume` dropped, when the waiter is full or stopped: the caller goes on at once. `latest`:
+  // when the request's own wait must end at the latest (a gRPC call's deadline, less time to
+  // answer); the wait ends at the earlier of it and the waiter's `wait`.
   bool Add(Signal signal, std::size_t bytes, Clock::time_point latest,
            std::function<void()> resume);
   // Resumes everything waiting and joins the thread; Add() returns false afterwards.
@@ -58,7 +59,8 @@ class RoomWaiter {
   };
   void Run();
 
-  const Ingestor* ingestor_;
+  Ingestor* ingestor_;
+  const Transport transport_;
   const std::chrono::milliseconds wait_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -180,6 +180,12 @@ class ReceiverTest : public ::testing::Test {
     otlp_collector_trace::ExportTraceServiceResponse resp;
     return stub->Export(&ctx, ValidTraces(n), &resp);
   }
+  // Until `n` trace requests over `t` have started to wait (at most 10 s).
+  void UntilWaiting(Transport t, std::uint64_t n) {
+    for (int i = 0; i < 1000 && C(t, Signal::kTraces).waited_requests.load() < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_GE(C(t, Signal::kTraces).waited_requests.load(), n);
+  }
   // The traces counters of waiting for room, the same on both transports.
   void ExpectWaitCounts(std::uint64_t throttled, std::uint64_t waited) {
     for (Transport t : {Transport::kGrpc, Transport::kHttp}) {
@@ -400,16 +406,19 @@ TEST_F(ReceiverTest, SaturatedSinkThatDrainsWithinTheWaitTakesTheRequest) {
     return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
                 ValidTraces(3).SerializeAsString());
   });
+  UntilWaiting(Transport::kGrpc, 1);
+  UntilWaiting(Transport::kHttp, 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(SinkSpans(), 0u);  // both still waiting
+  const Clock::time_point drained = Clock::now();
   traces_.saturated = false;
   grpc::Status st = grpc_call.get();
   HttpResult r = http_call.get();
-  const auto took = Clock::now() - start;
   EXPECT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(r.status, 200u) << r.body;
-  EXPECT_GE(took, std::chrono::milliseconds(200));
-  EXPECT_LT(took, std::chrono::seconds(4));  // resumed by the drain, not by the end of the wait
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(200));
+  // Resumed by the drain, not by the end of the 5 s wait.
+  EXPECT_LT(Clock::now() - drained, std::chrono::seconds(3));
   EXPECT_EQ(SinkSpans(), 5u);
   ExpectWaitCounts(/*throttled=*/0, /*waited=*/1);
 }
@@ -423,7 +432,7 @@ TEST_F(ReceiverTest, WaitingCallsTakeTheRoomOneAtATime) {
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 3; ++i)
     calls.push_back(std::async(std::launch::async, [this] { return ExportTraces(1); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all three wait
+  UntilWaiting(Transport::kGrpc, 3);
   traces_.room = 1;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(SinkSpans(), 1u);
@@ -455,7 +464,9 @@ TEST_F(ReceiverTest, OnlySixteenRequestsPerTransportWaitForRoom) {
     grpc_calls.push_back(std::async(std::launch::async, grpc_export));
     http_calls.push_back(std::async(std::launch::async, http_post));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all sixteen are waiting
+  // All sixteen wait (counted when they start to), however slowly their threads started.
+  UntilWaiting(Transport::kGrpc, kWaiting);
+  UntilWaiting(Transport::kHttp, kWaiting);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   grpc::Status refused = grpc_export();
@@ -497,7 +508,7 @@ TEST_F(ReceiverTest, StopAnswersCallsWaitingForRoom) {
   StartReceiver();
   traces_.saturated = true;
   auto call = std::async(std::launch::async, [this] { return ExportTraces(1); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  UntilWaiting(Transport::kGrpc, 1);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   receiver_->Stop();
