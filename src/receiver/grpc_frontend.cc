@@ -25,8 +25,11 @@ class RawExportService final : public Base {
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    // The sink is asked once per call when it has room; only a full one is asked again, by
+    // Handle's Throttle (which counts the refusal), after the wait if there is one.
+    const bool full = ingestor_->Saturated(signal_);
     // The call, its message and its answer stay valid until Finish, from whichever thread.
-    if (waiter_ != nullptr && ingestor_->Saturated(signal_)) {
+    if (full && waiter_ != nullptr) {
       const RoomWaiter::Clock::time_point latest = LatestResume(*context);
       if (waiter_->Add(signal_, request->Length(), latest,
                        [this, reactor, context, request, response, latest] {
@@ -34,7 +37,7 @@ class RawExportService final : public Base {
                        }))
         return reactor;
     }
-    reactor->Finish(Handle(context, request, response));
+    reactor->Finish(Handle(context, request, response, /*may_refuse=*/full));
     return reactor;
   }
 
@@ -64,15 +67,16 @@ class RawExportService final : public Base {
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                           "the call's deadline came while it waited for room in the agent's "
                           "export queues");
-    return Handle(context, request, response);
+    return Handle(context, request, response, /*may_refuse=*/true);
   }
 
+  // `may_refuse`: the sink was found saturated, so it is asked again (Throttle) before decoding.
   grpc::Status Handle(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-                      grpc::ByteBuffer* response) noexcept {
+                      grpc::ByteBuffer* response, bool may_refuse) noexcept {
     // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in
     // the OTLP specification, and retried by the Python exporters of vLLM and SGLang after the
     // RetryInfo delay (the JS gRPC exporter reports it as a failure instead).
-    if (ingestor_->Throttle(Transport::kGrpc, signal_)) {
+    if (may_refuse && ingestor_->Throttle(Transport::kGrpc, signal_)) {
       static constexpr auto kRetryInfo = RetryInfoBytes(kRetryAfterSeconds);
       context->AddTrailingMetadata(std::string(kRetryInfoTrailer),
                                    std::string(kRetryInfo.data(), kRetryInfo.size()));

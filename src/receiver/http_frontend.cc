@@ -280,9 +280,14 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     const unsigned version = parser.get().version();
     const bool expect_continue = beast::iequals(parser.get()[bhttp::field::expect], "100-continue");
     if (!res) parser.body_limit(o.max_message_bytes);
-    if (!res && o.saturated_wait.count() > 0 && self->ingestor()->Saturated(*signal))
-      co_await WaitForRoom(*signal, self);
-    if (!res && self->ingestor()->Throttle(Transport::kHttp, *signal)) {
+    // The sink is asked once per request when it has room; only a full one is asked again,
+    // after the wait, by Throttle (which counts the refusal).
+    bool refuse = false;
+    if (!res && self->ingestor()->Saturated(*signal)) {
+      if (o.saturated_wait.count() > 0) co_await WaitForRoom(*signal, self);
+      refuse = self->ingestor()->Throttle(Transport::kHttp, *signal);
+    }
+    if (refuse) {
       // Refused before the body is read: the body is read and dropped (DiscardBody), never
       // held whole. A client waiting for 100 Continue is answered (after the wait for room)
       // without sending the body; the connection closes behind it.
