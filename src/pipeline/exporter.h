@@ -46,6 +46,12 @@ class Exporter {
   // An exporter whose Export() is long stretches of its own CPU (the store) calls it between
   // items; one that mostly waits on the network ignores it.
   virtual void UsePacer(Pacer /*pacer*/) noexcept {}
+  // Items per export for this exporter's lane, given the configured batch size
+  // (OTEL_BSP_MAX_EXPORT_BATCH_SIZE). That size bounds a network request; an exporter whose
+  // cost per item falls with the batch (the store: one SQLite transaction per export) may ask
+  // for more. The lane grants at most a quarter of its queue, and never less than configured.
+  // Only a full batch is larger: below it the schedule delay still cuts each export.
+  virtual std::size_t BatchItems(std::size_t configured) const noexcept { return configured; }
 };
 
 // Accepts requests from any thread without blocking. Overflow drops the oldest queued

@@ -316,6 +316,27 @@ TEST_F(SqliteStoreTest, ExporterWritesAndRefusesABadPath) {
   EXPECT_FALSE(error.empty());
 }
 
+// Each export is one transaction, and a transaction's cost per row falls with its rows: the
+// store's lanes ask for batches of 4,096 rows when the configured batch is smaller.
+TEST_F(SqliteStoreTest, ExportersAskForLargerBatchesThanTheNetworkDefault) {
+  StoreOptions o;
+  o.path = path_;
+  std::string error;
+  auto traces = MakeStoreTraceExporter(o, &error);
+  ASSERT_NE(traces, nullptr) << error;
+  auto logs = MakeStoreLogExporter(o, &error);
+  ASSERT_NE(logs, nullptr) << error;
+  auto metrics = MakeStoreMetricExporter(o, &error);
+  ASSERT_NE(metrics, nullptr) << error;
+  EXPECT_EQ(traces->BatchItems(512), 4096u);
+  EXPECT_EQ(logs->BatchItems(512), 4096u);
+  EXPECT_EQ(metrics->BatchItems(512), 4096u);
+  EXPECT_EQ(traces->BatchItems(8192), 8192u);  // a larger configured batch stands
+  traces->Shutdown();
+  logs->Shutdown();
+  metrics->Shutdown();
+}
+
 // root ── child ── grandchild, plus an orphan whose parent never reached the store.
 TEST_F(SqliteStoreTest, RendersATreeWithAnOrphan) {
   auto store = OpenStore();
