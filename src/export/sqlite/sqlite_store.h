@@ -27,7 +27,7 @@
 //     service_name         TEXT NOT NULL,    -- resource attribute service.name ('' when none)
 //     dropped_events_count INTEGER NOT NULL
 //   );
-//   CREATE INDEX spans_trace_id ON spans(trace_id);
+//   CREATE INDEX spans_trace_key ON spans(substr(trace_id, 1, 8));
 //   CREATE INDEX spans_start ON spans(start_time_unix_nano);
 //
 //   CREATE TABLE logs (
@@ -114,6 +114,10 @@ struct RetentionResult {
   std::int64_t metrics_deleted = 0;
 };
 
+// The statement TraceSpans runs, `?1` the trace id in hex: here so that a test can check its
+// query plan (that it finds the trace through the index and does not scan the table).
+extern const char* const kTraceSpansSql;
+
 class SqliteStore {
  public:
   SqliteStore() = default;
@@ -142,7 +146,7 @@ class SqliteStore {
   // The ids of the `limit` traces with the most recent spans, newest first; `service`
   // (when non-empty) keeps traces with at least one span of that service.name.
   std::vector<std::string> RecentTraceIds(std::size_t limit, std::string_view service);
-  // All spans of one trace, by start time.
+  // All spans of one trace, by start time (the query is kTraceSpansSql).
   std::vector<StoredSpan> TraceSpans(std::string_view trace_id);
   // Row counts (0 on error).
   std::int64_t CountSpans();

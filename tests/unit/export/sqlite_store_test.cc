@@ -121,7 +121,7 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 1); });
   QueryRow(*store,
            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
-           "('spans_trace_id', 'spans_start')",
+           "('spans_trace_key', 'spans_start')",
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 2); });
   // Valid JSON for SQLite's own JSON functions too.
   QueryRow(*store,
@@ -335,6 +335,92 @@ TEST_F(SqliteStoreTest, ExportersAskForLargerBatchesThanTheNetworkDefault) {
   traces->Shutdown();
   logs->Shutdown();
   metrics->Shutdown();
+}
+
+// A trace is found through the index on its id's first 8 hex digits, and only its own spans
+// come back when another trace shares those digits.
+TEST_F(SqliteStoreTest, FindsATraceByItsIdPrefixIndexAndKeepsItsOwnSpans) {
+  auto store = OpenStore();
+  TracesRequest req;
+  const std::string a = "abcdef0100000000000000000000000a";
+  const std::string b = "abcdef0100000000000000000000000b";  // same first 8 digits
+  AddSpan(&req, "0000000000000001", "", "a1", 1000, 2000, a);
+  AddSpan(&req, "0000000000000002", "", "b1", 1100, 2100, b);
+  AddSpan(&req, "0000000000000003", "0000000000000001", "a2", 1200, 1900, a);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  const auto spans = store->TraceSpans(a);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].name, "a1");
+  EXPECT_EQ(spans[1].name, "a2");
+  ASSERT_EQ(store->TraceSpans(b).size(), 1u);
+  EXPECT_TRUE(store->TraceSpans("ffffffff000000000000000000000000").empty());
+
+  std::string plan;
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(store->handle(),
+                               (std::string("EXPLAIN QUERY PLAN ") + kTraceSpansSql).c_str(), -1,
+                               &st, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(st) == SQLITE_ROW)
+    plan += reinterpret_cast<const char*>(sqlite3_column_text(st, 3)) + std::string("\n");
+  sqlite3_finalize(st);
+  EXPECT_NE(plan.find("SEARCH spans USING INDEX spans_trace_key"), std::string::npos) << plan;
+}
+
+// A store made with the index on the whole trace id loses it when opened for writing, and
+// gets the prefix index; its rows stay.
+TEST_F(SqliteStoreTest, OpeningAnOlderStoreReplacesTheWholeIdIndex) {
+  {
+    auto store = OpenStore();
+    TracesRequest req;
+    AddSpan(&req, "0000000000000001", "", "old", 1000, 2000);
+    std::string error;
+    ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+    ASSERT_EQ(sqlite3_exec(store->handle(),
+                           "DROP INDEX spans_trace_key; CREATE INDEX spans_trace_id ON "
+                           "spans(trace_id)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+  }
+  auto store = OpenStore();
+  QueryRow(*store,
+           "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index' "
+           "AND tbl_name = 'spans' ORDER BY name)",
+           [](sqlite3_stmt* st) {
+             EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                          "spans_start,spans_trace_key");
+           });
+  EXPECT_EQ(store->TraceSpans(testing::kTrace).size(), 1u);
+}
+
+// Recent traces: newest first by their newest span, each once however many spans it has; with
+// a service, by that service's newest span.
+TEST_F(SqliteStoreTest, RecentTracesAreDistinctAndNewestFirst) {
+  auto store = OpenStore();
+  const std::string a = "a0000000000000000000000000000001", b = "b0000000000000000000000000000002",
+                    c = "c0000000000000000000000000000003";
+  TracesRequest req;
+  AddSpan(&req, "0000000000000001", "", "a-old", 1000, 1100, a);
+  AddSpan(&req, "0000000000000002", "", "b", 2000, 2100, b);
+  AddSpan(&req, "0000000000000003", "", "c", 3000, 3100, c);
+  AddSpan(&req, "0000000000000004", "", "a-new", 4000, 4100, a);
+  AddSpan(&req, "0000000000000005", "", "a-newer", 5000, 5100, a);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  TracesRequest other;  // another service, in trace b only
+  AddSpan(&other, "0000000000000006", "", "b-engine", 2500, 2600, b);
+  other.mutable_resource_spans(0)
+      ->mutable_resource()
+      ->mutable_attributes(0)
+      ->mutable_value()
+      ->set_string_value("engine");
+  ASSERT_TRUE(store->InsertTraces(other, &error)) << error;
+  EXPECT_EQ(store->RecentTraceIds(2, ""), (std::vector<std::string>{a, c}));
+  EXPECT_EQ(store->RecentTraceIds(10, ""), (std::vector<std::string>{a, c, b}));
+  EXPECT_EQ(store->RecentTraceIds(10, "engine"), (std::vector<std::string>{b}));
+  EXPECT_EQ(store->RecentTraceIds(10, "infertel-test"), (std::vector<std::string>{a, c, b}));
+  EXPECT_TRUE(store->RecentTraceIds(0, "").empty());
 }
 
 // root ── child ── grandchild, plus an orphan whose parent never reached the store.
