@@ -207,7 +207,8 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
       int keep = 0;
       for (int i = 0; i < spans->size(); ++i) {
         Span* span = spans->Mutable(i);
-        if (!vllm_on || !vllm::IsVllmRequestSpan(*span)) {
+        const AnyValue* request_id = vllm_on ? vllm::RequestSpanId(*span) : nullptr;
+        if (request_id == nullptr) {
           if (keep != i) spans->SwapElements(keep, i);
           ++keep;
           continue;
@@ -225,7 +226,7 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
         w.origin = origin;
         w.span = span;
         w.memory = memory;
-        w.keys = vllm::JoinKeys(*span);
+        w.keys = vllm::JoinKeys(*request_id);
         early.push_back(std::move(w));
       }
       // The engine spans leave the container, not the arena: their Waiting points at them.

@@ -283,16 +283,22 @@ bool IsVllmScopeName(std::string_view scope_name) {
   return scope_name == kV1Scope || scope_name == kEngineScope;
 }
 
-bool IsVllmRequestSpan(const Span& span) {
-  return span.name() == sc::kSpanLlmRequest &&
-         FindAttr(span.attributes(), sc::kGenAiRequestId) != nullptr;
+const AnyValue* RequestSpanId(const Span& span) {
+  if (span.name() != sc::kSpanLlmRequest) return nullptr;
+  return FindAttr(span.attributes(), sc::kGenAiRequestId);
 }
 
+bool IsVllmRequestSpan(const Span& span) { return RequestSpanId(span) != nullptr; }
+
 JoinKeyList JoinKeys(const Span& span) {
-  JoinKeyList keys;
   const AnyValue* v = FindAttr(span.attributes(), sc::kGenAiRequestId);
-  if (v == nullptr || !v->has_string_value()) return keys;
-  std::string_view id = v->string_value();
+  return v != nullptr ? JoinKeys(*v) : JoinKeyList{};
+}
+
+JoinKeyList JoinKeys(const AnyValue& request_id) {
+  JoinKeyList keys;
+  if (!request_id.has_string_value()) return keys;
+  std::string_view id = request_id.string_value();
   for (std::string_view p : kIdPrefixes) {
     if (id.substr(0, p.size()) == p) {
       id.remove_prefix(p.size());

@@ -36,6 +36,11 @@ struct JoinKeyList {
   bool empty() const { return size == 0; }
 };
 JoinKeyList JoinKeys(const Span& span);
+// The same from the span's gen_ai.request.id value (RequestSpanId), found once.
+JoinKeyList JoinKeys(const AnyValue& request_id);
+// gen_ai.request.id of a vLLM request span (IsVllmRequestSpan), nullptr for any other span:
+// the check and the join keys' source in one pass over the attributes.
+const AnyValue* RequestSpanId(const Span& span);
 
 // True for the instrumentation scopes of vLLM's own tracer: `vllm.tracing.otel` (since
 // 2026-02) and `vllm.llm_engine` (V0, and V1 before). No SGLang span is made under them.

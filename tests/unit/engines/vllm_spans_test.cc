@@ -68,6 +68,26 @@ TEST(VllmSpansTest, JoinKeysStripPrefixesAndSubPromptSuffix) {
   EXPECT_FALSE(vllm::IsVllmRequestSpan(s));
 }
 
+// The assembler's one lookup: the request id of an llm_request span, the join keys from it.
+TEST(VllmSpansTest, RequestSpanIdFindsTheIdOnlyOnRequestSpans) {
+  Span s = V1Span("cmpl-xyz_2");
+  const AnyValue* id = vllm::RequestSpanId(s);
+  ASSERT_NE(id, nullptr);
+  EXPECT_EQ(id->string_value(), "cmpl-xyz_2");
+  const vllm::JoinKeyList k = vllm::JoinKeys(*id);
+  EXPECT_EQ(std::vector<std::string>(k.begin(), k.end()),
+            (std::vector<std::string>{"xyz_2", "xyz"}));
+  AnyValue number;
+  number.set_int_value(7);
+  EXPECT_TRUE(vllm::JoinKeys(number).empty());  // an id that is not a string joins nothing
+  s.set_name("other");
+  EXPECT_EQ(vllm::RequestSpanId(s), nullptr);
+  Span no_id;
+  no_id.set_name(std::string(sc::kSpanLlmRequest));
+  EXPECT_EQ(vllm::RequestSpanId(no_id), nullptr);
+  EXPECT_FALSE(vllm::IsVllmRequestSpan(no_id));
+}
+
 TEST(VllmSpansTest, V1NormalizedWithRecordAndPhases) {
   Span s = V1Span("chatcmpl-r1");
   JoinRecord r;
