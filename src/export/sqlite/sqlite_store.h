@@ -144,7 +144,8 @@ class SqliteStore {
   std::uint64_t UsedBytes();
 
   // The ids of the `limit` traces with the most recent spans, newest first; `service`
-  // (when non-empty) keeps traces with at least one span of that service.name.
+  // (when non-empty) keeps traces with at least one span of that service.name, placed by the
+  // newest of those spans.
   std::vector<std::string> RecentTraceIds(std::size_t limit, std::string_view service);
   // All spans of one trace, by start time (the query is kTraceSpansSql).
   std::vector<StoredSpan> TraceSpans(std::string_view trace_id);
