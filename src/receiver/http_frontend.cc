@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "core/thread_name.h"
@@ -154,7 +155,7 @@ Response Throttled(Encoding enc) {
   return r;
 }
 
-Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
+Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string_view body,
                     std::size_t max_bytes, Ingestor* ingestor) {
   std::string inflated;
   if (gzip) {
@@ -168,7 +169,7 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string& body,
       return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument,
                             "gzip body is corrupt");
     }
-    body.swap(inflated);
+    body = inflated;
   }
   switch (signal) {
     case Signal::kTraces:
@@ -302,21 +303,41 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
         co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) break;
       }
-      http::MakeRoomForBody(buffer, parser);  // exports are large
-      co_await bhttp::async_read(stream, buffer, parser,
-                                 asio::redirect_error(asio::use_awaitable, ec));
-      http::ReleaseBodyRoom(buffer, 0);
-      if (ec == bhttp::error::body_limit) {
-        self->ingestor()->CountMalformed(Transport::kHttp, *signal);
-        res = StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,
-                             fmt::format("body larger than {} bytes", o.max_message_bytes));
-        keep_alive = false;
-        unread_body = true;
-      } else if (ec) {
-        break;
+      if (const auto length = parser.content_length(); length && !parser.chunked()) {
+        // A body of known length (what OTLP exporters send; CheckHeader bounded it) is read
+        // straight into a buffer of its size: through Beast's string body each byte was
+        // read into the connection's buffer, then zero-filled and copied into the body.
+        // Bytes past it (a pipelined next request) stay in the socket or in `buffer`.
+        const auto size = static_cast<std::size_t>(*length);
+        auto body = std::make_unique_for_overwrite<char[]>(size);
+        const std::size_t have = std::min(buffer.size(), size);
+        asio::buffer_copy(asio::buffer(body.get(), have), buffer.data());
+        buffer.consume(have);
+        if (have < size) {
+          co_await asio::async_read(stream, asio::buffer(body.get() + have, size - have),
+                                    asio::redirect_error(asio::use_awaitable, ec));
+          if (ec) break;
+        }
+        res = HandleBody(*signal, enc, gzip, std::string_view(body.get(), size),
+                         o.max_message_bytes, self->ingestor());
       } else {
-        res = HandleBody(*signal, enc, gzip, parser.get().body(), o.max_message_bytes,
-                         self->ingestor());
+        // A chunked body, bounded by the parser's body limit.
+        http::MakeRoomForBody(buffer, parser);  // exports are large
+        co_await bhttp::async_read(stream, buffer, parser,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+        http::ReleaseBodyRoom(buffer, 0);
+        if (ec == bhttp::error::body_limit) {
+          self->ingestor()->CountMalformed(Transport::kHttp, *signal);
+          res = StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,
+                               fmt::format("body larger than {} bytes", o.max_message_bytes));
+          keep_alive = false;
+          unread_body = true;
+        } else if (ec) {
+          break;
+        } else {
+          res = HandleBody(*signal, enc, gzip, parser.get().body(), o.max_message_bytes,
+                           self->ingestor());
+        }
       }
     }
     res->version(version);
