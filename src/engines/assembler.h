@@ -90,6 +90,8 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // as what they become: each leaves with its phases. Without them, a join window's worth of
   // spans received while the queue still had room is released into a queue that has none.
   bool Saturated(std::size_t coming = 0) const noexcept override;
+  // The output's: spans leave here into its queue, so only its lanes free room.
+  pipeline::RoomBell* Room() noexcept override { return out_->Room(); }
   static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;

@@ -155,6 +155,10 @@ class BatchProcessor final : public Sink<Request> {
     return true;
   }
 
+  // Rung each time a lane takes a batch out of its queue: the only moment Saturated() can turn
+  // false, since `coming` items only move into the queue.
+  RoomBell* Room() noexcept override { return &room_; }
+
  private:
   void SubmitOne(Held<Request>&& request) noexcept {
     const std::size_t items = CountItems(*request.request);
@@ -335,6 +339,7 @@ class BatchProcessor final : public Sink<Request> {
       const std::size_t items = TakeBatch(lane, &parts);
       lane.in_flight = true;
       lock.unlock();
+      room_.Ring();
       Held<Request> batch;
       {
         HeldMerger<Request> merger;
@@ -409,6 +414,7 @@ class BatchProcessor final : public Sink<Request> {
   }
 
   BatchOptions options_;
+  RoomBell room_;  // before the lanes: their threads ring it until they are joined
   std::vector<std::unique_ptr<Lane>> lanes_;
 };
 

@@ -11,6 +11,7 @@
 #include "core/telemetry.h"
 #include "pipeline/held.h"
 #include "pipeline/pacer.h"
+#include "pipeline/room_bell.h"
 
 namespace infertel::pipeline {
 
@@ -73,6 +74,9 @@ class Sink {
   // `coming`: items a stage in front of this sink holds and will submit (spans waiting in
   // the assembler).
   virtual bool Saturated(std::size_t /*coming*/ = 0) const noexcept { return false; }
+  // Rung when Saturated() may have turned false (pipeline/room_bell.h); null when this sink
+  // cannot say, and a waiter must look again on its own.
+  virtual RoomBell* Room() noexcept { return nullptr; }
 };
 
 using TraceExporter = Exporter<TracesRequest>;

@@ -71,15 +71,15 @@ class HttpFrontend {
   const OtlpReceiverOptions& options() const { return options_; }
   Ingestor* ingestor() const { return ingestor_; }
   std::atomic<std::size_t>& connections() { return connections_; }
-  std::atomic<std::size_t>& waiting() { return waiting_; }  // requests waiting for room
+  RoomWaiter* waiter() const { return waiter_.get(); }  // null when saturated_wait is 0
 
  private:
   HttpFrontend() = default;
   OtlpReceiverOptions options_;
   Ingestor* ingestor_ = nullptr;
   std::atomic<std::size_t> connections_{0};
-  std::atomic<std::size_t> waiting_{0};
   std::uint16_t port_ = 0;
+  std::unique_ptr<RoomWaiter> waiter_;  // stopped before io_, which outlives its Stop()
   bool stopped_ = false;
   // Declared last: destroyed first, with the coroutine frames still pending on it, while the
   // members above are alive.

@@ -225,32 +225,44 @@ asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer&
   co_return !ec;
 }
 
-// A place counted in `*n` (a connection, a request waiting for room), given back when this
-// goes, however the coroutine holding it ends. The caller counts it in.
+// A place counted in `*n` (a connection), given back when this goes, however the coroutine
+// holding it ends. The caller counts it in.
 struct CountedPlace {
   explicit CountedPlace(std::atomic<std::size_t>* n) : n(n) {}
   ~CountedPlace() { n->fetch_sub(1, std::memory_order_relaxed); }
   std::atomic<std::size_t>* n;
 };
 
-// Waits, while `signal`'s sink stays saturated, up to options().saturated_wait (see
-// RoomWaiter, which does the same for gRPC), with the body still unread. No wait when
-// kMaxWaiting requests wait already.
+// One wait in the front end's RoomWaiter, until the sink may have room or `deadline`: false
+// at once when the waiter is full (kMaxWaiting) or stopped. The waiter resumes the coroutine
+// on its own executor exactly once. `count`: the request is counted as one that waited.
+asio::awaitable<bool> WaitOnce(Signal signal, RoomWaiter::Clock::time_point deadline, bool count,
+                               HttpFrontend* self) {
+  return asio::async_initiate<decltype(asio::use_awaitable), void(bool)>(
+      [self, signal, deadline, count](auto handler) {
+        // The waiter keeps copyable callbacks; the coroutine's handler is move-only.
+        auto held = std::make_shared<decltype(handler)>(std::move(handler));
+        auto resume = [held](bool waited) {
+          auto ex = asio::get_associated_executor(*held);
+          asio::post(ex, [h = std::move(*held), waited]() mutable { h(waited); });
+        };
+        if (!self->waiter()->Add(
+                signal, 0, deadline, [resume] { resume(true); }, count))
+          resume(false);
+      },
+      asio::use_awaitable);
+}
+
+// Waits while `signal`'s sink stays saturated, up to options().saturated_wait, with the body
+// still unread in the kernel. A resumed request looks at the sink again itself before it
+// goes on: the waiter resumed it from another thread, and a request resumed just before it may
+// have taken the room since (gRPC calls are decoded on the waiter's thread, so they need not).
 asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
-  std::atomic<std::size_t>& waiting = self->waiting();
-  CountedPlace place(&waiting);
-  if (waiting.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiting) co_return;
-  self->ingestor()->CountWaiting(Transport::kHttp, signal);
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + self->options().saturated_wait;
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  boost::system::error_code ec;
-  while (self->ingestor()->Saturated(signal)) {
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) break;
-    timer.expires_after(std::min<Clock::duration>(kRoomPoll, deadline - now));
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) break;
+  const auto deadline = RoomWaiter::Clock::now() + self->options().saturated_wait;
+  bool first = true;
+  while (self->ingestor()->Saturated(signal) && RoomWaiter::Clock::now() < deadline) {
+    if (!co_await WaitOnce(signal, deadline, first, self)) break;
+    first = false;
   }
 }
 
@@ -285,7 +297,7 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     // after the wait, by Throttle (which counts the refusal).
     bool refuse = false;
     if (!res && self->ingestor()->Saturated(*signal)) {
-      if (o.saturated_wait.count() > 0) co_await WaitForRoom(*signal, self);
+      if (self->waiter() != nullptr) co_await WaitForRoom(*signal, self);
       refuse = self->ingestor()->Throttle(Transport::kHttp, *signal);
     }
     if (refuse) {
@@ -410,6 +422,8 @@ std::unique_ptr<HttpFrontend> HttpFrontend::Start(const OtlpReceiverOptions& opt
     return nullptr;
   }
   f->port_ = acceptor.local_endpoint().port();
+  if (options.saturated_wait.count() > 0)
+    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, Transport::kHttp, options.saturated_wait);
   asio::co_spawn(f->io_, Accept(std::move(acceptor), f.get()), asio::detached);
   for (int i = 0; i < std::max(1, options.threads); ++i)
     f->threads_.emplace_back([io = &f->io_] {
@@ -424,6 +438,9 @@ HttpFrontend::~HttpFrontend() { Stop(); }
 void HttpFrontend::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  // Waiting requests first: their coroutines are resumed onto io_ (and then, with io_ stopped,
+  // destroyed with it) rather than left with the waiter.
+  if (waiter_) waiter_->Stop();
   io_.stop();
   for (auto& t : threads_)
     if (t.joinable()) t.join();

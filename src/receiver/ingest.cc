@@ -237,6 +237,18 @@ bool Ingestor::Saturated(Signal signal) const noexcept {
   return false;
 }
 
+pipeline::RoomBell* Ingestor::Room(Signal signal) const noexcept {
+  switch (signal) {
+    case Signal::kTraces:
+      return sinks_.traces != nullptr ? sinks_.traces->Room() : nullptr;
+    case Signal::kLogs:
+      return sinks_.logs != nullptr ? sinks_.logs->Room() : nullptr;
+    case Signal::kMetrics:
+      return sinks_.metrics != nullptr ? sinks_.metrics->Room() : nullptr;
+  }
+  return nullptr;
+}
+
 bool Ingestor::Throttle(Transport transport, Signal signal) noexcept {
   if (!Saturated(signal)) return false;
   ReceiverCounters& c = stats_->at(transport, signal);

@@ -98,6 +98,9 @@ class Ingestor {
   // Whether the signal's sink is saturated now, counting nothing: the front ends ask it while a
   // request waits for room (OtlpReceiverOptions::saturated_wait) before Throttle decides.
   bool Saturated(Signal signal) const noexcept;
+  // The signal's sink's RoomBell (rung when Saturated may have turned false); null when it has
+  // none or there is no sink.
+  pipeline::RoomBell* Room(Signal signal) const noexcept;
   // Counts one request that found its sink saturated and waits for room (it is then either
   // taken or throttled, and counted as such as well).
   void CountWaiting(Transport transport, Signal signal) noexcept;

@@ -8,9 +8,23 @@
 
 namespace infertel::receiver::internal {
 
-RoomWaiter::RoomWaiter(Ingestor* ingestor, Transport transport, std::chrono::milliseconds wait)
-    : ingestor_(ingestor), transport_(transport), wait_(wait) {
+namespace {
+constexpr Signal kSignals[] = {Signal::kTraces, Signal::kLogs, Signal::kMetrics};
+}  // namespace
+
+RoomWaiter::RoomWaiter(Ingestor* ingestor, Transport transport, std::chrono::milliseconds wait,
+                       std::chrono::milliseconds fallback_poll)
+    : ingestor_(ingestor), transport_(transport), wait_(wait), fallback_poll_(fallback_poll) {
   entries_.reserve(kMaxWaiting);
+  for (Signal s : kSignals) {
+    const auto i = static_cast<std::size_t>(s);
+    bells_[i] = ingestor_->Room(s);
+    // Two signals may share one sink's bell (never in the agent; possible in a test): one
+    // listener is enough.
+    const bool seen = std::find(bells_.begin(), bells_.begin() + static_cast<std::ptrdiff_t>(i),
+                                bells_[i]) != bells_.begin() + static_cast<std::ptrdiff_t>(i);
+    if (bells_[i] != nullptr && !seen) listening_[i] = bells_[i]->Listen([this] { Rung(); });
+  }
   thread_ = std::thread([this] {
     NameThisThread("otlp-room-wait");
     Run();
@@ -20,14 +34,18 @@ RoomWaiter::RoomWaiter(Ingestor* ingestor, Transport transport, std::chrono::mil
 RoomWaiter::~RoomWaiter() { Stop(); }
 
 bool RoomWaiter::Add(Signal signal, std::size_t bytes, Clock::time_point latest,
-                     std::function<void()> resume) {
+                     std::function<void()> resume, bool count) {
   {
     std::lock_guard lock(mu_);
     if (stopping_ || entries_.size() >= kMaxWaiting || bytes_ + bytes > kMaxWaitingBytes)
       return false;
-    entries_.push_back({signal, bytes, std::min(Clock::now() + wait_, latest), std::move(resume)});
+    pipeline::RoomBell* bell = bells_[static_cast<std::size_t>(signal)];
+    // Counted in before the thread's first look at the sink: room made after that look rings.
+    if (bell != nullptr) bell->BeginWait();
+    entries_.push_back(
+        {signal, bytes, std::min(Clock::now() + wait_, latest), std::move(resume), bell});
     bytes_ += bytes;
-    ingestor_->CountWaiting(transport_, signal);
+    if (count) ingestor_->CountWaiting(transport_, signal);
   }
   cv_.notify_one();
   return true;
@@ -41,6 +59,27 @@ void RoomWaiter::Stop() {
   }
   cv_.notify_one();
   if (thread_.joinable()) thread_.join();
+  // After the join: no entry is left counted in, and a lane ringing now finds no listener of
+  // ours once Unlisten returns.
+  for (std::size_t i = 0; i < bells_.size(); ++i)
+    if (listening_[i] != 0) bells_[i]->Unlisten(listening_[i]);
+}
+
+void RoomWaiter::Rung() {
+  {
+    std::lock_guard lock(mu_);
+    rung_ = true;
+  }
+  cv_.notify_one();
+}
+
+std::function<void()> RoomWaiter::Remove(std::size_t i) {
+  Entry& e = entries_[i];
+  std::function<void()> resume = std::move(e.resume);
+  bytes_ -= e.bytes;
+  if (e.bell != nullptr) e.bell->EndWait();
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));  // oldest first
+  return resume;
 }
 
 void RoomWaiter::Run() {
@@ -52,21 +91,24 @@ void RoomWaiter::Run() {
       cv_.wait(lock, [this] { return stopping_ || !entries_.empty(); });
       continue;
     }
-    // Resumed outside the lock: a resumed call decodes and submits its whole message. One call
-    // per pass is resumed for room, and the pass is repeated at once after it: the room it
+    // Resumed outside the lock: a resumed gRPC call decodes and submits its whole message. One
+    // call per pass is resumed for room, and the pass is repeated at once after it: the room it
     // found is what it takes, so the next waiting call must look again rather than be resumed
-    // only to find the sink saturated by the first and be refused.
+    // only to find the sink saturated by the first and be refused. (A resumed HTTP request
+    // reads its body after this pass, so the next one may find the same room: each looks
+    // again on its own thread, and waits again if the room is gone.)
+    rung_ = false;
     const Clock::time_point now = Clock::now();
     bool resumed_for_room = false;
+    Clock::time_point next = Clock::time_point::max();
     for (std::size_t i = 0; i < entries_.size();) {
       Entry& e = entries_[i];
       bool go = stopping_ || now >= e.deadline;
       if (!go && !resumed_for_room && !ingestor_->Saturated(e.signal)) go = resumed_for_room = true;
       if (go) {
-        due.push_back(std::move(e.resume));
-        bytes_ -= e.bytes;
-        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));  // oldest first
+        due.push_back(Remove(i));
       } else {
+        next = std::min({next, e.deadline, now + (e.bell != nullptr ? fallback_poll_ : kRoomPoll)});
         ++i;
       }
     }
@@ -77,7 +119,7 @@ void RoomWaiter::Run() {
       lock.lock();
       continue;
     }
-    cv_.wait_for(lock, kRoomPoll, [this] { return stopping_; });
+    cv_.wait_until(lock, next, [this] { return stopping_ || rung_; });
   }
 }
 

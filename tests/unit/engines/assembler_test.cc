@@ -26,6 +26,8 @@ class CollectingSink : public pipeline::TraceSink {
   }
   std::atomic<bool> saturated{false};
   mutable std::atomic<std::size_t> last_coming{0};
+  pipeline::RoomBell* Room() noexcept override { return &bell; }
+  pipeline::RoomBell bell;
   struct Item {
     Resource resource;
     std::string scope;
@@ -123,6 +125,13 @@ TEST_F(AssemblerTest, SaturatedIsItsOutputsWithTheSpansAboutToLeave) {
     EXPECT_FALSE(a.Saturated());
     EXPECT_EQ(sink_.last_coming.load(), 0u);
   }
+}
+
+// Spans leave the assembler into its output's queues, so only those free room: a receiver
+// waiting for room listens to the output's bell.
+TEST_F(AssemblerTest, RoomIsTheOutputsBell) {
+  Assembler a(AssemblerOptions{}, &sink_, config_);
+  EXPECT_EQ(a.Room(), &sink_.bell);
 }
 
 TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {

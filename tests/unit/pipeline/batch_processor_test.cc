@@ -470,6 +470,45 @@ TEST(BatchProcessorTest, SaturatedFromThreeQuartersOfTheQueue) {
   EXPECT_TRUE(p.Saturated(6));
 }
 
+// The lane rings the processor's bell each time it takes a batch out of its queue, and only
+// while something counts itself as waiting; each ring finds the queue already shorter.
+TEST(BatchProcessorTest, TakingABatchRingsTheBellWhileSomethingWaits) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  BatchOptions o = Options(1, 0ms);
+  o.max_queue_items = 8;
+  TraceBatchProcessor p(One(s), o);
+  ASSERT_NE(p.Room(), nullptr);
+  std::mutex mu;
+  std::vector<bool> saturated_at_ring;
+  const std::size_t handle = p.Room()->Listen([&] {
+    std::lock_guard l(mu);
+    saturated_at_ring.push_back(p.Saturated());
+  });
+  auto rings = [&] {
+    std::lock_guard l(mu);
+    return saturated_at_ring.size();
+  };
+  p.Submit(MakeRequest(1, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  EXPECT_EQ(rings(), 0u);  // a batch was taken, but nothing waits
+  for (int i = 0; i < 6; ++i) p.Submit(MakeRequest(1, "q"));
+  ASSERT_TRUE(p.Saturated());
+  p.Room()->BeginWait();
+  s->Release();
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_EQ(rings(), 6u);  // one per batch of one
+  {
+    std::lock_guard l(mu);
+    EXPECT_FALSE(saturated_at_ring.front());  // 5 of 8 queued at the first ring
+  }
+  p.Room()->EndWait();
+  p.Submit(MakeRequest(1, "after"));
+  ASSERT_TRUE(p.Flush(2s));
+  EXPECT_EQ(rings(), 6u);
+  p.Room()->Unlisten(handle);
+}
+
 TEST(BatchProcessorTest, SaturatedByBytesToo) {
   auto s = std::make_shared<FakeState>();
   s->block = true;

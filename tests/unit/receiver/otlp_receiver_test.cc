@@ -49,8 +49,12 @@ class RecordingSink : public pipeline::Sink<Request> {
   }
   std::atomic<int> on_arena{0};
   bool Saturated(std::size_t) const noexcept override {
+    // Room that lasts for one look: gone by the time anyone else looks.
+    for (int f = fleeting_room.load(); f > 0;)
+      if (fleeting_room.compare_exchange_weak(f, f - 1)) return false;
     return room >= 0 ? room == 0 : saturated.load();
   }
+  mutable std::atomic<int> fleeting_room{0};
   std::atomic<bool> saturated{false};
   // When not negative: saturated while 0, and each request taken uses one (a queue that has
   // room for that many more requests).
@@ -444,6 +448,33 @@ TEST_F(ReceiverTest, WaitingCallsTakeTheRoomOneAtATime) {
   }
   EXPECT_EQ(SinkSpans(), 3u);
   EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).throttled_requests.load(), 0u);
+}
+
+// An OTLP/HTTP request is resumed by the waiter's thread and goes on on its own: when the room
+// the waiter saw is gone by then (taken by a request resumed just before it), it waits again
+// instead of being refused, and is counted once as a request that waited.
+TEST_F(ReceiverTest, HttpRequestResumedIntoRoomAlreadyGoneWaitsAgain) {
+  saturated_wait_ = std::chrono::seconds(20);
+  StartReceiver();
+  traces_.saturated = true;
+  auto post = std::async(std::launch::async, [this] {
+    return Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
+                ValidTraces(2).SerializeAsString());
+  });
+  UntilWaiting(Transport::kHttp, 1);
+  traces_.fleeting_room = 1;  // the waiter sees room; the request, looking next, does not
+  for (int i = 0; i < 500 && traces_.fleeting_room.load() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(traces_.fleeting_room.load(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(post.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 0u);
+  traces_.saturated = false;
+  HttpResult r = post.get();
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(SinkSpans(), 2u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).throttled_requests.load(), 0u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).waited_requests.load(), 1u);
 }
 
 // At most kMaxWaiting (16) requests per transport wait; the next one is refused at once, and
