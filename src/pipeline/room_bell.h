@@ -5,7 +5,7 @@
 //
 // Why: a request that finds the export queues three-quarters full waits for room rather than
 // being refused. Polling for it every millisecond cost the OTLP/HTTP receiver about a thousand
-// wake-ups a second under a steady overload, a fifth of its CPU per span
+// wake-ups a second under a steady overload, a fifth to a third of its CPU per span
 // (docs/performance.md, "Waking requests that wait for room"). Room only comes when a lane
 // takes a batch, a few hundred times a second at most, so the lane says so.
 //
