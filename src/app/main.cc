@@ -1,5 +1,6 @@
 // infertel: an observability agent for LLM inference servers (vLLM, SGLang).
 
+#include <absl/synchronization/mutex.h>
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -10,6 +11,11 @@
 int main(int argc, char** argv) {
   // A peer closing a socket must surface as an error code on that socket, not kill us.
   std::signal(SIGPIPE, SIG_IGN);
+  // Debian builds Abseil without NDEBUG, so its deadlock detection is on: every absl::Mutex
+  // that gRPC takes (its call, transport and completion-queue locks) also updated a
+  // process-wide lock-order graph under a global lock, with a stack trace for each mutex it
+  // first saw. A release build of Abseil does none of it (docs/performance.md).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   CLI::App app{"infertel: traces and metrics for vLLM and SGLang, from beside the engine"};
   app.require_subcommand(1);
