@@ -31,19 +31,23 @@ struct Fixture {
   Ingestor ingestor{ReceiverSinks{&sink, nullptr, nullptr}, &stats};
 };
 
-// A request resumed by the waiter signals `resumed`.
-std::function<void()> Resumer(std::promise<Clock::time_point>* resumed) {
-  return [resumed] { resumed->set_value(Clock::now()); };
-}
+// One waiting request: `Resume()` is what the waiter calls, `when` says when it did.
+struct Resumed {
+  std::promise<Clock::time_point> promise;
+  std::future<Clock::time_point> when = promise.get_future();
+  std::function<void()> Resume() {
+    return [this] { promise.set_value(Clock::now()); };
+  }
+};
 
 // With a bell, the waiter does not look every millisecond: room that comes without a ring is
 // found only by the fallback poll (10 s here), and a ring resumes the request at once.
 TEST(RoomWaiterTest, ARingResumesAWaitingRequestAndNothingElseLooksEarly) {
   Fixture f;
   RoomWaiter waiter(&f.ingestor, Transport::kGrpc, 30s, /*fallback_poll=*/10s);
-  std::promise<Clock::time_point> resumed;
-  auto when = resumed.get_future();
-  ASSERT_TRUE(waiter.Add(Signal::kTraces, 100, Clock::time_point::max(), Resumer(&resumed)));
+  Resumed r;
+  auto& when = r.when;
+  ASSERT_TRUE(waiter.Add(Signal::kTraces, 100, Clock::time_point::max(), r.Resume()));
   EXPECT_EQ(f.sink.bell.waiters(), 1u);  // counted in: a lane's ring reaches the waiter
   std::this_thread::sleep_for(50ms);     // the waiter has looked once and found no room
   f.sink.saturated = false;              // room, but no ring
@@ -60,9 +64,9 @@ TEST(RoomWaiterTest, ARingResumesAWaitingRequestAndNothingElseLooksEarly) {
 TEST(RoomWaiterTest, ARingWithoutRoomResumesNothing) {
   Fixture f;
   RoomWaiter waiter(&f.ingestor, Transport::kHttp, 30s, /*fallback_poll=*/10s);
-  std::promise<Clock::time_point> resumed;
-  auto when = resumed.get_future();
-  ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, Clock::time_point::max(), Resumer(&resumed)));
+  Resumed r;
+  auto& when = r.when;
+  ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, Clock::time_point::max(), r.Resume()));
   for (int i = 0; i < 5; ++i) f.sink.bell.Ring();
   EXPECT_EQ(when.wait_for(200ms), std::future_status::timeout);
   f.sink.saturated = false;
@@ -74,10 +78,10 @@ TEST(RoomWaiterTest, ARingWithoutRoomResumesNothing) {
 TEST(RoomWaiterTest, ARequestIsResumedAtItsDeadlineWithoutARing) {
   Fixture f;
   RoomWaiter waiter(&f.ingestor, Transport::kGrpc, 30s, /*fallback_poll=*/10s);
-  std::promise<Clock::time_point> resumed;
-  auto when = resumed.get_future();
+  Resumed r;
+  auto& when = r.when;
   const Clock::time_point start = Clock::now();
-  ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, start + 150ms, Resumer(&resumed)));
+  ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, start + 150ms, r.Resume()));
   ASSERT_EQ(when.wait_for(5s), std::future_status::ready);
   const auto waited = when.get() - start;
   EXPECT_GE(waited, 150ms);
@@ -91,9 +95,9 @@ TEST(RoomWaiterTest, ARequestWaitingAgainIsCountedOnce) {
   f.sink.saturated = false;
   RoomWaiter waiter(&f.ingestor, Transport::kHttp, 30s);
   for (bool count : {true, false, false}) {
-    std::promise<Clock::time_point> resumed;
-    auto when = resumed.get_future();
-    ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, Clock::time_point::max(), Resumer(&resumed), count));
+    Resumed r;
+    auto& when = r.when;
+    ASSERT_TRUE(waiter.Add(Signal::kTraces, 0, Clock::time_point::max(), r.Resume(), count));
     ASSERT_EQ(when.wait_for(5s), std::future_status::ready);
   }
   EXPECT_EQ(f.stats.at(Transport::kHttp, Signal::kTraces).waited_requests.load(), 1u);
@@ -103,9 +107,9 @@ TEST(RoomWaiterTest, ARequestWaitingAgainIsCountedOnce) {
 TEST(RoomWaiterTest, StopResumesEverythingAndLeavesTheBell) {
   Fixture f;
   auto waiter = std::make_unique<RoomWaiter>(&f.ingestor, Transport::kGrpc, 30s, 10s);
-  std::promise<Clock::time_point> resumed;
-  auto when = resumed.get_future();
-  ASSERT_TRUE(waiter->Add(Signal::kTraces, 0, Clock::time_point::max(), Resumer(&resumed)));
+  Resumed r;
+  auto& when = r.when;
+  ASSERT_TRUE(waiter->Add(Signal::kTraces, 0, Clock::time_point::max(), r.Resume()));
   waiter->Stop();
   EXPECT_EQ(when.wait_for(0s), std::future_status::ready);
   EXPECT_EQ(f.sink.bell.waiters(), 0u);
