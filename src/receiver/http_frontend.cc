@@ -254,16 +254,18 @@ asio::awaitable<bool> WaitOnce(Signal signal, RoomWaiter::Clock::time_point dead
 }
 
 // Waits while `signal`'s sink stays saturated, up to options().saturated_wait, with the body
-// still unread in the kernel. A resumed request looks at the sink again itself before it
-// goes on: the waiter resumed it from another thread, and a request resumed just before it may
-// have taken the room since (gRPC calls are decoded on the waiter's thread, so they need not).
+// still unread in the kernel. Called once the sink was found saturated, so the first wait
+// starts without asking again (the waiter's first look follows the request's count on the
+// bell). A resumed request looks at the sink again itself before it goes on: the waiter
+// resumed it from another thread, and a request resumed just before it may have taken the
+// room since (gRPC calls are decoded on the waiter's thread, so they need not).
 asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
   const auto deadline = RoomWaiter::Clock::now() + self->options().saturated_wait;
   bool first = true;
-  while (self->ingestor()->Saturated(signal) && RoomWaiter::Clock::now() < deadline) {
+  do {
     if (!co_await WaitOnce(signal, deadline, first, self)) break;
     first = false;
-  }
+  } while (self->ingestor()->Saturated(signal) && RoomWaiter::Clock::now() < deadline);
 }
 
 asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {

@@ -69,7 +69,7 @@ class RoomWaiter {
   };
   void Run();
   void Rung();  // a bell's listener
-  // Takes `e` out (index `i`) and counts it out of its bell; with mu_ held.
+  // Takes entry `i` out, counts it out of its bell and returns its `resume`; with mu_ held.
   std::function<void()> Remove(std::size_t i);
 
   Ingestor* ingestor_;
