@@ -17,18 +17,13 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
-
 #include "pipeline/signal.h"
 #include "pipeline/span_wire.h"
+#include "pipeline/wire.h"
 
 namespace infertel::pipeline {
 
 namespace encode_internal {
-
-using google::protobuf::internal::WireFormatLite;
-using google::protobuf::io::CodedOutputStream;
 
 // Field numbers shared by the three signals: Resource{Spans,Logs,Metrics} and
 // Scope{Spans,Logs,Metrics} both hold (header = 1, children = 2, schema_url = 3), and the
@@ -37,29 +32,10 @@ constexpr int kHeaderField = 1;
 constexpr int kChildField = 2;
 constexpr int kSchemaField = 3;
 
-inline std::size_t LengthDelimited(int field, std::size_t len) {
-  return static_cast<std::size_t>(CodedOutputStream::VarintSize32(
-             WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED))) +
-         static_cast<std::size_t>(CodedOutputStream::VarintSize64(len)) + len;
-}
-
-inline std::uint8_t* WriteHead(int field, std::size_t len, std::uint8_t* p) {
-  p = CodedOutputStream::WriteTagToArray(
-      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), p);
-  return CodedOutputStream::WriteVarint64ToArray(len, p);
-}
-
-inline std::uint8_t* WriteString(int field, const std::string& s, std::uint8_t* p) {
-  p = WriteHead(field, s.size(), p);
-  return CodedOutputStream::WriteRawToArray(s.data(), static_cast<int>(s.size()), p);
-}
-
-// A message field, written with the sizes its last ByteSizeLong() cached.
-template <typename M>
-std::uint8_t* WriteMessage(int field, const M& m, std::uint8_t* p) {
-  p = WriteHead(field, static_cast<std::size_t>(m.GetCachedSize()), p);
-  return m.SerializeWithCachedSizesToArray(p);
-}
+using wire::LengthDelimited;
+using wire::WriteHead;
+using wire::WriteMessage;
+using wire::WriteString;
 
 // An item (span, log record, metric) as field 2 of its scope block. Spans, the items of
 // which there are most, are written field by field (span_wire.h); the rest by protobuf.

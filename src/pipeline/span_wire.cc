@@ -1,50 +1,33 @@
 #include "pipeline/span_wire.h"
 
-#include <cstring>
-#include <string>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
+#include "pipeline/wire.h"
 
 namespace infertel::pipeline {
 namespace {
 
-using google::protobuf::internal::WireFormatLite;
-using google::protobuf::io::CodedOutputStream;
+using wire::CodedOutputStream;
+using wire::WireFormatLite;
+using wire::WriteHead;
+using wire::WriteMessage;
+using wire::WriteString;
 
-// Tags of the fields written here, as constants: a tag under 128 is one byte on the wire.
+// Tags of the non-length-delimited fields written here: a tag under 128 is one byte.
 constexpr std::uint32_t Tag(int field, WireFormatLite::WireType type) {
   return static_cast<std::uint32_t>(field) << 3 | static_cast<std::uint32_t>(type);
 }
-constexpr auto kLen = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
 constexpr auto kVarint = WireFormatLite::WIRETYPE_VARINT;
 constexpr auto kFixed64 = WireFormatLite::WIRETYPE_FIXED64;
-
-inline std::uint8_t* Bytes(std::uint32_t tag, const std::string& s, std::uint8_t* p) {
-  *p++ = static_cast<std::uint8_t>(tag);
-  p = CodedOutputStream::WriteVarint32ToArray(static_cast<std::uint32_t>(s.size()), p);
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
 
 inline std::uint8_t* Fixed64(std::uint32_t tag, std::uint64_t v, std::uint8_t* p) {
   *p++ = static_cast<std::uint8_t>(tag);
   return CodedOutputStream::WriteLittleEndian64ToArray(v, p);
 }
 
-// A nested message through protobuf's serializer, with its cached size.
-template <typename M>
-std::uint8_t* Nested(std::uint32_t tag, const M& m, std::uint8_t* p) {
-  p = CodedOutputStream::WriteVarint32ToArray(tag, p);
-  p = CodedOutputStream::WriteVarint32ToArray(static_cast<std::uint32_t>(m.GetCachedSize()), p);
-  return m.SerializeWithCachedSizesToArray(p);
-}
-
 // AnyValue's fields, as AnyValue::_InternalSerialize orders them (one oneof member).
 std::uint8_t* WriteAnyValueFields(const AnyValue& v, std::uint8_t* p) {
   switch (v.value_case()) {
     case AnyValue::kStringValue:
-      return Bytes(Tag(1, kLen), v.string_value(), p);
+      return WriteString(1, v.string_value(), p);
     case AnyValue::kBoolValue:
       *p++ = static_cast<std::uint8_t>(Tag(2, kVarint));
       *p++ = v.bool_value() ? 1 : 0;
@@ -59,14 +42,12 @@ std::uint8_t* WriteAnyValueFields(const AnyValue& v, std::uint8_t* p) {
   }
 }
 
-std::uint8_t* WriteKeyValue(std::uint32_t tag, const KeyValue& kv, std::uint8_t* p) {
-  *p++ = static_cast<std::uint8_t>(tag);
-  p = CodedOutputStream::WriteVarint32ToArray(static_cast<std::uint32_t>(kv.GetCachedSize()), p);
-  if (!kv.key().empty()) p = Bytes(Tag(1, kLen), kv.key(), p);
+std::uint8_t* WriteKeyValue(int field, const KeyValue& kv, std::uint8_t* p) {
+  p = WriteHead(field, static_cast<std::size_t>(kv.GetCachedSize()), p);
+  if (!kv.key().empty()) p = WriteString(1, kv.key(), p);
   if (kv.has_value()) {
     const AnyValue& v = kv.value();
-    *p++ = static_cast<std::uint8_t>(Tag(2, kLen));
-    p = CodedOutputStream::WriteVarint32ToArray(static_cast<std::uint32_t>(v.GetCachedSize()), p);
+    p = WriteHead(2, static_cast<std::size_t>(v.GetCachedSize()), p);
     p = WriteAnyValueFields(v, p);
   }
   return p;
@@ -83,11 +64,11 @@ std::uint8_t* WriteSpanFields(const Span& span, std::uint8_t* p) {
   std::uint8_t* const start = p;
   // Field by field in field-number order, each written only when protobuf would write it
   // (proto3: a scalar or string when not zero or empty, a message when present).
-  if (!span.trace_id().empty()) p = Bytes(Tag(1, kLen), span.trace_id(), p);
-  if (!span.span_id().empty()) p = Bytes(Tag(2, kLen), span.span_id(), p);
-  if (!span.trace_state().empty()) p = Bytes(Tag(3, kLen), span.trace_state(), p);
-  if (!span.parent_span_id().empty()) p = Bytes(Tag(4, kLen), span.parent_span_id(), p);
-  if (!span.name().empty()) p = Bytes(Tag(5, kLen), span.name(), p);
+  if (!span.trace_id().empty()) p = WriteString(1, span.trace_id(), p);
+  if (!span.span_id().empty()) p = WriteString(2, span.span_id(), p);
+  if (!span.trace_state().empty()) p = WriteString(3, span.trace_state(), p);
+  if (!span.parent_span_id().empty()) p = WriteString(4, span.parent_span_id(), p);
+  if (!span.name().empty()) p = WriteString(5, span.name(), p);
   if (span.kind() != 0) {
     // An enum is an int32 varint: a negative value takes ten bytes, as protobuf writes it.
     *p++ = static_cast<std::uint8_t>(Tag(6, kVarint));
@@ -97,16 +78,16 @@ std::uint8_t* WriteSpanFields(const Span& span, std::uint8_t* p) {
   if (span.start_time_unix_nano() != 0)
     p = Fixed64(Tag(7, kFixed64), span.start_time_unix_nano(), p);
   if (span.end_time_unix_nano() != 0) p = Fixed64(Tag(8, kFixed64), span.end_time_unix_nano(), p);
-  for (const KeyValue& kv : span.attributes()) p = WriteKeyValue(Tag(9, kLen), kv, p);
+  for (const KeyValue& kv : span.attributes()) p = WriteKeyValue(9, kv, p);
   if (span.dropped_attributes_count() != 0)
     p = Varint32Field(Tag(10, kVarint), span.dropped_attributes_count(), p);
-  for (const auto& e : span.events()) p = Nested(Tag(11, kLen), e, p);
+  for (const auto& e : span.events()) p = WriteMessage(11, e, p);
   if (span.dropped_events_count() != 0)
     p = Varint32Field(Tag(12, kVarint), span.dropped_events_count(), p);
-  for (const auto& l : span.links()) p = Nested(Tag(13, kLen), l, p);
+  for (const auto& l : span.links()) p = WriteMessage(13, l, p);
   if (span.dropped_links_count() != 0)
     p = Varint32Field(Tag(14, kVarint), span.dropped_links_count(), p);
-  if (span.has_status()) p = Nested(Tag(15, kLen), span.status(), p);
+  if (span.has_status()) p = WriteMessage(15, span.status(), p);
   // Unknown fields (on the span, an attribute or its value) are in the cached sizes but not
   // in what was written above: the span came out short. protobuf writes it again, whole, with
   // them. (Asking each message for its unknown fields would cost a reflection call each.)
