@@ -1,12 +1,16 @@
 // The gateway's per-request and per-chunk hot paths, each in isolation: request parsing,
 // stream chunk observation, SSE relaying, entry span building, holding it for the export queue
-// the request metrics, and the OTLP encoding of a full export batch. Run:
+// the request metrics, the OTLP encoding of a full export batch, and the embedded store's
+// insert of one. Run:
 // build-*/bench/hot_paths_bench
 // [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
+#include <stdlib.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +21,8 @@
 #include "core/resource.h"
 #include "core/telemetry.h"
 #include "encoding_exporter.h"
+#include "export/otlp_json/json_util.h"
+#include "export/sqlite/sqlite_store.h"
 #include "gateway/entry_span.h"
 #include "gateway/exchange.h"
 #include "gateway/openai/openai.h"
@@ -238,6 +244,58 @@ void BM_EntrySpansThroughQueue(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 512);
 }
 BENCHMARK(BM_EntrySpansThroughQueue)->UseRealTime();
+
+// The JSON text of an entry span's attributes (its captured messages among them), as the
+// store writes it into a row's `attributes` column.
+void BM_StoreAttributesJson(benchmark::State& state) {
+  infertel::Span span;
+  infertel::gateway::BuildEntrySpan(MakeExchange(), &span);
+  std::string out;
+  for (auto _ : state) {
+    out.clear();
+    infertel::otlp_json::AppendPlainAttributes(&out, span.attributes());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * out.size()));
+}
+BENCHMARK(BM_StoreAttributesJson);
+
+// The embedded store's part of the store lane: entry spans (with their captured messages, each
+// of its own trace) inserted as SqliteStore::InsertTraces runs for an export, one transaction
+// per export, without the lane's pacer. Arg 0: rows per transaction, 4,096 as the lane asks
+// for at saturation, about 200 at 1000 requests/s (cut by the 200 ms schedule delay); arg 1:
+// rows in the store before the first timed one, since the trace index's random inserts touch
+// more of its pages the larger it is. The file is on the disk of the agent's default store
+// (a fresh directory under /tmp).
+void BM_StoreInsertEntrySpans(benchmark::State& state) {
+  const int rows = static_cast<int>(state.range(0));
+  const int before = static_cast<int>(state.range(1));
+  infertel::TracesRequest req = EntrySpanRequest(MakeExchange(), rows);
+  auto* spans = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  char dir_template[] = "/tmp/infertel-store-bench.XXXXXX";
+  const std::filesystem::path dir = mkdtemp(dir_template);
+  infertel::exporting::StoreOptions options;
+  options.path = (dir / "bench.db").string();
+  infertel::exporting::SqliteStore store;
+  std::string error;
+  if (!store.Open(options, &error)) state.SkipWithError(error.c_str());
+  auto insert = [&] {
+    for (auto& span : *spans) {
+      const infertel::TraceId id = infertel::NewTraceId();
+      span.set_trace_id(id.data(), id.size());
+    }
+    if (!store.InsertTraces(req, &error)) state.SkipWithError(error.c_str());
+  };
+  for (int n = 0; n < before; n += rows) insert();
+  for (auto _ : state) insert();
+  std::filesystem::remove_all(dir);
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+BENCHMARK(BM_StoreInsertEntrySpans)
+    ->ArgNames({"rows", "before"})
+    ->Args({4096, 0})
+    ->Args({200, 200000})
+    ->UseRealTime();
 
 }  // namespace
 

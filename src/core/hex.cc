@@ -12,13 +12,20 @@ int Nibble(char c) {
 }  // namespace
 
 std::string BytesToHex(std::string_view bytes) {
-  std::string out(bytes.size() * 2, '0');
+  std::string out;
+  AppendHex(&out, bytes);
+  return out;
+}
+
+void AppendHex(std::string* out, std::string_view bytes) {
+  const std::size_t at = out->size();
+  out->resize(at + bytes.size() * 2);
+  char* p = out->data() + at;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     auto b = static_cast<unsigned char>(bytes[i]);
-    out[2 * i] = kDigits[b >> 4];
-    out[2 * i + 1] = kDigits[b & 0xf];
+    p[2 * i] = kDigits[b >> 4];
+    p[2 * i + 1] = kDigits[b & 0xf];
   }
-  return out;
 }
 
 bool HexToBytes(std::string_view hex, std::string* out) {

@@ -130,6 +130,64 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 42); });
 }
 
+// A row's own text (hex ids, JSON) is made in buffers kept from row to row and bound without
+// a copy; each row must still keep exactly its own, whatever the rows before it held.
+TEST_F(SqliteStoreTest, EachRowKeepsItsOwnTextWhenRowsDiffer) {
+  auto store = OpenStore();
+  TracesRequest req;
+  const std::string long_value(3000, 'x');
+  Span* a = AddSpan(&req, "1111111111111111", "2222222222222222", "a", 1, 2,
+                    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  AddAttr(a->mutable_attributes(), "long", long_value);
+  auto* ev = a->add_events();
+  ev->set_name("e");
+  auto* link = a->add_links();
+  link->set_trace_id(testing::Bytes("cccccccccccccccccccccccccccccccc"));
+  link->set_span_id(testing::Bytes("3333333333333333"));
+  AddSpan(&req, "4444444444444444", "", "b", 3, 4, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  Span* c = AddSpan(&req, "5555555555555555", "0000000000000000", "c", 5, 6,
+                    "dddddddddddddddddddddddddddddddd");
+  AddAttr(c->mutable_attributes(), "k", "v");
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(store->handle(),
+                               "SELECT name, trace_id, span_id, parent_span_id, attributes, "
+                               "events, links FROM spans ORDER BY name",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  std::vector<std::vector<std::string>> rows;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    rows.emplace_back();
+    for (int i = 0; i < 7; ++i) rows.back().push_back(Text(st, i));
+  }
+  sqlite3_finalize(st);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "1111111111111111",
+                                      "2222222222222222", "{\"long\":\"" + long_value + "\"}",
+                                      R"([{"name":"e","time_unix_nano":0,"attributes":{}}])",
+                                      R"([{"trace_id":"cccccccccccccccccccccccccccccccc",)"
+                                      R"("span_id":"3333333333333333","attributes":{}}])"}));
+  // No parent, and an all-zero parent, are both NULL.
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"b", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+                                               "4444444444444444", "<null>", "{}", "[]", "[]"}));
+  EXPECT_EQ(rows[2],
+            (std::vector<std::string>{"c", "dddddddddddddddddddddddddddddddd", "5555555555555555",
+                                      "<null>", R"({"k":"v"})", "[]", "[]"}));
+}
+
+// SQLite's allocation statistics are off in the agent (a mutex on every malloc and free that
+// nothing reads): configured before SQLite's first use, which is the first store opened here.
+TEST_F(SqliteStoreTest, SqliteKeepsNoAllocationStatistics) {
+  auto store = OpenStore();
+  TracesRequest req = testing::RichRequest();
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  EXPECT_EQ(sqlite3_memory_used(), 0);
+  EXPECT_EQ(sqlite3_memory_highwater(0), 0);
+}
+
 // The store lets its pacer pause between rows, and inside SQLite's commit between its file
 // writes (the paced VFS), but only while its lane keeps up.
 TEST_F(SqliteStoreTest, WritesLetThePacerPauseBetweenRowsAndFileWrites) {
