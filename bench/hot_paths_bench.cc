@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -278,7 +277,11 @@ void BM_StoreInsertEntrySpans(benchmark::State& state) {
   options.path = (dir / "bench.db").string();
   infertel::exporting::SqliteStore store;
   std::string error;
-  if (!store.Open(options, &error)) state.SkipWithError(error.c_str());
+  if (!store.Open(options, &error)) {
+    state.SkipWithError(error.c_str());
+    std::filesystem::remove_all(dir);
+    return;
+  }
   auto insert = [&] {
     for (auto& span : *spans) {
       const infertel::TraceId id = infertel::NewTraceId();

@@ -161,11 +161,13 @@ void AppendLinksJson(std::string* out, const Span& span) {
 // (BindStatic): they stay unchanged until the row's step is done.
 struct SpanRowText {
   std::string trace_id, span_id, parent_span_id, attributes, events, links;
+  bool root = false;  // no parent (absent or all zero): stored as NULL, parent_span_id unset
 
   void Fill(const Span& span) {
     Hex(&trace_id, span.trace_id());
     Hex(&span_id, span.span_id());
-    Hex(&parent_span_id, span.parent_span_id());
+    root = IsNullId(span.parent_span_id());
+    if (!root) Hex(&parent_span_id, span.parent_span_id());
     attributes.clear();
     otlp_json::AppendPlainAttributes(&attributes, span.attributes());
     events.clear();
@@ -344,7 +346,7 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
           row.Fill(span);
           BindStatic(s, 1, row.trace_id);
           BindStatic(s, 2, row.span_id);
-          if (IsNullId(span.parent_span_id()))
+          if (row.root)
             sqlite3_bind_null(s, 3);
           else
             BindStatic(s, 3, row.parent_span_id);
