@@ -65,6 +65,9 @@ void AssemblerStats::Register(StatsRegistry* r) const {
   r->Add("infertel_assembler_released_early",
          "Engine spans exported unmatched before their wait ended (waiting table full)",
          T::kCounter, "", &released_early);
+  r->Add("infertel_assembler_held_for_room",
+         "Engine spans kept past their wait until the export queue had room for them", T::kCounter,
+         "", &held_for_room);
   r->Add("infertel_assembler_records_evicted", "Join records evicted early by the size bound",
          T::kCounter, "", &records_evicted);
   r->Add("infertel_assembler_waiting_spans", "Engine spans waiting for their exchange", T::kGauge,
@@ -283,17 +286,13 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
 }
 
 bool Assembler::Saturated(std::size_t coming) const noexcept {
-  std::size_t due = 0;
   {
-    const auto horizon = std::chrono::steady_clock::now() + options_.release_horizon;
     std::lock_guard lock(mu_);
-    // waiting_ is in deadline order (one window for all, appended as they come). Slots of
-    // spans already matched count until they leave: an overestimate by at most those.
-    auto first_later = std::partition_point(
-        waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.deadline <= horizon; });
-    due = static_cast<std::size_t>(first_later - waiting_.begin());
+    if (held_back_) return true;
+    // Slots of spans already matched count until they leave, as they do for the bound.
+    if (waiting_.size() * 4 >= options_.max_waiting_spans * 3) return true;
   }
-  return out_->Saturated(coming + due * kSpansOutPerEngineSpan);
+  return out_->Saturated(coming);
 }
 
 void Assembler::OnExchangeStarted(const gateway::Exchange& ex) noexcept {
@@ -400,16 +399,30 @@ void Assembler::FlushWaiting() {
 }
 
 void Assembler::TimerLoop() {
+  // Rung by the output's lanes as they take batches, while something counts itself waiting.
+  pipeline::RoomBell* bell = out_->Room();
+  const std::size_t listening = bell == nullptr ? 0 : bell->Listen([this] {
+    {
+      std::lock_guard lock(mu_);  // the timer is either before its look at the queue or waiting
+      if (!held_back_) return;
+    }
+    cv_.notify_all();
+  });
   std::unique_lock lock(mu_);
   while (!stop_) {
     // Wake when the oldest waiting span is due (Submit wakes this wait when the table was
     // empty), else every 100 ms for the record expiry. Releasing each span when its window
     // ends, rather than on a 100 ms tick, keeps the releases small: a tick's worth of spans
-    // (4 out per span in) could exceed the export queue at once and be dropped.
-    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    if (!waiting_.empty()) wake = std::min(wake, waiting_.front().deadline);
-    cv_.wait_until(lock, wake);
+    // (4 out per span in) could exceed the export queue at once and be dropped. While spans
+    // are held back, the bell wakes this wait; the short timeout covers a sink without one.
     auto now = std::chrono::steady_clock::now();
+    auto wake = now + std::chrono::milliseconds(100);
+    if (held_back_)
+      wake = now + std::chrono::milliseconds(bell == nullptr ? 1 : 10);
+    else if (!waiting_.empty())
+      wake = std::min(wake, waiting_.front().deadline);
+    cv_.wait_until(lock, wake);
+    now = std::chrono::steady_clock::now();
     while (!expiry_.empty() && expiry_.front().first <= now) {
       auto it = records_.find(expiry_.front().second);
       // A newer record under the same id has a later expiry entry of its own.
@@ -417,11 +430,28 @@ void Assembler::TimerLoop() {
       expiry_.pop_front();
     }
     stats_.records.store(records_.size(), std::memory_order_relaxed);
+    // Due spans leave only into room: released into a full queue they would push older spans
+    // out of it, after the receiver had accepted them. The room is looked at again every
+    // kReleaseChunk spans, counting those already taken.
     std::vector<Waiting> due;
+    bool room = true;
     while (!waiting_.empty() && waiting_.front().deadline <= now) {
+      if (due.size() % kReleaseChunk == 0 && out_->Saturated(due.size() * kSpansOutPerEngineSpan)) {
+        room = false;
+        break;
+      }
       Waiting w;
       if (PopWaiting(&w)) due.push_back(std::move(w));
     }
+    // Spans released after a look that found no room waited for it.
+    if (held_back_) stats_.held_for_room.fetch_add(due.size(), std::memory_order_relaxed);
+    if (!room && !held_back_) {
+      // Counted as waiting before the next look at the queue (RoomBell's protocol).
+      if (bell != nullptr) bell->BeginWait();
+    } else if (room && held_back_ && bell != nullptr) {
+      bell->EndWait();
+    }
+    held_back_ = !room;
     stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
     if (due.empty()) continue;
     lock.unlock();
@@ -431,6 +461,10 @@ void Assembler::TimerLoop() {
     out_->SubmitHeld(std::move(out.held));
     lock.lock();
   }
+  if (held_back_ && bell != nullptr) bell->EndWait();
+  held_back_ = false;
+  lock.unlock();
+  if (bell != nullptr) bell->Unlisten(listening);
 }
 
 }  // namespace infertel::engines

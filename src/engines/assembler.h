@@ -11,7 +11,7 @@
 //
 // Thread-safety: Submit (receiver threads) and OnExchangeFinished (gateway workers) may be
 // called concurrently; neither blocks beyond a short critical section. A timer thread
-// releases spans whose wait ran out.
+// releases spans whose wait ran out, as far as the output has room for them (see Saturated).
 
 #include <chrono>
 #include <condition_variable>
@@ -42,11 +42,9 @@ struct AssemblerOptions {
   std::chrono::seconds record_ttl{30};
   std::size_t max_records = 50'000;  // beyond it the oldest go first (counted)
   // Slots of the waiting table; beyond it the oldest span goes out unmatched (counted). A
-  // matched span's slot is freed when it reaches the front of the table.
+  // matched span's slot is freed when it reaches the front of the table. From three quarters
+  // of it on the assembler is saturated (see Saturated).
   std::size_t max_waiting_spans = 50'000;
-  // Back-pressure: waiting spans due within this time count as already in the export queue
-  // (see Saturated). Spans due later are a delay line that a keeping-up queue never sees at once.
-  std::chrono::milliseconds release_horizon{250};
   std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
   // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
   // upstream, if there is exactly one.
@@ -66,6 +64,7 @@ struct AssemblerStats {
   std::atomic<std::uint64_t> passthrough{0};           // spans passed on unchanged
   std::atomic<std::uint64_t> derived_spans{0};         // phase spans made
   std::atomic<std::uint64_t> released_early{0};        // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> held_for_room{0};         // released late: the export queue was full
   std::atomic<std::uint64_t> records_evicted{0};       // records dropped before their TTL (bound)
   std::atomic<std::uint64_t> waiting{0};               // gauge
   std::atomic<std::uint64_t> records{0};               // gauge
@@ -86,13 +85,18 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // The same without copying (pipeline/held.h): a waiting span stays on the arena it was
   // received on, its phases are made there, and everything leaves as views of it.
   void SubmitHeld(pipeline::Held<TracesRequest>&& request) noexcept override;
-  // The output's, telling it of the spans about to leave here (due within release_horizon)
-  // as what they become: each leaves with its phases. Without them, a join window's worth of
-  // spans received while the queue still had room is released into a queue that has none.
+  // True while spans past their wait are held back for want of room in the output (they leave
+  // only into room, so that they never push queued spans out: see TimerLoop), while the
+  // waiting table is three-quarters full (beyond it spans leave early, room or not), and
+  // while the output is. Spans merely waiting are not counted against the output: they leave
+  // as their deadlines pass, into whatever room the lanes have made by then.
   bool Saturated(std::size_t coming = 0) const noexcept override;
   // The output's: spans leave here into its queue, so only its lanes free room.
   pipeline::RoomBell* Room() noexcept override { return out_->Room(); }
   static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
+  // Due spans released between two looks at the output's room: at most 1,024 spans out, a
+  // quarter of the default queue's last quarter.
+  static constexpr std::size_t kReleaseChunk = 256;
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
@@ -163,6 +167,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   std::size_t waiting_live_ = 0;         // entries of waiting_ not taken
   WaitingIndex waiting_index_;           // join-key hash → sequence
   bool stop_ = false;
+  // Spans past their wait are kept here because the output had no room (see TimerLoop); the
+  // timer then waits on the output's RoomBell, and Saturated() is true.
+  bool held_back_ = false;
   std::condition_variable cv_;
   std::mutex hints_mu_;  // guards hints_
   std::map<std::string, vllm::SpanShape> hints_;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "core/semconv.h"
 #include "engines/assembler.h"
@@ -20,11 +21,15 @@ class CollectingSink : public pipeline::TraceSink {
         for (auto& s : ss.spans()) spans_.push_back({rs.resource(), ss.scope().name(), s});
     cv_.notify_all();
   }
+  // Saturated when told so, or when the spans it holds and those coming reach saturated_at
+  // (a queue that never drains).
   bool Saturated(std::size_t coming) const noexcept override {
     last_coming = coming;
-    return saturated;
+    std::lock_guard lock(mu_);
+    return saturated || spans_.size() + coming >= saturated_at;
   }
   std::atomic<bool> saturated{false};
+  std::atomic<std::size_t> saturated_at{SIZE_MAX};
   mutable std::atomic<std::size_t> last_coming{0};
   pipeline::RoomBell* Room() noexcept override { return &bell; }
   pipeline::RoomBell bell;
@@ -41,7 +46,7 @@ class CollectingSink : public pipeline::TraceSink {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Item> spans_;
 };
@@ -102,29 +107,66 @@ class AssemblerTest : public ::testing::Test {
   std::shared_ptr<config::ConfigStore> config_;
 };
 
-// The receiver asks the assembler before decoding: it is saturated when its output is, and
-// the output is told of the waiting spans due within the release horizon, as the four spans
-// each one becomes; spans due later are not counted.
-TEST_F(AssemblerTest, SaturatedIsItsOutputsWithTheSpansAboutToLeave) {
-  for (auto [horizon, coming] : {std::pair{std::chrono::milliseconds(20'000), std::size_t{8}},
-                                 std::pair{std::chrono::milliseconds(1'000), std::size_t{0}}}) {
-    AssemblerOptions o;
-    o.join_window = std::chrono::seconds(10);
-    o.release_horizon = horizon;
-    Assembler a(o, &sink_, config_);
-    EXPECT_FALSE(a.Saturated());
-    EXPECT_EQ(sink_.last_coming.load(), 0u);
-    a.Submit(EngineRequest("waits-1"));
-    a.Submit(EngineRequest("waits-2"));
-    EXPECT_FALSE(a.Saturated());
-    EXPECT_EQ(sink_.last_coming.load(), coming) << horizon.count();
-    sink_.saturated = true;
-    EXPECT_TRUE(a.Saturated());
-    sink_.saturated = false;
-    a.FlushWaiting();
-    EXPECT_FALSE(a.Saturated());
-    EXPECT_EQ(sink_.last_coming.load(), 0u);
-  }
+// The receiver asks the assembler before decoding: it is saturated when its output is, with
+// what the caller says is coming. Spans that merely wait are not counted against the output:
+// they leave as their deadlines pass, into the room the lanes have made by then.
+TEST_F(AssemblerTest, SaturatedIsItsOutputsAndNotTheSpansWaiting) {
+  auto a = Make(std::chrono::seconds(10));
+  EXPECT_FALSE(a->Saturated());
+  a->Submit(EngineRequest("waits-1"));
+  a->Submit(EngineRequest("waits-2"));
+  EXPECT_FALSE(a->Saturated());
+  EXPECT_EQ(sink_.last_coming.load(), 0u);
+  EXPECT_FALSE(a->Saturated(5));
+  EXPECT_EQ(sink_.last_coming.load(), 5u);
+  sink_.saturated = true;
+  EXPECT_TRUE(a->Saturated());
+  sink_.saturated = false;
+  EXPECT_FALSE(a->Saturated());
+}
+
+// Beyond its bound the waiting table sends its oldest span out early, whether the output has
+// room or not; from three quarters of it on the assembler refuses more.
+TEST_F(AssemblerTest, SaturatedFromThreeQuartersOfTheWaitingTable) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::seconds(10);
+  o.max_waiting_spans = 4;
+  Assembler a(o, &sink_, config_);
+  a.Submit(EngineRequest("w-1"));
+  a.Submit(EngineRequest("w-2"));
+  EXPECT_FALSE(a.Saturated());  // 2 of 4
+  a.Submit(EngineRequest("w-3"));
+  EXPECT_TRUE(a.Saturated());  // 3 of 4
+  EXPECT_EQ(a.stats().released_early.load(), 0u);
+  a.FlushWaiting();
+  EXPECT_FALSE(a.Saturated());
+}
+
+// Spans whose wait ran out leave only into room: with the output full they stay here (the
+// assembler is then saturated, and waits on the output's bell) and leave, all of them, once a
+// ring finds room. Released into a full queue they would push queued spans out of it.
+TEST_F(AssemblerTest, DueSpansLeaveOnlyIntoRoom) {
+  auto a = Make(std::chrono::milliseconds(50));
+  sink_.saturated_at = 1200;  // 300 spans in, and it stays full
+  for (int i = 0; i < 600; ++i) a->Submit(EngineRequest("late-" + std::to_string(i)));
+  ASSERT_GE(sink_.WaitFor(1200).size(), 1200u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // every wait has run out
+  // Room is looked at every kReleaseChunk spans: at most one chunk past the output's bound.
+  const std::size_t out = sink_.WaitFor(0).size();
+  EXPECT_LT(out, 1200 + Assembler::kReleaseChunk * Assembler::kSpansOutPerEngineSpan);
+  EXPECT_LT(out, 2400u);
+  EXPECT_TRUE(a->Saturated());
+  EXPECT_EQ(sink_.bell.waiters(), 1u);
+  EXPECT_EQ(a->stats().waiting.load(), 600u - out / 4);
+  sink_.saturated_at = SIZE_MAX;
+  sink_.bell.Ring();
+  EXPECT_EQ(sink_.WaitFor(2400).size(), 2400u);
+  EXPECT_EQ(a->stats().held_for_room.load(), 600u - out / 4);
+  for (int i = 0; i < 100 && a->Saturated(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(a->Saturated());
+  EXPECT_EQ(sink_.bell.waiters(), 0u);
+  EXPECT_EQ(a->stats().unmatched.load(), 600u);
 }
 
 // Spans leave the assembler into its output's queues, so only those free room: a receiver
