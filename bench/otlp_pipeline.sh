@@ -13,7 +13,7 @@
 #         answers "retry later": its export queue stayed full for the receiver's wait, 250 ms;
 #         the requests that waited are counted too); over the window [2 s, end − 1 s]:
 #         spans out/s at the sink, spans in/s at the agent's receiver, the agent's CPU seconds
-#         (utime+stime from /proc) → spans per CPU-second ("per core").
+#         (utime+stime from /proc) → spans per CPU-second ("per core"); VmHWM at the end.
 #   rss   sender at $RSS_RATE spans/s for $RSS_DURATION s; VmRSS sampled every 0.5 s (steady =
 #         mean over the last half), VmHWM at the end (peak).
 # The spans match no gateway request, so in the normalize mode each waits --join-window-ms and
@@ -126,10 +126,11 @@ run_max() {  # run_max TRANSPORT MODE
   R[$k.in_per_core]=$(awk -v a="$i0" -v b="$i1" -v c0="$c0" -v c1="$c1" -v k="$TCK" 'BEGIN { printf "%.0f", (b - a) / ((c1 - c0) / k) }')
   R[$k.out_per_core]=$(awk -v a="$o0" -v b="$o1" -v c0="$c0" -v c1="$c1" -v k="$TCK" 'BEGIN { printf "%.0f", (b - a) / ((c1 - c0) / k) }')
   R[$k.max_drops]=$(metric "$AGENT_ADMIN" infertel_exporter_dropped_items)
+  R[$k.max_hwm]=$(rss_kib "$AGENT_PID" VmHWM)
   R[$k.max_throttled]=$(metric "$AGENT_ADMIN" infertel_receiver_throttled_requests)
   R[$k.max_waited]=$(metric "$AGENT_ADMIN" infertel_receiver_waited_requests)
   R[$k.counters]=$(curl -s "http://127.0.0.1:$AGENT_ADMIN/metrics" |
-    grep -E '^infertel_(assembler_(engine_spans|unmatched|passthrough_spans|derived_spans|released_early)|receiver_items|exporter_(sent|dropped)_items)' | grep -v -E 'signal="(logs|metrics)"|} 0$' |
+    grep -E '^infertel_(assembler_(engine_spans|unmatched|passthrough_spans|derived_spans|released_early|held_for_room)|receiver_items|exporter_(sent|dropped)_items)' | grep -v -E 'signal="(logs|metrics)"|} 0$' |
     awk '{ printf "%s%s", sep, $0; sep = "; " }')
   stop "$AGENT_PID"; stop "$SINK_PID"
 }
@@ -205,6 +206,7 @@ for tr in "${TRANSPORTS[@]}"; do
   printf '%-44s %14s %14s\n' "spans in per CPU-second (per core), median" "${R[$n.in_per_core]}" "${R[$p.in_per_core]}"
   printf '%-44s %14s %14s\n' "spans out per CPU-second, median" "${R[$n.out_per_core]}" "${R[$p.out_per_core]}"
   printf '%-44s %14s %14s\n' "exporter drops (queue full), max run" "${R[$n.max_drops]}" "${R[$p.max_drops]}"
+  printf '%-44s %14s %14s\n' "RSS peak (VmHWM), max run, MiB" "$(mib "${R[$n.max_hwm]}")" "$(mib "${R[$p.max_hwm]}")"
   printf '%-44s %14s %14s\n' "requests that waited for room, max run" "${R[$n.max_waited]}" "${R[$p.max_waited]}"
   printf '%-44s %14s %14s\n' "requests answered 'retry later', max run" "${R[$n.max_throttled]}" "${R[$p.max_throttled]}"
   printf '%-44s %14s %14s\n' "RSS idle, MiB" "$(mib "${R[$n.rss_idle]}")" "$(mib "${R[$p.rss_idle]}")"
