@@ -13,7 +13,10 @@
 #         answers "retry later": its export queue stayed full for the receiver's wait, 250 ms;
 #         the requests that waited are counted too); over the window [2 s, end − 1 s]:
 #         spans out/s at the sink, spans in/s at the agent's receiver, the agent's CPU seconds
-#         (utime+stime from /proc) → spans per CPU-second ("per core"); VmHWM at the end.
+#         (utime+stime from /proc) → spans per CPU-second ("per core"); VmHWM at the end; from
+#         the sink, how long after its end (stamped at the accepted send) the first llm_request
+#         of each export arrived, p50/p99/max over the whole phase (normalize: the join window
+#         included).
 #   rss   sender at $RSS_RATE spans/s for $RSS_DURATION s; VmRSS sampled every 0.5 s (steady =
 #         mean over the last half), VmHWM at the end (peak).
 # The spans match no gateway request, so in the normalize mode each waits --join-window-ms and
@@ -133,6 +136,7 @@ run_max() {  # run_max TRANSPORT MODE
     grep -E '^infertel_(assembler_(engine_spans|unmatched|passthrough_spans|derived_spans|released_early|held_for_room)|receiver_items|exporter_(sent|dropped)_items)' | grep -v -E 'signal="(logs|metrics)"|} 0$' |
     awk '{ printf "%s%s", sep, $0; sep = "; " }')
   stop "$AGENT_PID"; stop "$SINK_PID"
+  R[$k.delay]=$(awk '/^RESULT sink/ { for (i = 1; i <= NF; i++) if ($i ~ /^delay_(p50|p99|max)_ms=/) { split($i, kv, "="); printf "%s%s", sep, kv[2]; sep = " / " } }' "$SINK_LOG")
 }
 
 run_rss() {  # run_rss TRANSPORT MODE
@@ -207,6 +211,7 @@ for tr in "${TRANSPORTS[@]}"; do
   printf '%-44s %14s %14s\n' "spans out per CPU-second, median" "${R[$n.out_per_core]}" "${R[$p.out_per_core]}"
   printf '%-44s %14s %14s\n' "exporter drops (queue full), max run" "${R[$n.max_drops]}" "${R[$p.max_drops]}"
   printf '%-44s %14s %14s\n' "RSS peak (VmHWM), max run, MiB" "$(mib "${R[$n.max_hwm]}")" "$(mib "${R[$p.max_hwm]}")"
+  echo "llm_request end → sink, ms p50 / p99 / max, max run: normalize ${R[$n.delay]:-?}; pass-through ${R[$p.delay]:-?}"
   printf '%-44s %14s %14s\n' "requests that waited for room, max run" "${R[$n.max_waited]}" "${R[$p.max_waited]}"
   printf '%-44s %14s %14s\n' "requests answered 'retry later', max run" "${R[$n.max_throttled]}" "${R[$p.max_throttled]}"
   printf '%-44s %14s %14s\n' "RSS idle, MiB" "$(mib "${R[$n.rss_idle]}")" "$(mib "${R[$p.rss_idle]}")"

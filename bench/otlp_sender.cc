@@ -16,10 +16,12 @@
 //     An OTLP gRPC TraceService (or OTLP/HTTP /v1/traces endpoint) that counts the spans it
 //     receives (from the wire tags, without decoding, unless --record needs the ids). Prints
 //     `LISTEN port=N` once bound, `SINK t=... spans=... rate=...` every interval (cumulative count)
-//     and `RESULT sink ...` on SIGINT/SIGTERM. With --record, writes one line per span received:
-//     arrival time (CLOCK_MONOTONIC ns, taken when the export call reaches the service; the
-//     clock is system-wide, so comparable with other processes' steady_clock), trace id, span
-//     id, parent span id (- if none), scope name, kind and name.
+//     and `RESULT sink ...` on SIGINT/SIGTERM, with the p50/p99/max of how long after its end
+//     (the sender's wall clock at the send that was accepted) the first llm_request span of each
+//     export request arrived: one span decoded per request, so counting stays cheap. With --record,
+//     writes one line per span received: arrival time (CLOCK_MONOTONIC ns, taken when the export
+//     call reaches the service; the clock is system-wide, so comparable with other processes'
+//     steady_clock), trace id, span id, parent span id (- if none), scope name, kind and name.
 //
 //   infertel-otlp-bench join --requests FILE --spans FILE [--label L]
 //     Joins infertel-loadgen's `fixed --record` file (trace id, parent span id, response end
@@ -382,6 +384,30 @@ struct SinkCounts {
     spans.fetch_add(n, std::memory_order_relaxed);
     requests.fetch_add(1, std::memory_order_relaxed);
   }
+  // One sample per export request that holds an llm_request span: how long after that span's
+  // end (the sender stamps it with the wall clock when it sends) it reached the sink.
+  void AddDelay(std::uint64_t end_unix_ns) {
+    const std::uint64_t now = WallNs();
+    std::lock_guard lock(mu);
+    delays_ns.push_back(now > end_unix_ns ? now - end_unix_ns : 0);
+  }
+  // " delay_samples=N delay_p50_ms=… delay_p99_ms=… delay_max_ms=…" for the RESULT line.
+  std::string DelaySummary() {
+    std::lock_guard lock(mu);
+    if (delays_ns.empty()) return " delay_samples=0";
+    std::sort(delays_ns.begin(), delays_ns.end());
+    auto at = [&](double q) {
+      const auto i = static_cast<std::size_t>(q * static_cast<double>(delays_ns.size() - 1));
+      return static_cast<double>(delays_ns[i]) / 1e6;
+    };
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  " delay_samples=%zu delay_p50_ms=%.1f delay_p99_ms=%.1f delay_max_ms=%.1f",
+                  delays_ns.size(), at(0.5), at(0.99), at(1.0));
+    return buf;
+  }
+  std::mutex mu;
+  std::vector<std::uint64_t> delays_ns;
 };
 
 // Decodes every request and writes one line per span to `record` (the --record mode).
@@ -434,7 +460,10 @@ class RecordingService final : public TraceService::Service {
 // the sink (on the sender's core) more than a normalizing agent spends on it, so a max-rate
 // phase would measure the sink; counting tags keeps the agent the bottleneck.
 // depth 0: the request, 1: a ResourceSpans, 2: a ScopeSpans (whose field 2 is a span).
-bool CountWireSpans(google::protobuf::io::CodedInputStream* in, int depth, std::uint64_t* n) {
+// `end_ns`, when not null and still 0: set to the end time of the first span named
+// llm_request (the only span whose bytes are read).
+bool CountWireSpans(google::protobuf::io::CodedInputStream* in, int depth, std::uint64_t* n,
+                    std::uint64_t* end_ns) {
   using google::protobuf::internal::WireFormatLite;
   const int wanted = depth == 0 ? 1 : 2;
   for (;;) {
@@ -449,11 +478,19 @@ bool CountWireSpans(google::protobuf::io::CodedInputStream* in, int depth, std::
     if (!in->ReadVarint32(&len)) return false;
     if (depth == 2) {
       ++*n;
+      if (end_ns != nullptr && *end_ns == 0) {
+        std::string bytes;
+        if (!in->ReadString(&bytes, static_cast<int>(len))) return false;
+        Span span;
+        if (span.ParseFromString(bytes) && span.name() == "llm_request")
+          *end_ns = span.end_time_unix_nano();
+        continue;
+      }
       if (!in->Skip(static_cast<int>(len))) return false;
       continue;
     }
     auto limit = in->PushLimit(static_cast<int>(len));
-    if (!CountWireSpans(in, depth + 1, n) || !in->ConsumedEntireMessage()) return false;
+    if (!CountWireSpans(in, depth + 1, n, end_ns) || !in->ConsumedEntireMessage()) return false;
     in->PopLimit(limit);
   }
 }
@@ -471,12 +508,13 @@ class WireCountingService final
     grpc::ProtoBufferReader reader(&view);
     google::protobuf::io::CodedInputStream in(&reader);
     in.SetTotalBytesLimit(INT32_MAX);
-    std::uint64_t n = 0;
-    if (!reader.status().ok() || !CountWireSpans(&in, 0, &n)) {
+    std::uint64_t n = 0, end_ns = 0;
+    if (!reader.status().ok() || !CountWireSpans(&in, 0, &n, &end_ns)) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable request"));
       return reactor;
     }
     counts_->Add(n);
+    if (end_ns != 0) counts_->AddDelay(end_ns);
     grpc::Slice empty("", 0);  // an empty ExportTraceServiceResponse: full success
     grpc::ByteBuffer out(&empty, 1);
     response->Swap(&out);
@@ -547,8 +585,10 @@ class HttpSink {
         google::protobuf::io::CodedInputStream in(
             reinterpret_cast<const std::uint8_t*>(body.data()), static_cast<int>(body.size()));
         in.SetTotalBytesLimit(INT32_MAX);
-        if (CountWireSpans(&in, 0, &n)) {
+        std::uint64_t end_ns = 0;
+        if (CountWireSpans(&in, 0, &n, &end_ns)) {
           counts->Add(n);
+          if (end_ns != 0) counts->AddDelay(end_ns);
           response.result(bhttp::status::ok);
           response.set(bhttp::field::content_type, "application/x-protobuf");
         } else {
@@ -640,10 +680,10 @@ int RunSink(const Args& a) {
   http_sink.Stop();
   if (record != nullptr) std::fclose(record);
   const double secs = SecondsSince(t0);
-  std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f\n",
+  std::printf("RESULT sink spans=%llu requests=%llu seconds=%.3f rate=%.0f%s\n",
               static_cast<unsigned long long>(spans()),
               static_cast<unsigned long long>(counts.requests.load()), secs,
-              static_cast<double>(spans()) / secs);
+              static_cast<double>(spans()) / secs, counts.DelaySummary().c_str());
   std::fflush(stdout);
   return 0;
 }
