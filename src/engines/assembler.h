@@ -94,9 +94,6 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // The output's: spans leave here into its queue, so only its lanes free room.
   pipeline::RoomBell* Room() noexcept override { return out_->Room(); }
   static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
-  // Due spans released between two looks at the output's room: at most 1,024 spans out, a
-  // quarter of the default queue's last quarter.
-  static constexpr std::size_t kReleaseChunk = 256;
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.

@@ -7,6 +7,7 @@
 
 #include "core/semconv.h"
 #include "engines/assembler.h"
+#include "pipeline/batch_processor.h"
 
 namespace infertel::engines {
 namespace {
@@ -147,14 +148,13 @@ TEST_F(AssemblerTest, SaturatedFromThreeQuartersOfTheWaitingTable) {
 // ring finds room. Released into a full queue they would push queued spans out of it.
 TEST_F(AssemblerTest, DueSpansLeaveOnlyIntoRoom) {
   auto a = Make(std::chrono::milliseconds(50));
-  sink_.saturated_at = 1200;  // 300 spans in, and it stays full
+  sink_.saturated_at = 1200;  // saturated from 1,200 spans held, and it never drains
   for (int i = 0; i < 600; ++i) a->Submit(EngineRequest("late-" + std::to_string(i)));
-  ASSERT_GE(sink_.WaitFor(1200).size(), 1200u);
+  ASSERT_GE(sink_.WaitFor(1196).size(), 1196u);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // every wait has run out
-  // Room is looked at every kReleaseChunk spans: at most one chunk past the output's bound.
+  // Room is looked at before each span: 299 spans and their phases, and not one more.
   const std::size_t out = sink_.WaitFor(0).size();
-  EXPECT_LT(out, 1200 + Assembler::kReleaseChunk * Assembler::kSpansOutPerEngineSpan);
-  EXPECT_LT(out, 2400u);
+  EXPECT_EQ(out, 1196u);
   EXPECT_TRUE(a->Saturated());
   EXPECT_EQ(sink_.bell.waiters(), 1u);
   EXPECT_EQ(a->stats().waiting.load(), 600u - out / 4);
@@ -167,6 +167,41 @@ TEST_F(AssemblerTest, DueSpansLeaveOnlyIntoRoom) {
   EXPECT_FALSE(a->Saturated());
   EXPECT_EQ(sink_.bell.waiters(), 0u);
   EXPECT_EQ(a->stats().unmatched.load(), 600u);
+}
+
+// With a real batch processor whose queue is much smaller than what comes due at once: the
+// spans leave as the lane makes room, the queue never overflows, and every span is exported.
+TEST_F(AssemblerTest, ASmallQueueTakesEveryDueSpanWithoutDropping) {
+  struct SlowExporter : pipeline::TraceExporter {
+    std::string_view Name() const noexcept override { return "slow"; }
+    pipeline::ExportResult Export(const TracesRequest& r) noexcept override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      spans.fetch_add(CountSpans(r));
+      return pipeline::ExportResult::Ok();
+    }
+    std::atomic<std::size_t> spans{0};
+  };
+  auto exporter = std::make_unique<SlowExporter>();
+  SlowExporter* counted = exporter.get();
+  std::vector<std::unique_ptr<pipeline::TraceExporter>> exporters;
+  exporters.push_back(std::move(exporter));
+  pipeline::BatchOptions bo;
+  bo.max_queue_items = 64;
+  bo.max_batch_items = 16;
+  bo.max_delay = std::chrono::milliseconds(1);
+  pipeline::BatchProcessor<TracesRequest> processor(std::move(exporters), bo);
+  {
+    AssemblerOptions o;
+    o.join_window = std::chrono::milliseconds(20);
+    Assembler a(o, &processor, config_);
+    for (int i = 0; i < 100; ++i) a.Submit(EngineRequest("small-" + std::to_string(i)));
+    for (int i = 0; i < 1000 && counted->spans.load() < 400; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(counted->spans.load(), 400u);
+    EXPECT_GT(a.stats().held_for_room.load(), 0u);
+  }
+  EXPECT_EQ(processor.Stats(0).dropped_queue_full.load(), 0u);
+  processor.Shutdown();
 }
 
 // Spans leave the assembler into its output's queues, so only those free room: a receiver
