@@ -376,6 +376,13 @@ std::string NoSpaces(std::string s) {
   return s.empty() ? "-" : s;
 }
 
+// The p-th percentile (0 to 100, nearest rank) of sorted nanoseconds, in milliseconds.
+double PctMs(const std::vector<std::int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1) + 0.5);
+  return static_cast<double>(sorted[std::min(i, sorted.size() - 1)]) / 1e6;
+}
+
 // What the sink has received, whichever service counts it.
 struct SinkCounts {
   std::atomic<std::uint64_t> spans{0};
@@ -389,25 +396,21 @@ struct SinkCounts {
   void AddDelay(std::uint64_t end_unix_ns) {
     const std::uint64_t now = WallNs();
     std::lock_guard lock(mu);
-    delays_ns.push_back(now > end_unix_ns ? now - end_unix_ns : 0);
+    delays_ns.push_back(now > end_unix_ns ? static_cast<std::int64_t>(now - end_unix_ns) : 0);
   }
   // " delay_samples=N delay_p50_ms=… delay_p99_ms=… delay_max_ms=…" for the RESULT line.
   std::string DelaySummary() {
     std::lock_guard lock(mu);
     if (delays_ns.empty()) return " delay_samples=0";
     std::sort(delays_ns.begin(), delays_ns.end());
-    auto at = [&](double q) {
-      const auto i = static_cast<std::size_t>(q * static_cast<double>(delays_ns.size() - 1));
-      return static_cast<double>(delays_ns[i]) / 1e6;
-    };
     char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  " delay_samples=%zu delay_p50_ms=%.1f delay_p99_ms=%.1f delay_max_ms=%.1f",
-                  delays_ns.size(), at(0.5), at(0.99), at(1.0));
+    std::snprintf(
+        buf, sizeof buf, " delay_samples=%zu delay_p50_ms=%.1f delay_p99_ms=%.1f delay_max_ms=%.1f",
+        delays_ns.size(), PctMs(delays_ns, 50), PctMs(delays_ns, 99), PctMs(delays_ns, 100));
     return buf;
   }
   std::mutex mu;
-  std::vector<std::uint64_t> delays_ns;
+  std::vector<std::int64_t> delays_ns;
 };
 
 // Decodes every request and writes one line per span to `record` (the --record mode).
@@ -702,12 +705,6 @@ struct Seen {
   std::int64_t first_ns = 0;
   int count = 0;
 };
-
-double PctMs(const std::vector<std::int64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1) + 0.5);
-  return static_cast<double>(sorted[std::min(i, sorted.size() - 1)]) / 1e6;
-}
 
 int RunJoin(const Args& a) {
   std::unordered_map<std::string, RequestRow> reqs;
