@@ -343,20 +343,17 @@ void Assembler::PushWaiting(Waiting&& w) {
   ++waiting_live_;
 }
 
-void Assembler::Unindex(const Waiting& w, std::uint64_t seq) {
-  for (const auto& k : w.keys) waiting_index_.Erase(RecordKey(k), seq);
-}
-
 bool Assembler::PopWaiting(Waiting* out) {
   Waiting& front = waiting_.front();
   const bool live = !front.taken;
   if (live) {
-    Unindex(front, waiting_front_seq_);
     *out = std::move(front);
     --waiting_live_;
   }
   waiting_.pop_front();
   ++waiting_front_seq_;
+  // The span stays in the index until its whole generation has left (waiting_index.h).
+  waiting_index_.DropBefore(waiting_front_seq_);
   return live;
 }
 
@@ -366,10 +363,11 @@ void Assembler::TakeWaiting(std::string_view request_id, std::vector<Waiting>* m
   if (seqs.empty()) return;
   std::sort(seqs.begin(), seqs.end());  // released in arrival order, as before
   for (std::uint64_t seq : seqs) {
+    // The index still holds spans that have left the table, released or matched.
+    if (seq < waiting_front_seq_) continue;
     Waiting& w = waiting_[static_cast<std::size_t>(seq - waiting_front_seq_)];
     // A hash collision or a second key of the same span: the id itself decides.
     if (w.taken || std::find(w.keys.begin(), w.keys.end(), request_id) == w.keys.end()) continue;
-    Unindex(w, seq);
     matched->push_back(std::move(w));
     w.taken = true;
     --waiting_live_;

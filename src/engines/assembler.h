@@ -146,7 +146,6 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   void PushWaiting(Waiting&& w);
   bool PopWaiting(Waiting* out);  // false when the front had been taken (nothing to release)
   void TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched);
-  void Unindex(const Waiting& w, std::uint64_t seq);
   void TimerLoop();
 
   AssemblerOptions options_;

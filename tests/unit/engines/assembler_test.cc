@@ -283,6 +283,30 @@ TEST_F(AssemblerTest, BoundSkipsTheSlotsOfMatchedSpans) {
   EXPECT_EQ(sink_.WaitFor(20).size(), 20u);   // 5 engine spans × 4, none twice
 }
 
+// The key index keeps spans that have left until their whole generation has
+// (waiting_index.h): an exchange whose span left already, released early or matched, finds
+// nothing, and a span that waits is still found among thousands that left.
+TEST_F(AssemblerTest, SpansThatLeftAreNotFoundAgain) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::seconds(30);
+  o.max_waiting_spans = 3000;
+  Assembler a(o, &sink_, config_);
+  for (int i = 0; i < 5000; ++i) a.Submit(EngineRequest("r-" + std::to_string(i)));
+  EXPECT_EQ(a.stats().released_early.load(), 2000u);  // r-0 … r-1999, in order
+  a.OnExchangeFinished(FinishedExchange("r-10"));
+  a.OnExchangeFinished(FinishedExchange("r-1999"));
+  EXPECT_EQ(a.stats().joined.load(), 0u);
+  a.OnExchangeFinished(FinishedExchange("r-2000"));
+  a.OnExchangeFinished(FinishedExchange("r-4999"));
+  EXPECT_EQ(a.stats().joined.load(), 2u);
+  a.OnExchangeFinished(FinishedExchange("r-4999"));  // matched already
+  EXPECT_EQ(a.stats().joined.load(), 2u);
+  EXPECT_EQ(a.stats().waiting.load(), 2998u);
+  a.FlushWaiting();
+  EXPECT_EQ(a.stats().unmatched.load(), 2000u + 2998u);
+  EXPECT_EQ(sink_.WaitFor(20000).size(), 20000u);  // 5000 engine spans × 4, none twice
+}
+
 TEST_F(AssemblerTest, UnmatchedSpanIsExportedNormalizedAfterTheWindowAndCounted) {
   auto a = Make(std::chrono::milliseconds(150));
   auto req = EngineRequest("nobody");
