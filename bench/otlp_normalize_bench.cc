@@ -193,7 +193,7 @@ BENCHMARK(BM_ExchangeFinishedWithWaiting)->Arg(0)->Arg(3000)->Arg(50000);
 // The join window at work: `Arg` spans of unmatched requests wait (the benchmark's 100 ms
 // window at ~170k spans/s holds about 17,000; the default bound is 50,000), and each request
 // of 512 more, with request ids never seen before, pushes the 512 oldest out (the bound
-// releases them as the timer would at their deadline): 512 indexed, 512 unindexed,
+// releases them as the timer would at their deadline): 512 indexed, 512 released,
 // normalized and handed on. Items = spans in; the copy onto an arena and the new ids are
 // included (about the same for every Arg).
 void BM_AssemblerWindowSteady(benchmark::State& state) {

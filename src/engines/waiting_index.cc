@@ -23,17 +23,11 @@ void WaitingIndex::Insert(std::uint64_t key, std::uint64_t seq) {
 }
 
 void WaitingIndex::DropBefore(std::uint64_t seq) {
-  while (generations_.size() > 1 && generations_.front().last_seq < seq) {
-    Retire(std::move(generations_.front()));
-    generations_.pop_front();
-  }
+  while (generations_.size() > 1 && generations_.front().last_seq < seq) RetireOldest();
 }
 
 void WaitingIndex::Clear() {
-  while (!generations_.empty()) {
-    Retire(std::move(generations_.front()));
-    generations_.pop_front();
-  }
+  while (!generations_.empty()) RetireOldest();
 }
 
 std::size_t WaitingIndex::size() const {
@@ -42,12 +36,15 @@ std::size_t WaitingIndex::size() const {
   return n;
 }
 
-void WaitingIndex::Retire(Generation&& g) {
-  if (spares_.size() >= kMaxSpares) return;  // freed with g
-  std::fill(g.slots.begin(), g.slots.end(), Slot{});
-  g.size = 0;
-  g.last_seq = 0;
-  spares_.push_back(std::move(g));
+void WaitingIndex::RetireOldest() {
+  Generation& g = generations_.front();
+  if (spares_.size() < kMaxSpares) {
+    std::fill(g.slots.begin(), g.slots.end(), Slot{});
+    g.size = 0;
+    g.last_seq = 0;
+    spares_.push_back(std::move(g));
+  }
+  generations_.pop_front();  // freed here when there are spares enough
 }
 
 }  // namespace infertel::engines

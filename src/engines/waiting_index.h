@@ -37,7 +37,6 @@ class WaitingIndex {
   template <typename Fn>
   void ForEach(std::uint64_t key, Fn&& fn) const {
     for (const Generation& g : generations_) {
-      if (g.size == 0) continue;
       for (std::size_t i = Home(key);; i = (i + 1) & kMask) {
         const Slot& s = g.slots[i];
         if (s.seq == kEmpty) break;
@@ -73,7 +72,8 @@ class WaitingIndex {
   static std::size_t Home(std::uint64_t key) {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> kShift);
   }
-  void Retire(Generation&& g);  // clears g's table and keeps it as a spare
+  // Drops the oldest generation: its table is cleared and kept as a spare, or freed.
+  void RetireOldest();
 
   std::deque<Generation> generations_;  // oldest first; the last takes inserts
   std::vector<Generation> spares_;      // cleared tables, at most kMaxSpares
