@@ -80,6 +80,16 @@ CREATE TABLE IF NOT EXISTS metrics (
 );
 )sql";
 
+// Pages of 16 KiB instead of SQLite's 4 KiB, for stores this opens first (an existing file
+// keeps its page size: SQLite cannot change it in WAL mode). A span's row is about 1.2 KiB, so
+// a 4 KiB page held three; larger pages mean fewer B-tree pages, fewer WAL frames and fewer
+// checkpoint writes per row. Measured (docs/performance.md, "Store pages of 16 KiB"): the
+// store lane's CPU per row fell by about a quarter at saturation. The cost is at low load,
+// where each commit writes a few whole pages: at 20 requests per second the store dirtied
+// 248 KB/s of file pages against 97 KB/s. Must run before journal_mode, which writes the
+// file's first page.
+constexpr const char* kPageSizePragma = "PRAGMA page_size=16384";
+
 constexpr const char* kInsertSpan =
     "INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
     "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, scope, "
@@ -271,8 +281,9 @@ bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
   // random places, and with the default cache every batch read many of its pages back from
   // the file. Measured (docs/performance.md, "The store on the gateway's core"): 9 % less
   // agent CPU per request with the store, closed loop.
-  if (!Exec("PRAGMA journal_mode=WAL", error) || !Exec("PRAGMA synchronous=NORMAL", error) ||
-      !Exec("PRAGMA cache_size=-8192", error) || !Exec(kSchema, error))
+  if (!Exec(kPageSizePragma, error) || !Exec("PRAGMA journal_mode=WAL", error) ||
+      !Exec("PRAGMA synchronous=NORMAL", error) || !Exec("PRAGMA cache_size=-8192", error) ||
+      !Exec(kSchema, error))
     return false;
   insert_span_ = Prepare(kInsertSpan, error);
   insert_log_ = Prepare(kInsertLog, error);

@@ -63,6 +63,8 @@
 //     PRIMARY KEY (name, labels)
 //   );
 //
+// A file the store creates has pages of 16 KiB; an existing file keeps its own page size.
+//
 // Retention (EnforceRetention, run by the store exporters on their own thread at most every
 // `cleanup_interval`): rows older than `max_age` are deleted (spans by start time, logs by time,
 // metrics by their last update); then, while the pages in use exceed `max_bytes`, the oldest

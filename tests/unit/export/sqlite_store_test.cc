@@ -452,6 +452,36 @@ TEST_F(SqliteStoreTest, OpeningAnOlderStoreReplacesTheWholeIdIndex) {
   EXPECT_EQ(store->TraceSpans(testing::kTrace).size(), 1u);
 }
 
+// A store the agent creates has 16 KiB pages (fewer pages and WAL frames per row); a file made
+// before, with SQLite's 4 KiB pages in WAL mode, cannot change its page size and keeps working.
+TEST_F(SqliteStoreTest, NewStoresHave16KiBPagesAndOlderStoresKeepTheirs) {
+  auto page_size = [&](SqliteStore& s) {
+    std::int64_t v = 0;
+    QueryRow(s, "PRAGMA page_size", [&](sqlite3_stmt* st) { v = sqlite3_column_int64(st, 0); });
+    return v;
+  };
+  {
+    auto store = OpenStore();
+    EXPECT_EQ(page_size(*store), 16384);
+  }
+  fs::remove(path_);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE t(x)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = OpenStore();
+  EXPECT_EQ(page_size(*store), 4096);
+  TracesRequest req;
+  AddSpan(&req, "0000000000000001", "", "old", 1000, 2000);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  EXPECT_EQ(store->TraceSpans(testing::kTrace).size(), 1u);
+}
+
 // Recent traces: newest first by their newest span, each once however many spans it has; with
 // a service, by that service's newest span.
 TEST_F(SqliteStoreTest, RecentTracesAreDistinctAndNewestFirst) {
