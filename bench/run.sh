@@ -6,8 +6,9 @@
 #   - the upstream: infertel-loadgen's own minimal vLLM-shaped server, run inside each
 #     loadgen process (same process, same clock as the client) on one fixed port;
 #   - nginx as a plain reverse proxy (bench/nginx.conf.template, one worker);
-#   - infertel agent --no-store (telemetry built, no exporter) and infertel agent --store
-#     (the embedded SQLite store on);
+#   - infertel agent --no-store (no trace or log exporter, so no entry spans or content
+#     events are built; metrics and join records are) and infertel agent --store (the
+#     embedded SQLite store on: entry spans built, captured and stored);
 #   - optionally (BENCH_SIM=1, the default) `infertel sim` with fast settings as a second
 #     upstream, behind a second nginx and a second agent.
 # Pinning (with 2+ cores): every proxy on core $PROXY_CPU, loadgen + upstream on core $LG_CPU,
