@@ -16,10 +16,6 @@
 namespace infertel::exporting {
 namespace {
 
-// The log attribute carrying an event's name (OTel semantic conventions). TODO(lead): move to
-// core/semconv.h as kEventName.
-constexpr std::string_view kEventNameAttr = "event.name";
-
 // Spans are found by trace id through an index on its first 8 hex digits (32 bits; a trace
 // lookup then compares whole ids among the few rows that share them), not on the whole id:
 // trace ids are random, so every insert lands on a random index page and each transaction
@@ -398,7 +394,7 @@ bool SqliteStore::InsertLogs(const LogsRequest& request, std::string* error, boo
           BindHexOrNull(s, 4, lr.span_id());
           sqlite3_bind_int(s, 5, static_cast<int>(lr.severity_number()));
           BindText(s, 6, lr.severity_text());
-          const AnyValue* ev = FindAttr(lr.attributes(), kEventNameAttr);
+          const AnyValue* ev = FindAttr(lr.attributes(), semconv::kEventName);
           if (ev != nullptr && ev->has_string_value())
             BindText(s, 7, ev->string_value());
           else
