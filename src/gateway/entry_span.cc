@@ -11,6 +11,10 @@ namespace sc = semconv;
 
 namespace {
 
+// The attributes a vLLM entry span can carry at most (BuildEntrySpan below); an SGLang span's
+// own attributes may grow the array once more.
+constexpr int kEntrySpanAttributes = 24;
+
 std::string SpanName(const Exchange& ex) {
   std::string name(openai::OperationName(ex.op));
   // The GenAI convention's "{operation} {model}"; the operation alone when no model is known.
@@ -84,6 +88,9 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   span->set_end_time_unix_nano(ex.start.WallAt(std::max(ex.end_mono_ns, ex.start.mono_start_ns)));
 
   auto* a = span->mutable_attributes();
+  // Room for every attribute at once: grown one Add at a time, the array was made four times
+  // (4, 8, 16, 32 slots), each copy left behind on the arena.
+  a->Reserve(kEntrySpanAttributes);
   const auto& rq = ex.request;
   const auto& rs = ex.response;
   AddAttr(a, sc::kGenAiSpanKind, openai::SpanKindFor(ex.op));
