@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -228,6 +229,48 @@ TEST_F(AssemblerTest, EngineSpanAfterExchangeIsJoinedAtOnce) {
   EXPECT_EQ(FindAttr(items[0].resource.attributes(), "service.name")->string_value(),
             "vllm-server");
   EXPECT_EQ(a->stats().joined.load(), 1u);
+}
+
+// Join records are bounded: beyond max_records the oldest goes first (counted), and only the
+// records kept still join a span that arrives after its exchange. 1,000 exchanges through a
+// bound of 100 evict 900; the newest 100 join at once, the oldest waits for the window.
+TEST_F(AssemblerTest, JoinRecordsKeepTheNewestUpToTheirBound) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::seconds(30);
+  o.max_records = 100;
+  Assembler a(o, &sink_, config_);
+  for (int i = 0; i < 1000; ++i) a.OnExchangeFinished(FinishedExchange(fmt::format("r-{}", i)));
+  EXPECT_EQ(a.stats().records.load(), 100u);
+  EXPECT_EQ(a.stats().records_evicted.load(), 900u);
+  for (int i = 900; i < 1000; ++i) a.Submit(EngineRequest(fmt::format("r-{}", i)));
+  EXPECT_EQ(sink_.WaitFor(400, std::chrono::seconds(2)).size(), 400u);
+  EXPECT_EQ(a.stats().joined.load(), 100u);
+  a.Submit(EngineRequest("r-899"));
+  a.Submit(EngineRequest("r-0"));
+  EXPECT_EQ(a.stats().waiting.load(), 2u);
+  EXPECT_EQ(a.stats().joined.load(), 100u);
+}
+
+// A record leaves after record_ttl, so a span of that request arriving later waits instead of
+// joining; an exchange finishing again for the same id makes a fresh record.
+TEST_F(AssemblerTest, JoinRecordsExpireAfterTheirTtl) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::seconds(30);
+  o.record_ttl = std::chrono::seconds(1);
+  Assembler a(o, &sink_, config_);
+  a.OnExchangeFinished(FinishedExchange("old"));
+  EXPECT_EQ(a.stats().records.load(), 1u);
+  // The timer looks at the records every 100 ms.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (a.stats().records.load() != 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(a.stats().records.load(), 0u);
+  a.Submit(EngineRequest("old"));
+  EXPECT_EQ(a.stats().waiting.load(), 1u);
+  EXPECT_EQ(a.stats().joined.load(), 0u);
+  a.OnExchangeFinished(FinishedExchange("old"));
+  EXPECT_EQ(sink_.WaitFor(4, std::chrono::seconds(1)).size(), 4u);
+  EXPECT_EQ(a.stats().joined.load(), 1u);
 }
 
 TEST_F(AssemblerTest, EngineSpanBeforeExchangeWaitsForIt) {
