@@ -80,6 +80,27 @@ constexpr std::size_t kMaxIdleChunks = 256;
 constexpr std::chrono::milliseconds kDeadlineTick{100};
 constexpr std::chrono::seconds kClientWriteTimeout{60};
 
+// Writes `buffers` to a client socket in user non-blocking mode: at once as far as the socket
+// takes them, and only the rest through an asynchronous write under the client's write
+// deadline. A relayed SSE event nearly always fits the socket's buffer; written at once it
+// costs no completion handler posted and resumed through the event loop, whose every turn
+// polls epoll (docs/performance.md, "System calls per SSE event, counted again"). *ec is set on
+// failure.
+template <typename Buffers>
+Task<void> WriteNowOrLater(WorkerSocket& socket, const Buffers& buffers, Deadline& deadline,
+                           error_code& ec) {
+  const std::size_t total = beast::buffer_bytes(buffers);
+  const std::size_t n = socket.write_some(buffers, ec);
+  if (!ec && n == total) co_return;
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) co_return;
+  ec = {};
+  beast::buffers_suffix<Buffers> rest(buffers);
+  rest.consume(n);
+  deadline.After(kClientWriteTimeout);
+  co_await asio::async_write(socket, rest, asio::redirect_error(kUseTask, ec));
+  deadline.Never();
+}
+
 // `Expect: 100-continue` on an HTTP/1.1 request (RFC 9110 §10.1.1).
 bool ExpectsContinue(const bhttp::request<bhttp::string_body>& req) {
   return req.version() >= 11 && beast::iequals(req[bhttp::field::expect], "100-continue");
@@ -877,19 +898,18 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     }
     if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
 
+    // The client's socket in user non-blocking mode for WriteNowOrLater; the gateway makes
+    // no other synchronous call on it.
+    if (error_code nbec; !client.non_blocking()) client.non_blocking(true, nbec);
     auto write_out = [&](std::string_view bytes) -> Task<void> {
       if (bytes.empty() || client_write_failed) co_return;
       error_code wec;
-      cdl.After(kClientWriteTimeout);
       if (chunked_out) {
-        co_await asio::async_write(client,
-                                   bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())),
-                                   asio::redirect_error(kUseTask, wec));
+        co_await WriteNowOrLater(
+            client, bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())), cdl, wec);
       } else {
-        co_await asio::async_write(client, asio::buffer(bytes.data(), bytes.size()),
-                                   asio::redirect_error(kUseTask, wec));
+        co_await WriteNowOrLater(client, asio::buffer(bytes.data(), bytes.size()), cdl, wec);
       }
-      cdl.Never();
       if (wec) client_write_failed = true;
     };
 

@@ -2,6 +2,7 @@
 // body timeouts), a client leaving while the engine thinks, pipelined requests, bodies read
 // whole or relayed, and an engine that cuts a body short.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -447,6 +448,93 @@ TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
     EXPECT_EQ(ex.response.usage.output_tokens, 2) << "response " << i;
   }
   EXPECT_EQ(engine_connections.load(), 1);  // all four on one pooled engine connection
+}
+
+// A client that does not read for a while: the relayed pieces are written at once only as far
+// as the client's socket takes them, and the rest waits for room (WriteNowOrLater). 16 MiB is
+// more than the loopback socket buffers on both sides hold, so writes are cut short; the client
+// must still get every byte in order.
+TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
+  std::string body = kChat;
+  std::string pad(16u << 20, 'p');
+  for (std::size_t i = 0; i < pad.size(); i += 4099) pad[i] = static_cast<char>('a' + i % 26);
+  body.insert(body.size() - 1, ",\"pad\":\"" + pad + "\"");
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (ReadRequest(s, buf)) WriteAll(s, Response(body));
+  });
+  StartGateway(engine.port());
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  WriteAll(s, RawRequest());
+  std::this_thread::sleep_for(300ms);
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> p;
+  p.body_limit(64u << 20);
+  boost::system::error_code ec;
+  bhttp::read(s, buf, p, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(p.get().body().size(), body.size());
+  EXPECT_TRUE(p.get().body() == body);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+}
+
+// The same for a stream: 16,000 events of about 1 KiB, each its own chunk, relayed through the
+// SSE path (whose pieces are written as chunks) to a client that pauses first. Every event
+// arrives once and in order.
+TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
+  constexpr int kEvents = 16000;
+  const std::string pad(1000, 'q');
+  auto event = [&](int i) {
+    return fmt::format(
+        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
+        "\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"e{:05d}{}\"}}}}]}}"
+        "\n\n",
+        i, pad);
+  };
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (!ReadRequest(s, buf)) return;
+    std::string out =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i <= kEvents; ++i) {
+      std::string e = i < kEvents ? event(i) : std::string("data: [DONE]\n\n");
+      out += fmt::format("{:x}\r\n{}\r\n", e.size(), e);
+    }
+    out += "0\r\n\r\n";
+    WriteAll(s, out);
+  });
+  StartGateway(engine.port());
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  const std::string req_body =
+      R"({"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]})";
+  WriteAll(s,
+           "POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+               std::to_string(req_body.size()) + "\r\n\r\n" + req_body);
+  std::this_thread::sleep_for(300ms);
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> p;
+  p.body_limit(64u << 20);
+  boost::system::error_code ec;
+  bhttp::read(s, buf, p, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const std::string& got = p.get().body();
+  std::size_t at = 0;
+  for (int i = 0; i < kEvents; ++i) {
+    const std::size_t next = got.find(fmt::format("\"e{:05d}{}\"", i, pad), at);
+    ASSERT_NE(next, std::string::npos) << "event " << i << " missing or out of order";
+    at = next + 1;
+  }
+  int copies = 0;  // every event once: as many pads as events
+  for (std::size_t k = got.find(pad); k != std::string::npos; k = got.find(pad, k + pad.size()))
+    ++copies;
+  EXPECT_EQ(copies, kEvents);
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
 }
 
 }  // namespace
