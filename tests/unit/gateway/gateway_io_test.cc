@@ -113,10 +113,25 @@ class GatewayIoTest : public ::testing::Test {
     port_ = gateway_->Ports().at(0);
   }
 
-  std::string RawRequest() const {
+  std::string RawRequest(std::string_view body = kRequestBody) const {
     return std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n") +
-           "Content-Type: application/json\r\nContent-Length: " +
-           std::to_string(std::strlen(kRequestBody)) + "\r\n\r\n" + kRequestBody;
+           "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + std::string(body);
+  }
+
+  // Sends `request` on a new connection, reads nothing for 300 ms (the gateway's writes to
+  // it back up), then reads the whole response: its body, and *ec.
+  std::string ReadAfterAPause(const std::string& request, boost::system::error_code* ec) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    WriteAll(s, request);
+    std::this_thread::sleep_for(300ms);
+    beast::flat_buffer buf;
+    bhttp::response_parser<bhttp::string_body> p;
+    p.body_limit(64u << 20);
+    bhttp::read(s, buf, p, *ec);
+    return std::move(p.get().body());
   }
 
   bhttp::response<bhttp::string_body> Post(boost::system::error_code* read_error = nullptr) {
@@ -464,19 +479,11 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
     if (ReadRequest(s, buf)) WriteAll(s, Response(body));
   });
   StartGateway(engine.port());
-  asio::io_context io;
-  tcp::socket s(io);
-  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
-  WriteAll(s, RawRequest());
-  std::this_thread::sleep_for(300ms);
-  beast::flat_buffer buf;
-  bhttp::response_parser<bhttp::string_body> p;
-  p.body_limit(64u << 20);
   boost::system::error_code ec;
-  bhttp::read(s, buf, p, ec);
+  const std::string got = ReadAfterAPause(RawRequest(), &ec);
   ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(p.get().body().size(), body.size());
-  EXPECT_TRUE(p.get().body() == body);
+  EXPECT_EQ(got.size(), body.size());
+  EXPECT_TRUE(got == body);
   EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
 }
 
@@ -506,23 +513,10 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
     WriteAll(s, out);
   });
   StartGateway(engine.port());
-  asio::io_context io;
-  tcp::socket s(io);
-  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
-  const std::string req_body =
-      R"({"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]})";
-  WriteAll(s,
-           "POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-           "Content-Length: " +
-               std::to_string(req_body.size()) + "\r\n\r\n" + req_body);
-  std::this_thread::sleep_for(300ms);
-  beast::flat_buffer buf;
-  bhttp::response_parser<bhttp::string_body> p;
-  p.body_limit(64u << 20);
   boost::system::error_code ec;
-  bhttp::read(s, buf, p, ec);
+  const std::string got = ReadAfterAPause(
+      RawRequest(R"({"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]})"), &ec);
   ASSERT_FALSE(ec) << ec.message();
-  const std::string& got = p.get().body();
   std::size_t at = 0;
   for (int i = 0; i < kEvents; ++i) {
     const std::size_t next = got.find(fmt::format("\"e{:05d}{}\"", i, pad), at);
