@@ -298,6 +298,8 @@ BENCHMARK(BM_StoreInsertEntrySpans)
     ->ArgNames({"rows", "before"})
     ->Args({4096, 0})
     ->Args({200, 200000})
+    ->Args({4096, 200000})
+    ->Args({4096, 1000000})
     ->UseRealTime();
 
 }  // namespace
