@@ -151,7 +151,7 @@ EntrySpanEmitter::EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource)
 }
 
 void EntrySpanEmitter::OnExchangeFinished(const Exchange& ex) noexcept {
-  auto held = pipeline::Held<TracesRequest>::Make(kEntrySpanArenaBlock);
+  auto held = pipeline::Held<TracesRequest>::MakeWithBlock<kEntrySpanArenaBlock>();
   held.memory->Keep(header_.memory);
   const auto& header_rs = header_.request->resource_spans(0);
   auto* rs = pipeline::AddBorrowed(held.request->mutable_resource_spans(), header_rs);

@@ -46,7 +46,7 @@ class Memory {
   // (the assembler's normalization, on its own thread) from reserving a large block for them.
   Memory() = default;
   // An arena whose first block is `start_block` bytes: for producers that know their request
-  // needs several KiB (an entry span), one allocation instead of a chain of doubling blocks.
+  // needs several KiB, one allocation instead of a chain of doubling blocks.
   explicit Memory(std::size_t start_block) : arena_(Options(start_block)) {}
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -56,9 +56,19 @@ class Memory {
   // Keeps `other` alive as long as this Memory (no-op for null or itself).
   void Keep(std::shared_ptr<Memory> other) {
     if (other == nullptr || other.get() == this) return;
-    if (!kept_.empty() && kept_.back() == other) return;  // consecutive parts of one source
-    kept_.push_back(std::move(other));
+    // Consecutive parts of one source are kept once.
+    if (other == (kept_.empty() ? first_kept_ : kept_.back())) return;
+    if (first_kept_ == nullptr) {
+      first_kept_ = std::move(other);
+    } else {
+      kept_.push_back(std::move(other));
+    }
   }
+
+ protected:
+  // An arena whose first block is the caller's `block` (which must outlive the arena), and
+  // whose later blocks are up to `block_size` bytes.
+  Memory(char* block, std::size_t block_size) : arena_(Options(block, block_size)) {}
 
  private:
   static google::protobuf::ArenaOptions Options(std::size_t start_block) {
@@ -67,8 +77,35 @@ class Memory {
     o.max_block_size = std::max(start_block, o.max_block_size);
     return o;
   }
+  static google::protobuf::ArenaOptions Options(char* block, std::size_t block_size) {
+    google::protobuf::ArenaOptions o = Options(block_size);
+    o.initial_block = block;
+    o.initial_block_size = block_size;
+    return o;
+  }
+  // Most Memories keep one other (an entry span its emitter's header, a split its source):
+  // that one needs no vector, whose buffer was one more allocation per entry span.
+  std::shared_ptr<Memory> first_kept_;
   std::vector<std::shared_ptr<Memory>> kept_;
   google::protobuf::Arena arena_;
+};
+
+namespace held_internal {
+template <std::size_t N>
+struct InlineBlock {
+  alignas(std::max_align_t) char bytes[N];
+};
+}  // namespace held_internal
+
+// A Memory whose arena's first block of N bytes is inside it, so that one allocation (with
+// make_shared's, the shared_ptr's too) holds the Memory, its arena and a small request whole.
+// An entry span is built on the gateway's thread and freed on an export lane's, and every
+// allocation made on one thread and freed on another is a slow path for the allocator on
+// both. The block is a base class so that it is built before the arena and outlives it.
+template <std::size_t N>
+class MemoryWithBlock final : private held_internal::InlineBlock<N>, public Memory {
+ public:
+  MemoryWithBlock() : Memory(held_internal::InlineBlock<N>::bytes, N) {}
 };
 
 // A request on `memory`'s arena (possibly a view; see above).
@@ -82,6 +119,14 @@ struct Held {
   static Held Make(MemoryArgs... memory_args) {
     Held h;
     h.memory = std::make_shared<Memory>(memory_args...);
+    h.request = google::protobuf::Arena::CreateMessage<Request>(h.memory->arena());
+    return h;
+  }
+  // A new empty request on a new MemoryWithBlock<N>.
+  template <std::size_t N>
+  static Held MakeWithBlock() {
+    Held h;
+    h.memory = std::make_shared<MemoryWithBlock<N>>();
     h.request = google::protobuf::Arena::CreateMessage<Request>(h.memory->arena());
     return h;
   }

@@ -183,5 +183,57 @@ TEST(HeldTest, UnlinkLeavesTheElementsToTheirOwner) {
   EXPECT_TRUE(added->name().empty());
 }
 
+TEST(HeldTest, AMemoryKeepsEveryOtherOnceAndUntilItDies) {
+  auto a = std::make_shared<Memory>();
+  auto b = std::make_shared<Memory>();
+  auto c = std::make_shared<Memory>();
+  std::weak_ptr<Memory> wa = a, wb = b, wc = c;
+  auto keeper = std::make_shared<Memory>();
+  keeper->Keep(a);
+  keeper->Keep(a);  // consecutive parts of one source: kept once
+  keeper->Keep(b);
+  keeper->Keep(b);
+  keeper->Keep(c);
+  keeper->Keep(nullptr);
+  keeper->Keep(keeper);  // itself: not kept (it would never die)
+  EXPECT_EQ(a.use_count(), 2);
+  EXPECT_EQ(b.use_count(), 2);
+  EXPECT_EQ(c.use_count(), 2);
+  EXPECT_EQ(keeper.use_count(), 1);
+  a.reset();
+  b.reset();
+  c.reset();
+  EXPECT_FALSE(wa.expired());
+  EXPECT_FALSE(wb.expired());
+  EXPECT_FALSE(wc.expired());
+  keeper.reset();
+  EXPECT_TRUE(wa.expired());
+  EXPECT_TRUE(wb.expired());
+  EXPECT_TRUE(wc.expired());
+}
+
+TEST(HeldTest, MakeWithBlockBuildsASmallRequestInsideItsMemory) {
+  auto h = Held<TracesRequest>::MakeWithBlock<4096>();
+  const auto* begin = reinterpret_cast<const char*>(h.memory.get());
+  const auto* end = begin + sizeof(MemoryWithBlock<4096>);
+  auto inside = [&](const void* p) {
+    const auto* c = static_cast<const char*>(p);
+    return c >= begin && c < end;
+  };
+  EXPECT_TRUE(inside(h.request));
+  Span* s = h.request->add_resource_spans()->add_scope_spans()->add_spans();
+  AddAttr(s->mutable_attributes(), semconv::kGenAiOperationName, "chat");
+  EXPECT_TRUE(inside(s));
+  EXPECT_TRUE(inside(&s->attributes(0)));
+  // Past the block, the arena takes blocks of its own, and everything stays readable.
+  for (int i = 0; i < 200; ++i) AddAttr(s->mutable_attributes(), "k" + std::to_string(i), i);
+  EXPECT_FALSE(inside(&s->attributes(200)));
+  Held<TracesRequest> copy = Held<TracesRequest>::Make();
+  copy.request->CopyFrom(*h.request);
+  h = {};
+  ASSERT_EQ(copy.request->resource_spans(0).scope_spans(0).spans(0).attributes_size(), 201);
+  EXPECT_EQ(copy.request->resource_spans(0).scope_spans(0).spans(0).attributes(200).key(), "k199");
+}
+
 }  // namespace
 }  // namespace infertel::pipeline
