@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <limits>
@@ -80,22 +81,44 @@ constexpr std::size_t kMaxIdleChunks = 256;
 constexpr std::chrono::milliseconds kDeadlineTick{100};
 constexpr std::chrono::seconds kClientWriteTimeout{60};
 
-// Writes `buffers` to a client socket in user non-blocking mode: at once as far as the socket
-// takes them, and only the rest through an asynchronous write under the client's write
-// deadline. A relayed SSE event nearly always fits the socket's buffer; written at once it
-// costs no completion handler posted and resumed through the event loop, whose every turn
-// polls epoll (docs/performance.md, "System calls per SSE event, counted again"). *ec is set on
-// failure.
+// One relayed piece of a chunked response (RFC 9112 §7.1): its size line, the piece, and the
+// CRLF after it, as three buffers. Beast's make_chunk allocated a shared buffer for the size
+// line of every chunk: one allocation per relayed SSE event.
+class ChunkFrame {
+ public:
+  std::array<asio::const_buffer, 3> Frame(std::string_view piece) {
+    auto [end, ec] = std::to_chars(head_.data(), head_.data() + head_.size() - 2, piece.size(), 16);
+    (void)ec;  // 16 hex digits always fit a size_t
+    *end++ = '\r';
+    *end++ = '\n';
+    return {asio::const_buffer(head_.data(), static_cast<std::size_t>(end - head_.data())),
+            asio::buffer(piece.data(), piece.size()), asio::const_buffer("\r\n", 2)};
+  }
+
+ private:
+  std::array<char, 18> head_{};
+};
+
+// Writes what a client socket in user non-blocking mode takes of `buffers` now, and returns
+// how many bytes that was. A relayed SSE event nearly always fits the socket's buffer: written
+// at once, it costs no completion handler posted and resumed through the event loop, whose
+// every turn polls epoll (docs/performance.md, "System calls per SSE event, counted again"),
+// and being a plain call, no coroutine frame either. *ec is set on a failure other than a full
+// socket.
 template <typename Buffers>
-Task<void> WriteNowOrLater(WorkerSocket& socket, const Buffers& buffers, Deadline& deadline,
-                           error_code& ec) {
-  const std::size_t total = beast::buffer_bytes(buffers);
+std::size_t WriteNow(WorkerSocket& socket, const Buffers& buffers, error_code& ec) {
   const std::size_t n = socket.write_some(buffers, ec);
-  if (!ec && n == total) co_return;
-  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) co_return;
-  ec = {};
+  if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
+  return n;
+}
+
+// The rest of `buffers` after the first `written` bytes, through an asynchronous write under
+// the client's write deadline.
+template <typename Buffers>
+Task<void> WriteRest(WorkerSocket& socket, const Buffers& buffers, std::size_t written,
+                     Deadline& deadline, error_code& ec) {
   beast::buffers_suffix<Buffers> rest(buffers);
-  rest.consume(n);
+  rest.consume(written);
   deadline.After(kClientWriteTimeout);
   co_await asio::async_write(socket, rest, asio::redirect_error(kUseTask, ec));
   deadline.Never();
@@ -901,14 +924,36 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     // The client's socket in user non-blocking mode for WriteNowOrLater; the gateway makes
     // no other synchronous call on it.
     if (error_code nbec; !client.non_blocking()) client.non_blocking(true, nbec);
-    auto write_out = [&](std::string_view bytes) -> Task<void> {
-      if (bytes.empty() || client_write_failed) co_return;
+    // Each piece goes out in two steps: write_now (a plain call) writes what the socket takes
+    // and says whether anything is left; only then is write_rest awaited. As one coroutine,
+    // every piece made a coroutine frame or two, and Asio recycles only one per thread.
+    ChunkFrame frame;
+    std::string_view pending;         // the piece write_now left unfinished
+    std::size_t pending_written = 0;  // how much of it (framing included) left already
+    auto write_now = [&](std::string_view bytes) -> bool {
+      if (bytes.empty() || client_write_failed) return true;
+      error_code wec;
+      std::size_t total = bytes.size(), n = 0;
+      if (chunked_out) {
+        const auto framed = frame.Frame(bytes);
+        total = asio::buffer_size(framed);
+        n = WriteNow(client, framed, wec);
+      } else {
+        n = WriteNow(client, asio::buffer(bytes.data(), bytes.size()), wec);
+      }
+      if (wec) client_write_failed = true;
+      if (wec || n == total) return true;
+      pending = bytes;
+      pending_written = n;
+      return false;
+    };
+    auto write_rest = [&]() -> Task<void> {
       error_code wec;
       if (chunked_out) {
-        co_await WriteNowOrLater(
-            client, bhttp::make_chunk(asio::buffer(bytes.data(), bytes.size())), cdl, wec);
+        co_await WriteRest(client, frame.Frame(pending), pending_written, cdl, wec);
       } else {
-        co_await WriteNowOrLater(client, asio::buffer(bytes.data(), bytes.size()), cdl, wec);
+        co_await WriteRest(client, asio::buffer(pending.data(), pending.size()), pending_written,
+                           cdl, wec);
       }
       if (wec) client_write_failed = true;
     };
@@ -935,7 +980,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
               if (ex.delta_mono_ns.size() < opts().max_delta_timestamps)
                 ex.delta_mono_ns.push_back(now);
           }
-          co_await write_out(out);
+          if (!write_now(out)) co_await write_rest();
         } else if (hold_body) {
           if (observed_body.size() + n <= opts().max_observed_body) {
             observed_body.append(bytes);
@@ -944,8 +989,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
             hold_body = false;
             observed_overflow = true;
             co_await write_header();
-            co_await write_out(observed_body);
-            co_await write_out(bytes);
+            if (!write_now(observed_body)) co_await write_rest();
+            if (!write_now(bytes)) co_await write_rest();
             observed_body.clear();
           }
         } else {
@@ -955,7 +1000,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
             else
               observed_overflow = true;
           }
-          co_await write_out(bytes);
+          if (!write_now(bytes)) co_await write_rest();
         }
       }
       if (uec) break;
@@ -971,12 +1016,12 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       }
       cres.content_length(observed_body.size());
       co_await write_header();
-      co_await write_out(observed_body);
+      if (!write_now(observed_body)) co_await write_rest();
     }
     if (modify && !uec && !client_write_failed) {
       out.clear();
       relay.Finish(&out);
-      co_await write_out(out);
+      if (!write_now(out)) co_await write_rest();
     }
     if (!uec && !client_write_failed && chunked_out) {
       error_code wec;
