@@ -7,14 +7,17 @@
 #     loadgen process (same process, same clock as the client) on one fixed port;
 #   - nginx as a plain reverse proxy (bench/nginx.conf.template, one worker);
 #   - infertel agent --no-store (no trace or log exporter, so no entry spans or content
-#     events are built; metrics and join records are) and infertel agent --store (the
-#     embedded SQLite store on: entry spans built, captured and stored);
+#     events are built; metrics and join records are), infertel agent --store (the
+#     embedded SQLite store on, the default: entry spans built, captured and stored) and
+#     infertel agent --no-store --otlp-endpoint (entry spans built and exported over OTLP
+#     gRPC to infertel-otlp-bench's sink, as to a collector; the sink runs on the load's core
+#     and its count of spans received is printed, so a run that exported nothing shows);
 #   - optionally (BENCH_SIM=1, the default) `infertel sim` with fast settings as a second
 #     upstream, behind a second nginx and a second agent.
 # Pinning (with 2+ cores): every proxy on core $PROXY_CPU, loadgen + upstream on core $LG_CPU,
 # so a proxy never competes with the load it serves and nginx and infertel get the same core.
 # Then, back to back, for every mode: direct (client → upstream), nginx, infertel, infertel
-# with the store:
+# with the store, infertel exporting over OTLP:
 #   fixed   open-loop non-streaming chat at $RATE req/s for $DURATION s
 #   closed  closed-loop maximum throughput with $CLOSED_CONNS connections, the targets
 #           alternating for $CLOSED_ROUNDS rounds (3), each reported by its median round
@@ -26,7 +29,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-use_build "${1:-build}" bench infertel infertel-loadgen
+use_build "${1:-build}" bench infertel infertel-loadgen infertel-otlp-bench
 command -v nginx >/dev/null || { echo "bench: nginx not installed (make deps)" >&2; exit 1; }
 
 RATE=${BENCH_RATE:-1000}
@@ -60,8 +63,15 @@ start_agent agent "$UP_PORT" --no-store
 AGENT_LG_PORT=$AGENT_PORT AGENT_LG_PID=$AGENT_PID
 start_agent agent-store "$UP_PORT" --store "$TMP/bench.db"
 STORE_LG_PORT=$AGENT_PORT STORE_LG_PID=$AGENT_PID
+"${PIN_LG[@]}" "$OTB" sink --transport grpc --listen 127.0.0.1:0 --interval-ms 250 >"$TMP/sink.log" 2>&1 &
+PIDS+=($!)
+SINK_LINE=$(wait_line "$TMP/sink.log" '^LISTEN port=')
+start_agent agent-otlp "$UP_PORT" --no-store --otlp-endpoint "http://127.0.0.1:${SINK_LINE#LISTEN port=}" \
+  --otlp-protocol grpc
+OTLP_LG_PORT=$AGENT_PORT OTLP_LG_PID=$AGENT_PID
 echo "bench: exporting (no-store agent): $(grep -m1 'exporting to' "$TMP/agent.log" || echo '?')"
 echo "bench: exporting (store agent):    $(grep -m1 'exporting to' "$TMP/agent-store.log" || echo '?')"
+echo "bench: exporting (otlp agent):     $(grep -m1 'exporting to' "$TMP/agent-otlp.log" || echo '?')"
 
 # name  port  pids whose CPU is measured
 TARGETS=(
@@ -69,6 +79,7 @@ TARGETS=(
   "nginx $NGINX_LG_PORT $NGINX_LG_PID"
   "infertel $AGENT_LG_PORT $AGENT_LG_PID"
   "infertel+store $STORE_LG_PORT $STORE_LG_PID"
+  "infertel+otlp $OTLP_LG_PORT $OTLP_LG_PID"
 )
 
 RESULTS=$TMP/results.txt
@@ -125,9 +136,11 @@ if [[ $SIM == 1 ]]; then
   done
 fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+sleep 1  # the OTLP agent's last batch (OTEL_BSP_SCHEDULE_DELAY, 200 ms by default)
+SUNK=$(awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$TMP/sink.log")
 
 # ---- summary -------------------------------------------------------------------------------
-python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" <<'PY'
+python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" "$SUNK" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -155,7 +168,7 @@ print("Non-streaming chat, open loop (latency in µs, from the scheduled send ti
 print(f"{'target':<16}{'req/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/req':>12}")
 for prefix in ("", "sim-"):
     base = prefix + "direct"
-    for label in (base, prefix + "nginx", prefix + "infertel", prefix + "infertel+store"):
+    for label in (base, prefix + "nginx", prefix + "infertel", prefix + "infertel+store", prefix + "infertel+otlp"):
         r = rows.get(("fixed", label))
         if r is None:
             continue
@@ -168,7 +181,7 @@ print()
 print("Closed loop (maximum throughput; proxy CPU = its CPU seconds over the window;")
 print("the median of the alternating rounds, by req/cpu-s, or req/s for direct)")
 print(f"{'target':<16}{'req/s':>9}{'err':>6}{'p50':>9}{'p99':>9}{'proxy cpu':>11}{'req/cpu-s':>11}{'loadgen cpu':>13}  rounds")
-for label in ("direct", "nginx", "infertel", "infertel+store"):
+for label in ("direct", "nginx", "infertel", "infertel+store", "infertel+otlp"):
     r = rows.get(("closed", label))
     if r is None:
         continue
@@ -179,7 +192,7 @@ for label in ("direct", "nginx", "infertel", "infertel+store"):
 print()
 print("Streaming (per-event latency in µs: receive time − upstream send time)")
 print(f"{'target':<16}{'events/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/event':>14}")
-for label in ("direct", "nginx", "infertel", "infertel+store"):
+for label in ("direct", "nginx", "infertel", "infertel+store", "infertel+otlp"):
     r = rows.get(("stream", label))
     if r is None:
         continue
@@ -197,9 +210,9 @@ def added(mode, label, key):
 
 print()
 print("Issue 7 targets (each a ratio against nginx or a bound, same run)")
-print(f"{'target':<58}{'infertel':>12}{'+store':>12}")
+print(f"{'target':<58}{'infertel':>12}{'+store':>12}{'+otlp':>12}")
 def line(name, f):
-    vals = [f(l) for l in ("infertel", "infertel+store")]
+    vals = [f(l) for l in ("infertel", "infertel+store", "infertel+otlp")]
     print(f"{name:<58}" + "".join(f"{v:>12}" for v in vals))
 def p99_ratio(l):
     a, n = added("fixed", l, "p99_us"), added("fixed", "nginx", "p99_us")
@@ -217,4 +230,10 @@ line("streaming added per-event p99: <= 50 us", stream_p99)
 n50, n99 = added("fixed", "nginx", "p50_us"), added("fixed", "nginx", "p99_us")
 print(f"(nginx itself added {fmt(n50)} µs p50, {fmt(n99)} µs p99 non-streaming; "
       f"{fmt(added('stream', 'nginx', 'p99_us'))} µs p99 per event)")
+# Every request through the OTLP agent is one entry span at the sink; warm-up requests are
+# not in the loadgen's counts, so the sink should hold at least their sum.
+sunk = int(sys.argv[4])
+sent = sum(int(r["count"]) for (mode, label), rs in runs.items() if label == "infertel+otlp" for r in rs)
+print(f"(+otlp: the sink received {sunk} entry spans for {sent} requests counted after warm-up"
+      f"{'' if sunk >= sent else ': SPANS MISSING'})")
 PY
