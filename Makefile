@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e bench bench-streams bench-visibility bench-store-tail format clean
+.PHONY: all deps build demo test unit e2e bench bench-streams bench-visibility bench-store-tail bench-allocations format clean
 
 all: build
 
@@ -37,6 +37,9 @@ bench-streams: build
 
 bench-visibility: build
 	bash bench/span_visibility.sh $(BUILD_DIR)
+
+bench-allocations: build
+	bash bench/allocations.sh $(BUILD_DIR)
 
 bench-store-tail: build
 	bash bench/store_tail.sh $(BUILD_DIR)
