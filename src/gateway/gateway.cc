@@ -149,9 +149,15 @@ bool IsHopByHop(bhttp::field f, std::string_view name) {
   }
 }
 
-std::string RandomHex16() {
-  SpanId a = NewSpanId();
-  return ToHex(a);
+// "<trace id>-<16 random hex digits>", in one allocation.
+std::string NewRequestId(const TraceId& trace_id) {
+  const SpanId random = NewSpanId();
+  std::string id;
+  id.reserve(32 + 1 + 16);
+  AppendHex(&id, AsBytes(trace_id));
+  id += '-';
+  AppendHex(&id, AsBytes(random));
+  return id;
 }
 
 // One connection to an engine. Heap-held so that the stream and its deadline slot keep
@@ -660,7 +666,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     if (auto rid = req.find("x-request-id"); rid != req.end()) {
       ex.request_id = std::string(rid->value());
     } else {
-      ex.request_id = ToHex(ex.trace_id) + "-" + RandomHex16();
+      ex.request_id = NewRequestId(ex.trace_id);
       ureq.set("X-Request-Id", ex.request_id);
     }
 

@@ -141,6 +141,10 @@ TEST_F(GatewayTest, AddsRequestIdCarryingTheTraceIdWhenClientSentNone) {
   std::string rid(captured_.requests.at(0)["x-request-id"]);
   EXPECT_EQ(rid, ex.request_id);
   EXPECT_EQ(rid.rfind(ToHex(ex.trace_id), 0), 0u) << rid;
+  // <32 hex digits of the trace id>-<16 random hex digits>
+  ASSERT_EQ(rid.size(), 49u) << rid;
+  EXPECT_EQ(rid[32], '-') << rid;
+  EXPECT_EQ(rid.find_first_not_of("0123456789abcdef", 33), std::string::npos) << rid;
 }
 
 TEST_F(GatewayTest, StreamGetsUsageInjectedAndTheClientNeverSeesIt) {
