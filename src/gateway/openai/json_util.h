@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -62,6 +63,12 @@ bool AppendBounded(std::string* dst, std::size_t* count, std::string_view piece,
 class MessagesWriter {
  public:
   explicit MessagesWriter(const CaptureOptions& capture) : capture_(capture) {}
+  // `source_size`: the length of the JSON the messages are read from. The array is about as
+  // long, so room for it at once saves the string's five or six doublings on the way (up to
+  // kMaxReserve: a large body is mostly other things, and long content is truncated).
+  MessagesWriter(const CaptureOptions& capture, std::size_t source_size) : capture_(capture) {
+    if (source_size > 0) out_.reserve(std::min(source_size + kReserveSlack, kMaxReserve));
+  }
 
   void BeginMessage(std::string_view role, std::optional<std::string_view> name = std::nullopt);
   void EndMessage(std::optional<std::string_view> finish_reason = std::nullopt);
@@ -91,6 +98,9 @@ class MessagesWriter {
   void BlobRef(std::string_view modality, std::string_view mime_type, std::string_view payload,
                BlobEncoding encoding);
   void MediaPlaceholder(std::string_view modality);
+
+  static constexpr std::size_t kReserveSlack = 64;  // the array's own framing
+  static constexpr std::size_t kMaxReserve = 16 * 1024;
 
   const CaptureOptions& capture_;
   std::string out_;

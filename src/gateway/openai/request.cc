@@ -215,8 +215,9 @@ bool HasTexts(element value) {
   return false;
 }
 
-std::string BuildInputMessages(Operation op, object root, const CaptureOptions& capture) {
-  MessagesWriter w(capture);
+std::string BuildInputMessages(Operation op, object root, const CaptureOptions& capture,
+                               std::size_t body_size) {
+  MessagesWriter w(capture, body_size);
   element e;
   array arr;
   switch (op) {
@@ -378,7 +379,8 @@ RequestInfo ParseRequest(Operation op, std::string_view body, const CaptureOptio
     if (!internal::ParseObject(lease.parser(), body, &root, &info.parse_error)) return info;
     info.parsed = true;
     ReadRequestFields(op, root, &info);
-    if (capture.capture_content) info.input_messages_json = BuildInputMessages(op, root, capture);
+    if (capture.capture_content)
+      info.input_messages_json = BuildInputMessages(op, root, capture, body.size());
   } catch (...) {  // allocation failure: keep what was read
     info.input_messages_json.clear();
     if (info.parse_error.empty()) info.parse_error = "out of memory while parsing";

@@ -68,7 +68,8 @@ struct ChoiceRef {
   object choice;
 };
 
-void ReadResponse(Operation op, object root, const CaptureOptions& capture, ResponseInfo* info) {
+void ReadResponse(Operation op, object root, const CaptureOptions& capture, std::size_t body_size,
+                  ResponseInfo* info) {
   if (internal::ReadError(root, capture.max_length, info)) return;
   element e;
   if (Member(root, "id", &e)) {
@@ -96,7 +97,7 @@ void ReadResponse(Operation op, object root, const CaptureOptions& capture, Resp
                    [](const ChoiceRef& a, const ChoiceRef& b) { return a.index < b.index; });
 
   const bool generative = op == Operation::kChat || op == Operation::kTextCompletion;
-  internal::MessagesWriter w(capture);
+  internal::MessagesWriter w(capture, capture.capture_content ? body_size : 0);
   for (const ChoiceRef& ref : choices) {
     std::string_view finish;
     if (Member(ref.choice, "finish_reason", &e)) finish = AsString(e).value_or("");
@@ -132,7 +133,7 @@ ResponseInfo ParseResponse(Operation op, std::string_view body, const CaptureOpt
     object root;
     if (!internal::ParseObject(lease.parser(), body, &root, &info.parse_error)) return info;
     info.parsed = true;
-    ReadResponse(op, root, capture, &info);
+    ReadResponse(op, root, capture, body.size(), &info);
   } catch (...) {  // allocation failure
     info.output_messages_json.clear();
     if (info.parse_error.empty()) info.parse_error = "out of memory while parsing";

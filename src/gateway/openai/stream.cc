@@ -238,7 +238,11 @@ ResponseInfo StreamObserver::Finish() {
   ResponseInfo out = info_;
   try {
     const bool generative = op_ == Operation::kChat || op_ == Operation::kTextCompletion;
-    internal::MessagesWriter w(options_.capture);
+    std::size_t text_size = 0;  // what the output messages will hold, about
+    if (options_.capture.capture_content && generative) {
+      for (const Choice& ch : choices_) text_size += ch.text.size() + ch.reasoning.size() + 64;
+    }
+    internal::MessagesWriter w(options_.capture, text_size);
     out.tool_calls.resize(choices_.size());
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       const Choice& ch = choices_[i];
