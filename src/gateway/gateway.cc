@@ -927,7 +927,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     }
     if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
 
-    // The client's socket in user non-blocking mode for WriteNowOrLater; the gateway makes
+    // The client's socket in user non-blocking mode for WriteNow; the gateway makes
     // no other synchronous call on it.
     if (error_code nbec; !client.non_blocking()) client.non_blocking(true, nbec);
     // Each piece goes out in two steps: write_now (a plain call) writes what the socket takes

@@ -466,8 +466,8 @@ TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
 }
 
 // A client that does not read for a while: the relayed pieces are written at once only as far
-// as the client's socket takes them, and the rest waits for room (WriteNowOrLater). 16 MiB is
-// more than the loopback socket buffers on both sides hold, so writes are cut short; the client
+// as the client's socket takes them, and the rest waits for room (WriteNow, then WriteRest). 16 MiB
+// is more than the loopback socket buffers on both sides hold, so writes are cut short; the client
 // must still get every byte in order.
 TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
   std::string body = kChat;
