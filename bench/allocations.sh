@@ -46,12 +46,7 @@ AGENT_ARGS=(--threads 1)
 agent_compat_flags "$INFERTEL"
 UP_PORT=$("$LOADGEN" freeport)
 SINK_PORT=0
-if [[ " $MODES " == *" otlp "* ]]; then
-  "${PIN_LG[@]}" "$OTB" sink --transport grpc --listen 127.0.0.1:0 --interval-ms 1000 >"$TMP/sink.log" 2>&1 &
-  PIDS+=($!)
-  line=$(wait_line "$TMP/sink.log" '^LISTEN port=')
-  SINK_PORT=${line#LISTEN port=}
-fi
+[[ " $MODES " == *" otlp "* ]] && start_sink grpc "$TMP/sink.log"
 
 # Only the merged arenas' summary: omit general info, destroyed and per-arena stats, bins,
 # large classes, mutexes, extents and the HPA.

@@ -80,6 +80,18 @@ stop_pid() {  # stop_pid PID: SIGTERM, wait, and forget it (so cleanup never sig
   PIDS=("${rest[@]}")
 }
 
+# start_sink TRANSPORT LOG: infertel-otlp-bench's OTLP sink (grpc or http) on the load's core, as
+# a collector would be; its port in SINK_PORT.
+start_sink() {
+  "${PIN_LG[@]}" "$OTB" sink --transport "$1" --listen 127.0.0.1:0 --interval-ms 250 >"$2" 2>&1 &
+  PIDS+=($!)
+  local line
+  line=$(wait_line "$2" '^LISTEN port=')
+  SINK_PORT=${line#LISTEN port=}
+}
+sink_count() {  # sink_count LOG: the last cumulative count of spans the sink printed
+  awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$1"
+}
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }  # utime + stime
 # thread_ticks PID: one line per thread of PID, "name ticks" (utime + stime; the agent names

@@ -64,9 +64,6 @@ TCK=$(getconf CLK_TCK)
 bench_init "otlp bench" otlpbench
 
 now() { date +%s.%N; }
-sink_count() {  # last cumulative count the sink printed
-  awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$1"
-}
 stop() { stop_pid "$1"; }
 
 SINK_PID=0 AGENT_PID=0 SINK_LOG="" AGENT_ADMIN=0 AGENT_PORT=0

@@ -63,10 +63,8 @@ start_agent agent "$UP_PORT" --no-store
 AGENT_LG_PORT=$AGENT_PORT AGENT_LG_PID=$AGENT_PID
 start_agent agent-store "$UP_PORT" --store "$TMP/bench.db"
 STORE_LG_PORT=$AGENT_PORT STORE_LG_PID=$AGENT_PID
-"${PIN_LG[@]}" "$OTB" sink --transport grpc --listen 127.0.0.1:0 --interval-ms 250 >"$TMP/sink.log" 2>&1 &
-PIDS+=($!)
-SINK_LINE=$(wait_line "$TMP/sink.log" '^LISTEN port=')
-start_agent agent-otlp "$UP_PORT" --no-store --otlp-endpoint "http://127.0.0.1:${SINK_LINE#LISTEN port=}" \
+start_sink grpc "$TMP/sink.log"
+start_agent agent-otlp "$UP_PORT" --no-store --otlp-endpoint "http://127.0.0.1:$SINK_PORT" \
   --otlp-protocol grpc
 OTLP_LG_PORT=$AGENT_PORT OTLP_LG_PID=$AGENT_PID
 OTLP_ADMIN=$(wait_line "$TMP/agent-otlp.log" 'admin listening on' | port_of)
@@ -138,7 +136,7 @@ if [[ $SIM == 1 ]]; then
 fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 sleep 1  # the OTLP agent's last batch (OTEL_BSP_SCHEDULE_DELAY, 200 ms by default)
-SUNK=$(awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$TMP/sink.log")
+SUNK=$(sink_count "$TMP/sink.log")
 # Spans the OTLP agent dropped and counted (a full export queue at saturation: bounded, by design).
 DROPPED=$(metric "$OTLP_ADMIN" infertel_exporter_dropped_items)
 

@@ -45,9 +45,6 @@ class Memory {
   // and small first blocks keep a stage that adds a few objects to a large request's arena
   // (the assembler's normalization, on its own thread) from reserving a large block for them.
   Memory() = default;
-  // An arena whose first block is `start_block` bytes: for producers that know their request
-  // needs several KiB, one allocation instead of a chain of doubling blocks.
-  explicit Memory(std::size_t start_block) : arena_(Options(start_block)) {}
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
   virtual ~Memory() = default;
@@ -71,14 +68,10 @@ class Memory {
   Memory(char* block, std::size_t block_size) : arena_(Options(block, block_size)) {}
 
  private:
-  static google::protobuf::ArenaOptions Options(std::size_t start_block) {
-    google::protobuf::ArenaOptions o;
-    o.start_block_size = start_block;
-    o.max_block_size = std::max(start_block, o.max_block_size);
-    return o;
-  }
   static google::protobuf::ArenaOptions Options(char* block, std::size_t block_size) {
-    google::protobuf::ArenaOptions o = Options(block_size);
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = block_size;
+    o.max_block_size = std::max(block_size, o.max_block_size);
     o.initial_block = block;
     o.initial_block_size = block_size;
     return o;
@@ -114,11 +107,10 @@ struct Held {
   Request* request = nullptr;
   std::shared_ptr<Memory> memory;
 
-  // A new empty request on a new Memory (see Memory's constructors).
-  template <typename... MemoryArgs>
-  static Held Make(MemoryArgs... memory_args) {
+  // A new empty request on a new Memory.
+  static Held Make() {
     Held h;
-    h.memory = std::make_shared<Memory>(memory_args...);
+    h.memory = std::make_shared<Memory>();
     h.request = google::protobuf::Arena::CreateMessage<Request>(h.memory->arena());
     return h;
   }

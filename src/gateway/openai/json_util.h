@@ -62,12 +62,13 @@ bool AppendBounded(std::string* dst, std::size_t* count, std::string_view piece,
 // string value is truncated to the capture's max_length.
 class MessagesWriter {
  public:
-  explicit MessagesWriter(const CaptureOptions& capture) : capture_(capture) {}
   // `source_size`: the length of the JSON the messages are read from. The array is about as
   // long, so room for it at once saves the string's five or six doublings on the way (up to
-  // kMaxReserve: a large body is mostly other things, and long content is truncated).
+  // kMaxReserve: a large body is mostly other things, and long content is truncated). With
+  // content capture off nothing is written, and nothing is reserved.
   MessagesWriter(const CaptureOptions& capture, std::size_t source_size) : capture_(capture) {
-    if (source_size > 0) out_.reserve(std::min(source_size + kReserveSlack, kMaxReserve));
+    if (capture.capture_content && source_size > 0)
+      out_.reserve(std::min(source_size + kReserveSlack, kMaxReserve));
   }
 
   void BeginMessage(std::string_view role, std::optional<std::string_view> name = std::nullopt);

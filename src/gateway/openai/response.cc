@@ -97,7 +97,7 @@ void ReadResponse(Operation op, object root, const CaptureOptions& capture, std:
                    [](const ChoiceRef& a, const ChoiceRef& b) { return a.index < b.index; });
 
   const bool generative = op == Operation::kChat || op == Operation::kTextCompletion;
-  internal::MessagesWriter w(capture, capture.capture_content ? body_size : 0);
+  internal::MessagesWriter w(capture, body_size);
   for (const ChoiceRef& ref : choices) {
     std::string_view finish;
     if (Member(ref.choice, "finish_reason", &e)) finish = AsString(e).value_or("");

@@ -239,7 +239,7 @@ ResponseInfo StreamObserver::Finish() {
   try {
     const bool generative = op_ == Operation::kChat || op_ == Operation::kTextCompletion;
     std::size_t text_size = 0;  // what the output messages will hold, about
-    if (options_.capture.capture_content && generative) {
+    if (generative) {
       for (const Choice& ch : choices_) text_size += ch.text.size() + ch.reasoning.size() + 64;
     }
     internal::MessagesWriter w(options_.capture, text_size);
