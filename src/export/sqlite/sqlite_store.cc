@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <mutex>
+#include <tuple>
 #include <unordered_set>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/hex.h"
@@ -16,13 +18,21 @@
 namespace infertel::exporting {
 namespace {
 
-// Spans are found by trace id through an index on its first 8 hex digits (32 bits; a trace
-// lookup then compares whole ids among the few rows that share them), not on the whole id:
-// trace ids are random, so every insert lands on a random index page and each transaction
-// writes every page it touched to the WAL. Index entries a third as long touch a third as
-// many pages: the store lane's CPU per row fell from about 23 to 19 µs at saturation
-// (docs/performance.md, "Larger store transactions and a shorter trace index"). Stores made
-// before drop the old index on the whole id when next opened for writing.
+// Spans are found by trace id through an index on the row's part and the id's first 8 hex
+// digits (32 bits; a lookup then compares whole ids among the few rows that share them).
+//
+// The id's prefix: index entries a third as long as the whole id's touch a third as many
+// pages (docs/performance.md, "Larger store transactions and a shorter trace index").
+//
+// The part first (trace_part, the rowid's part of kTracePartRows rows, written by the store):
+// trace ids are random, so an index on them alone took every transaction's inserts all over
+// its pages, and each commit wrote every page it touched to the WAL, then a checkpoint wrote
+// it again. The pages grew with the store, and so did the cost of a row: three times a new
+// store's at a million rows. Within the newest part's few pages instead, whatever the store's
+// size (docs/performance.md, "The trace index in parts"). A lookup seeks once per part.
+//
+// Stores made before get the column (NULL in their rows, which the lookup also seeks) and
+// lose their older index on the id alone when next opened for writing.
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS spans (
   trace_id TEXT NOT NULL,
@@ -40,10 +50,9 @@ CREATE TABLE IF NOT EXISTS spans (
   resource TEXT NOT NULL,
   scope TEXT NOT NULL,
   service_name TEXT NOT NULL,
-  dropped_events_count INTEGER NOT NULL
+  dropped_events_count INTEGER NOT NULL,
+  trace_part INTEGER
 );
-DROP INDEX IF EXISTS spans_trace_id;
-CREATE INDEX IF NOT EXISTS spans_trace_key ON spans(substr(trace_id, 1, 8));
 CREATE INDEX IF NOT EXISTS spans_start ON spans(start_time_unix_nano);
 CREATE TABLE IF NOT EXISTS logs (
   time_unix_nano INTEGER NOT NULL,
@@ -76,6 +85,18 @@ CREATE TABLE IF NOT EXISTS metrics (
 );
 )sql";
 
+// Rows per part of the trace index (above): a part's entries fill about 20 pages of 16 KiB, so
+// a transaction of 4,096 rows touches at most those, and a lookup in a store at its default
+// bound (about 200,000 rows) seeks about 13 parts.
+constexpr std::int64_t kTracePartRows = 16384;
+
+// Run after kSchema, once a store made before has its trace_part column.
+constexpr const char* kTraceIndex = R"sql(
+DROP INDEX IF EXISTS spans_trace_id;
+DROP INDEX IF EXISTS spans_trace_key;
+CREATE INDEX IF NOT EXISTS spans_trace_part ON spans(trace_part, substr(trace_id, 1, 8));
+)sql";
+
 // Pages of 16 KiB instead of SQLite's 4 KiB, for stores this opens first (an existing file
 // keeps its page size: SQLite cannot change it in WAL mode). A span's row is about 1.2 KiB, so
 // a 4 KiB page held three; larger pages mean fewer B-tree pages, fewer WAL frames and fewer
@@ -89,7 +110,7 @@ constexpr const char* kPageSizePragma = "PRAGMA page_size=16384";
 constexpr const char* kInsertSpan =
     "INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
     "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, scope, "
-    "service_name, dropped_events_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "service_name, dropped_events_count, trace_part) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 constexpr const char* kInsertLog =
     "INSERT INTO logs (time_unix_nano, observed_time_unix_nano, trace_id, span_id, "
     "severity_number, severity_text, event_name, body, attributes, resource, scope, service_name) "
@@ -279,8 +300,9 @@ bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
   // agent CPU per request with the store, closed loop.
   if (!Exec(kPageSizePragma, error) || !Exec("PRAGMA journal_mode=WAL", error) ||
       !Exec("PRAGMA synchronous=NORMAL", error) || !Exec("PRAGMA cache_size=-8192", error) ||
-      !Exec(kSchema, error))
+      !Exec(kSchema, error) || !AddTracePart(error) || !Exec(kTraceIndex, error))
     return false;
+  next_rowid_ = Count("SELECT coalesce(max(rowid), 0) + 1 FROM spans");
   insert_span_ = Prepare(kInsertSpan, error);
   insert_log_ = Prepare(kInsertLog, error);
   upsert_metric_ = Prepare(kUpsertMetric, error);
@@ -292,6 +314,18 @@ bool SqliteStore::Open(const std::string& path, std::string* error) {
   o.path = path;
   o.read_only = true;
   return Open(o, error);
+}
+
+bool SqliteStore::HasTracePart() {
+  sqlite3_stmt* s = nullptr;
+  const bool has =
+      sqlite3_prepare_v2(db_, "SELECT trace_part FROM spans LIMIT 0", -1, &s, nullptr) == SQLITE_OK;
+  sqlite3_finalize(s);
+  return has;
+}
+
+bool SqliteStore::AddTracePart(std::string* error) {
+  return HasTracePart() || Exec("ALTER TABLE spans ADD COLUMN trace_part INTEGER", error);
 }
 
 std::int64_t SqliteStore::Count(const char* sql) {
@@ -370,7 +404,11 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
           BindStatic(s, 14, ss.scope().name());
           BindStatic(s, 15, service);
           sqlite3_bind_int64(s, 16, span.dropped_events_count());
+          sqlite3_bind_int64(s, 17, next_rowid_ / kTracePartRows);
           if (int rc = StepRow(s); rc != SQLITE_OK) return rc;
+          // SQLite gives a new row the largest rowid plus one: the next row's, unless another
+          // writer's rows come between, which only puts a few rows in a neighbouring part.
+          next_rowid_ = sqlite3_last_insert_rowid(db_) + 1;
         }
       }
     }
@@ -570,40 +608,72 @@ std::vector<std::string> SqliteStore::RecentTraceIds(std::size_t limit, std::str
   return ids;
 }
 
-// `+trace_id`: with a plain `trace_id = ?1` SQLite propagates the constant into the other
-// term (substr(?1, 1, 8) = substr(?1, 1, 8)), which then no longer matches the index, and
-// scans the table instead.
+// One part's spans of a trace (?1 the id in hex, ?2 the part, NULL for rows of a store made
+// before parts). `+trace_id`: with a plain `trace_id = ?1` SQLite propagates the constant into
+// the other term (substr(?1, 1, 8) = substr(?1, 1, 8)), which then no longer matches the
+// index, and scans the table instead.
 const char* const kTraceSpansSql =
     "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
     "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, "
-    "scope, service_name FROM spans WHERE substr(trace_id, 1, 8) = substr(?1, 1, 8) AND "
-    "+trace_id = ?1 ORDER BY start_time_unix_nano, rowid";
+    "scope, service_name, rowid FROM spans WHERE trace_part IS ?2 AND "
+    "substr(trace_id, 1, 8) = substr(?1, 1, 8) AND +trace_id = ?1";
+// The same for a store made before parts, opened read-only (no agent has added them yet).
+constexpr const char* kTraceSpansWithoutPartsSql =
+    "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
+    "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, "
+    "scope, service_name, rowid FROM spans WHERE substr(trace_id, 1, 8) = substr(?1, 1, 8) AND "
+    "+trace_id = ?1";
 
 std::vector<StoredSpan> SqliteStore::TraceSpans(std::string_view trace_id) {
-  std::vector<StoredSpan> out;
+  std::vector<std::pair<std::int64_t, StoredSpan>> rows;  // with their rowids
+  auto read = [&](sqlite3_stmt* s) {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      StoredSpan sp;
+      sp.trace_id = ColumnText(s, 0);
+      sp.span_id = ColumnText(s, 1);
+      sp.parent_span_id = ColumnText(s, 2);
+      sp.name = ColumnText(s, 3);
+      sp.kind = sqlite3_column_int(s, 4);
+      sp.start_time_unix_nano = sqlite3_column_int64(s, 5);
+      sp.end_time_unix_nano = sqlite3_column_int64(s, 6);
+      sp.status_code = sqlite3_column_int(s, 7);
+      sp.status_message = ColumnText(s, 8);
+      sp.attributes = ColumnText(s, 9);
+      sp.events = ColumnText(s, 10);
+      sp.links = ColumnText(s, 11);
+      sp.resource = ColumnText(s, 12);
+      sp.scope = ColumnText(s, 13);
+      sp.service_name = ColumnText(s, 14);
+      rows.emplace_back(sqlite3_column_int64(s, 15), std::move(sp));
+    }
+    sqlite3_reset(s);
+  };
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, kTraceSpansSql, -1, &s, nullptr) != SQLITE_OK) return out;
-  BindText(s, 1, trace_id);
-  while (sqlite3_step(s) == SQLITE_ROW) {
-    StoredSpan sp;
-    sp.trace_id = ColumnText(s, 0);
-    sp.span_id = ColumnText(s, 1);
-    sp.parent_span_id = ColumnText(s, 2);
-    sp.name = ColumnText(s, 3);
-    sp.kind = sqlite3_column_int(s, 4);
-    sp.start_time_unix_nano = sqlite3_column_int64(s, 5);
-    sp.end_time_unix_nano = sqlite3_column_int64(s, 6);
-    sp.status_code = sqlite3_column_int(s, 7);
-    sp.status_message = ColumnText(s, 8);
-    sp.attributes = ColumnText(s, 9);
-    sp.events = ColumnText(s, 10);
-    sp.links = ColumnText(s, 11);
-    sp.resource = ColumnText(s, 12);
-    sp.scope = ColumnText(s, 13);
-    sp.service_name = ColumnText(s, 14);
-    out.push_back(std::move(sp));
+  if (!HasTracePart()) {
+    if (sqlite3_prepare_v2(db_, kTraceSpansWithoutPartsSql, -1, &s, nullptr) != SQLITE_OK)
+      return {};
+    BindText(s, 1, trace_id);
+    read(s);
+  } else {
+    if (sqlite3_prepare_v2(db_, kTraceSpansSql, -1, &s, nullptr) != SQLITE_OK) return {};
+    BindText(s, 1, trace_id);
+    read(s);  // ?2 NULL: rows of a store made before parts
+    // Both ends read from the index (SQLite's min/max optimization skips its NULLs).
+    const std::int64_t first = Count("SELECT min(trace_part) FROM spans");
+    const std::int64_t last = Count("SELECT max(trace_part) FROM spans");
+    for (std::int64_t part = first; part <= last; ++part) {
+      sqlite3_bind_int64(s, 2, part);
+      read(s);
+    }
   }
   sqlite3_finalize(s);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.start_time_unix_nano, a.first) <
+           std::tie(b.second.start_time_unix_nano, b.first);
+  });
+  std::vector<StoredSpan> out;
+  out.reserve(rows.size());
+  for (auto& r : rows) out.push_back(std::move(r.second));
   return out;
 }
 

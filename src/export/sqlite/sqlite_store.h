@@ -25,10 +25,15 @@
 //     resource             TEXT NOT NULL,    -- JSON object of the resource attributes
 //     scope                TEXT NOT NULL,    -- instrumentation scope name ('' when none)
 //     service_name         TEXT NOT NULL,    -- resource attribute service.name ('' when none)
-//     dropped_events_count INTEGER NOT NULL
+//     dropped_events_count INTEGER NOT NULL,
+//     trace_part           INTEGER           -- rowid / 16384, for the trace index (below);
+//                                            -- NULL in rows of a store made before it
 //   );
-//   CREATE INDEX spans_trace_key ON spans(substr(trace_id, 1, 8));
 //   CREATE INDEX spans_start ON spans(start_time_unix_nano);
+//   CREATE INDEX spans_trace_part ON spans(trace_part, substr(trace_id, 1, 8));
+//
+// A trace's spans are found by seeking spans_trace_part once per part (kTraceSpansSql): the
+// index takes its inserts within the newest part, not all over itself (sqlite_store.cc).
 //
 //   CREATE TABLE logs (
 //     time_unix_nano          INTEGER NOT NULL, -- the record's time, else its observed time
@@ -116,8 +121,9 @@ struct RetentionResult {
   std::int64_t metrics_deleted = 0;
 };
 
-// The statement TraceSpans runs, `?1` the trace id in hex: here so that a test can check its
-// query plan (that it finds the trace through the index and does not scan the table).
+// The statement TraceSpans runs for each part, `?1` the trace id in hex, `?2` the part: here
+// so that a test can check its query plan (that it finds the trace through the index and does
+// not scan the table).
 extern const char* const kTraceSpansSql;
 
 class SqliteStore {
@@ -149,7 +155,7 @@ class SqliteStore {
   // (when non-empty) keeps traces with at least one span of that service.name, placed by the
   // newest of those spans.
   std::vector<std::string> RecentTraceIds(std::size_t limit, std::string_view service);
-  // All spans of one trace, by start time (the query is kTraceSpansSql).
+  // All spans of one trace, by start time (kTraceSpansSql, once per part).
   std::vector<StoredSpan> TraceSpans(std::string_view trace_id);
   // Row counts (0 on error).
   std::int64_t CountSpans();
@@ -166,6 +172,9 @@ class SqliteStore {
 
  private:
   std::int64_t Count(const char* sql);
+  // Whether `spans` has its trace_part column (a store made before it was added has not).
+  bool HasTracePart();
+  bool AddTracePart(std::string* error);
   bool Exec(const char* sql, std::string* error);
   sqlite3_stmt* Prepare(const char* sql, std::string* error);
   // Steps an insert, then lets the pacer pause.
@@ -176,6 +185,7 @@ class SqliteStore {
   sqlite3_stmt* insert_span_ = nullptr;
   sqlite3_stmt* insert_log_ = nullptr;
   sqlite3_stmt* upsert_metric_ = nullptr;
+  std::int64_t next_rowid_ = 1;  // the rowid the next span's row will get (its trace_part)
   pipeline::Pacer pacer_;
 };
 

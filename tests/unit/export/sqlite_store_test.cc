@@ -121,7 +121,7 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedColumns) {
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 1); });
   QueryRow(*store,
            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
-           "('spans_trace_key', 'spans_start')",
+           "('spans_trace_part', 'spans_start')",
            [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int(st, 0), 2); });
   // Valid JSON for SQLite's own JSON functions too.
   QueryRow(*store,
@@ -423,33 +423,97 @@ TEST_F(SqliteStoreTest, FindsATraceByItsIdPrefixIndexAndKeepsItsOwnSpans) {
   while (sqlite3_step(st) == SQLITE_ROW)
     plan += reinterpret_cast<const char*>(sqlite3_column_text(st, 3)) + std::string("\n");
   sqlite3_finalize(st);
-  EXPECT_NE(plan.find("SEARCH spans USING INDEX spans_trace_key"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("SEARCH spans USING INDEX spans_trace_part (trace_part=? AND <expr>=?)"),
+            std::string::npos)
+      << plan;
 }
 
-// A store made with the index on the whole trace id loses it when opened for writing, and
-// gets the prefix index; its rows stay.
-TEST_F(SqliteStoreTest, OpeningAnOlderStoreReplacesTheWholeIdIndex) {
-  {
+// Each row carries its part of the trace index (rowid / 16384), and a trace whose spans lie in
+// several parts, with rows of other traces between them, is found whole and in start order.
+TEST_F(SqliteStoreTest, FindsATraceWhoseSpansLieInSeveralParts) {
+  auto store = OpenStore();
+  const std::string a = "abcdef0100000000000000000000000a";
+  TracesRequest first;
+  AddSpan(&first, "0000000000000001", "", "a-root", 1000, 9000, a);
+  std::string error;
+  ASSERT_TRUE(store->InsertTraces(first, &error)) << error;
+  // Two parts of other traces' rows, written as the store writes them.
+  TracesRequest filler;
+  for (int i = 0; i < 2 * 16384; ++i)
+    AddSpan(&filler, fmt::format("{:016x}", i + 100), "", "other", 500, 600,
+            fmt::format("{:032x}", i + 100));
+  ASSERT_TRUE(store->InsertTraces(filler, &error)) << error;
+  TracesRequest later;
+  AddSpan(&later, "0000000000000003", "0000000000000002", "a-grandchild", 3000, 4000, a);
+  AddSpan(&later, "0000000000000002", "0000000000000001", "a-child", 2000, 8000, a);
+  ASSERT_TRUE(store->InsertTraces(later, &error)) << error;
+
+  QueryRow(*store,
+           "SELECT count(*), sum(trace_part = rowid / 16384), min(trace_part), max(trace_part) "
+           "FROM spans",
+           [](sqlite3_stmt* st) {
+             EXPECT_EQ(sqlite3_column_int64(st, 0), 2 * 16384 + 3);
+             EXPECT_EQ(sqlite3_column_int64(st, 1), 2 * 16384 + 3);
+             EXPECT_EQ(sqlite3_column_int64(st, 2), 0);
+             EXPECT_EQ(sqlite3_column_int64(st, 3), 2);
+           });
+  const auto spans = store->TraceSpans(a);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].name, "a-root");
+  EXPECT_EQ(spans[1].name, "a-child");
+  EXPECT_EQ(spans[2].name, "a-grandchild");
+  EXPECT_EQ(store->TraceSpans(fmt::format("{:032x}", 100 + 16384)).size(), 1u);
+}
+
+// A store made before trace parts (no trace_part column; the index on the id's prefix alone,
+// or, older, on the whole id): read-only it finds its traces as it is; opened for writing it
+// gets the column (NULL in its rows) and the index on parts in place of the old one, and finds
+// a trace whose spans are on both sides of the change.
+TEST_F(SqliteStoreTest, AStoreMadeBeforePartsKeepsItsTracesFindable) {
+  for (const char* old_index : {"CREATE INDEX spans_trace_key ON spans(substr(trace_id, 1, 8))",
+                                "CREATE INDEX spans_trace_id ON spans(trace_id)"}) {
+    SCOPED_TRACE(old_index);
+    fs::remove(path_);
+    {
+      auto store = OpenStore();
+      TracesRequest req;
+      AddSpan(&req, "0000000000000001", "", "old", 1000, 2000);
+      std::string error;
+      ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+      // Back to the schema of before: no column, the old index.
+      ASSERT_EQ(sqlite3_exec(store->handle(),
+                             (std::string("DROP INDEX spans_trace_part; ALTER TABLE spans DROP "
+                                          "COLUMN trace_part; ") +
+                              old_index)
+                                 .c_str(),
+                             nullptr, nullptr, nullptr),
+                SQLITE_OK)
+          << sqlite3_errmsg(store->handle());
+    }
+    {
+      SqliteStore reader;
+      std::string error;
+      ASSERT_TRUE(reader.Open(path_, &error)) << error;
+      ASSERT_EQ(reader.TraceSpans(testing::kTrace).size(), 1u);
+    }
     auto store = OpenStore();
+    QueryRow(*store,
+             "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index' "
+             "AND tbl_name = 'spans' ORDER BY name)",
+             [](sqlite3_stmt* st) { EXPECT_EQ(Text(st, 0), "spans_start,spans_trace_part"); });
+    QueryRow(*store, "SELECT trace_part FROM spans WHERE name = 'old'",
+             [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_type(st, 0), SQLITE_NULL); });
     TracesRequest req;
-    AddSpan(&req, "0000000000000001", "", "old", 1000, 2000);
+    AddSpan(&req, "0000000000000002", "0000000000000001", "new", 1500, 1900);
     std::string error;
     ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
-    ASSERT_EQ(sqlite3_exec(store->handle(),
-                           "DROP INDEX spans_trace_key; CREATE INDEX spans_trace_id ON "
-                           "spans(trace_id)",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    QueryRow(*store, "SELECT trace_part FROM spans WHERE name = 'new'",
+             [](sqlite3_stmt* st) { EXPECT_EQ(sqlite3_column_int64(st, 0), 0); });
+    const auto spans = store->TraceSpans(testing::kTrace);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(spans[0].name, "old");
+    EXPECT_EQ(spans[1].name, "new");
   }
-  auto store = OpenStore();
-  QueryRow(*store,
-           "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index' "
-           "AND tbl_name = 'spans' ORDER BY name)",
-           [](sqlite3_stmt* st) {
-             EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
-                          "spans_start,spans_trace_key");
-           });
-  EXPECT_EQ(store->TraceSpans(testing::kTrace).size(), 1u);
 }
 
 // A store the agent creates has 16 KiB pages (fewer pages and WAL frames per row); a file made
