@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <tuple>
 #include <unordered_set>
@@ -658,13 +659,22 @@ std::vector<StoredSpan> SqliteStore::TraceSpans(std::string_view trace_id) {
     if (sqlite3_prepare_v2(db_, kTraceSpansSql, -1, &s, nullptr) != SQLITE_OK) return {};
     BindText(s, 1, trace_id);
     read(s);  // ?2 NULL: rows of a store made before parts
-    // Both ends read from the index (SQLite's min/max optimization skips its NULLs).
-    const std::int64_t first = Count("SELECT min(trace_part) FROM spans");
-    const std::int64_t last = Count("SELECT max(trace_part) FROM spans");
-    for (std::int64_t part = first; part <= last; ++part) {
-      sqlite3_bind_int64(s, 2, part);
-      read(s);
+    // Part by part, each found by one seek in the index: only the parts that have rows, so
+    // that rows far apart (a span with a start time that retention does not reach yet, among
+    // rows written much later) do not make the lookup walk the numbers between them.
+    sqlite3_stmt* next = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT min(trace_part) FROM spans WHERE trace_part > ?1", -1,
+                           &next, nullptr) == SQLITE_OK) {
+      std::int64_t after = std::numeric_limits<std::int64_t>::min();
+      while (sqlite3_bind_int64(next, 1, after) == SQLITE_OK && sqlite3_step(next) == SQLITE_ROW &&
+             sqlite3_column_type(next, 0) != SQLITE_NULL) {
+        after = sqlite3_column_int64(next, 0);
+        sqlite3_reset(next);
+        sqlite3_bind_int64(s, 2, after);
+        read(s);
+      }
     }
+    sqlite3_finalize(next);
   }
   sqlite3_finalize(s);
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {

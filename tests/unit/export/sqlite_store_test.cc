@@ -463,6 +463,13 @@ TEST_F(SqliteStoreTest, FindsATraceWhoseSpansLieInSeveralParts) {
   EXPECT_EQ(spans[1].name, "a-child");
   EXPECT_EQ(spans[2].name, "a-grandchild");
   EXPECT_EQ(store->TraceSpans(fmt::format("{:032x}", 100 + 16384)).size(), 1u);
+
+  // Parts far apart are sought one by one, not every number between them.
+  ASSERT_EQ(sqlite3_exec(store->handle(),
+                         "UPDATE spans SET trace_part = 1000000000000 WHERE name = 'a-child'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(store->TraceSpans(a).size(), 3u);
 }
 
 // A store made before trace parts (no trace_part column; the index on the id's prefix alone,
