@@ -326,7 +326,13 @@ bool SqliteStore::HasTracePart() {
 }
 
 bool SqliteStore::AddTracePart(std::string* error) {
-  return HasTracePart() || Exec("ALTER TABLE spans ADD COLUMN trace_part INTEGER", error);
+  if (HasTracePart()) return true;
+  std::string alter_error;
+  if (Exec("ALTER TABLE spans ADD COLUMN trace_part INTEGER", &alter_error)) return true;
+  // Another process that opened the same store may have added it first.
+  if (HasTracePart()) return true;
+  *error = std::move(alter_error);
+  return false;
 }
 
 std::int64_t SqliteStore::Count(const char* sql) {
