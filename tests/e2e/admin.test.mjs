@@ -41,7 +41,14 @@ describe('admin endpoints', () => {
   test('/metrics passes promtool check metrics', async () => {
     // Some traffic first so that labelled series exist.
     await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
-    const r = await scrape();
+    // The gateway records an exchange's metrics when it ends, after the response's last byte
+    // is written: the client can hold the whole response and scrape before that.
+    const hasTokens = (text) => parsePrometheus(text).some((s) => s.name === 'genai_llm_usage_tokens_total');
+    const settled = await pollUntil(async () => {
+      const x = await scrape();
+      return hasTokens(x.text) ? x : null;
+    }, { timeoutMs: 10000, intervalMs: 50 });
+    const r = settled ?? (await scrape());
     assert.match(r.headers.get('content-type') || '', /^text\/plain/);
     await promtoolCheck(r.text);
     // infertel's own metrics start with infertel_; the rest are the documented families of
