@@ -615,21 +615,26 @@ std::vector<std::string> SqliteStore::RecentTraceIds(std::size_t limit, std::str
   return ids;
 }
 
-// One part's spans of a trace (?1 the id in hex, ?2 the part, NULL for rows of a store made
-// before parts). `+trace_id`: with a plain `trace_id = ?1` SQLite propagates the constant into
-// the other term (substr(?1, 1, 8) = substr(?1, 1, 8)), which then no longer matches the
-// index, and scans the table instead.
-const char* const kTraceSpansSql =
+namespace {
+// A span's columns as TraceSpans reads them (StoredSpan's fields, then the rowid).
+constexpr std::string_view kSelectSpanRows =
     "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
     "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, "
-    "scope, service_name, rowid FROM spans WHERE trace_part IS ?2 AND "
+    "scope, service_name, rowid FROM spans WHERE ";
+// The trace, ?1 its id in hex, by the id's prefix that the trace index serves. `+trace_id`:
+// with a plain `trace_id = ?1` SQLite propagates the constant into the other term
+// (substr(?1, 1, 8) = substr(?1, 1, 8)), which then no longer matches the index, and scans
+// the table instead.
+constexpr std::string_view kMatchTraceId =
     "substr(trace_id, 1, 8) = substr(?1, 1, 8) AND +trace_id = ?1";
-// The same for a store made before parts, opened read-only (no agent has added them yet).
-constexpr const char* kTraceSpansWithoutPartsSql =
-    "SELECT trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
-    "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, "
-    "scope, service_name, rowid FROM spans WHERE substr(trace_id, 1, 8) = substr(?1, 1, 8) AND "
-    "+trace_id = ?1";
+// For a store made before parts, opened read-only (no agent has added them yet).
+const std::string kTraceSpansWithoutPartsSql =
+    std::string(kSelectSpanRows) + std::string(kMatchTraceId);
+}  // namespace
+
+// One part's spans of a trace: ?2 the part, NULL for rows of a store made before parts.
+const std::string kTraceSpansSql =
+    std::string(kSelectSpanRows) + "trace_part IS ?2 AND " + std::string(kMatchTraceId);
 
 std::vector<StoredSpan> SqliteStore::TraceSpans(std::string_view trace_id) {
   std::vector<std::pair<std::int64_t, StoredSpan>> rows;  // with their rowids
@@ -657,12 +662,12 @@ std::vector<StoredSpan> SqliteStore::TraceSpans(std::string_view trace_id) {
   };
   sqlite3_stmt* s = nullptr;
   if (!HasTracePart()) {
-    if (sqlite3_prepare_v2(db_, kTraceSpansWithoutPartsSql, -1, &s, nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db_, kTraceSpansWithoutPartsSql.c_str(), -1, &s, nullptr) != SQLITE_OK)
       return {};
     BindText(s, 1, trace_id);
     read(s);
   } else {
-    if (sqlite3_prepare_v2(db_, kTraceSpansSql, -1, &s, nullptr) != SQLITE_OK) return {};
+    if (sqlite3_prepare_v2(db_, kTraceSpansSql.c_str(), -1, &s, nullptr) != SQLITE_OK) return {};
     BindText(s, 1, trace_id);
     read(s);  // ?2 NULL: rows of a store made before parts
     // Part by part, each found by one seek in the index: only the parts that have rows, so

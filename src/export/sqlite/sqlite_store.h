@@ -124,7 +124,7 @@ struct RetentionResult {
 // The statement TraceSpans runs for each part, `?1` the trace id in hex, `?2` the part: here
 // so that a test can check its query plan (that it finds the trace through the index and does
 // not scan the table).
-extern const char* const kTraceSpansSql;
+extern const std::string kTraceSpansSql;
 
 class SqliteStore {
  public:
