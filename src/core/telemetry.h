@@ -55,11 +55,15 @@ inline std::size_t CountItems(const MetricsRequest& req) {
 }
 
 // Attribute helpers: append one key/value to a repeated KeyValue field.
+//
+// Strings are handed to protobuf as a std::string it can take: given characters and a length,
+// protobuf 3.21 makes a temporary std::string of them and then copies that, two allocations
+// for any string longer than the 15 characters a std::string holds inline.
 template <typename Repeated>
 inline void AddAttr(Repeated* attrs, std::string_view key, std::string_view value) {
   auto* kv = attrs->Add();
-  kv->set_key(key.data(), key.size());
-  kv->mutable_value()->set_string_value(value.data(), value.size());
+  kv->set_key(std::string(key));
+  kv->mutable_value()->set_string_value(std::string(value));
 }
 template <typename Repeated>
 inline void AddAttr(Repeated* attrs, std::string_view key, const char* value) {
@@ -68,7 +72,7 @@ inline void AddAttr(Repeated* attrs, std::string_view key, const char* value) {
 template <typename Repeated>
 inline void AddAttr(Repeated* attrs, std::string_view key, std::int64_t value) {
   auto* kv = attrs->Add();
-  kv->set_key(key.data(), key.size());
+  kv->set_key(std::string(key));
   kv->mutable_value()->set_int_value(value);
 }
 template <typename Repeated>
@@ -78,13 +82,13 @@ inline void AddAttr(Repeated* attrs, std::string_view key, int value) {
 template <typename Repeated>
 inline void AddAttr(Repeated* attrs, std::string_view key, double value) {
   auto* kv = attrs->Add();
-  kv->set_key(key.data(), key.size());
+  kv->set_key(std::string(key));
   kv->mutable_value()->set_double_value(value);
 }
 template <typename Repeated>
 inline void AddAttr(Repeated* attrs, std::string_view key, bool value) {
   auto* kv = attrs->Add();
-  kv->set_key(key.data(), key.size());
+  kv->set_key(std::string(key));
   kv->mutable_value()->set_bool_value(value);
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "core/semconv.h"
+#include "core/static_key.h"
 #include "gateway/openai/json_util.h"
 
 namespace infertel::gateway {
@@ -32,7 +33,7 @@ void Convert(simdjson::dom::element e, AnyValue* out, int depth, int max_depth) 
       auto* list = out->mutable_kvlist_value();
       for (auto field : obj) {
         auto* kv = list->add_values();
-        kv->set_key(field.key.data(), field.key.size());
+        kv->set_key(std::string(field.key));  // one allocation, not two (core/telemetry.h)
         Convert(field.value, kv->mutable_value(), depth + 1, max_depth);
       }
       return;
@@ -50,7 +51,7 @@ void Convert(simdjson::dom::element e, AnyValue* out, int depth, int max_depth) 
     }
     case element_type::STRING: {
       std::string_view s = e.get_string().value_unsafe();
-      out->set_string_value(s.data(), s.size());
+      out->set_string_value(std::string(s));
       return;
     }
     case element_type::INT64:
@@ -73,11 +74,10 @@ void Convert(simdjson::dom::element e, AnyValue* out, int depth, int max_depth) 
 
 // A GenAI message array as a structured attribute; as its JSON text if it cannot be parsed
 // (it is built by our own writer, so that would be a bug, but the content is not lost).
-void AddMessages(google::protobuf::RepeatedPtrField<KeyValue>* attrs, std::string_view key,
+void AddMessages(google::protobuf::RepeatedPtrField<KeyValue>* attrs, const StaticKey& key,
                  const std::string& json) {
   if (json.empty()) return;
-  auto* kv = attrs->Add();
-  kv->set_key(key.data(), key.size());
+  auto* kv = AddKey(attrs, key);
   if (!JsonToAnyValue(json, kv->mutable_value())) kv->mutable_value()->set_string_value(json);
 }
 
@@ -114,37 +114,39 @@ void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record
   auto* a = record->mutable_attributes();
   const auto& rq = ex.request;
   const auto& rs = ex.response;
-  AddAttr(a, sc::kEventName, sc::kEventInferenceOperationDetails);
-  AddAttr(a, sc::kGenAiOperationName, openai::OperationName(ex.op));
-  if (rq.model) AddAttr(a, sc::kGenAiRequestModel, *rq.model);
-  if (rq.n) AddAttr(a, sc::kGenAiRequestChoiceCount, *rq.n);
-  if (rq.temperature) AddAttr(a, sc::kGenAiRequestTemperature, *rq.temperature);
-  if (rq.top_p) AddAttr(a, sc::kGenAiRequestTopP, *rq.top_p);
-  if (rq.top_k) AddAttr(a, sc::kGenAiRequestTopK, *rq.top_k);
-  if (rq.max_tokens) AddAttr(a, sc::kGenAiRequestMaxTokens, *rq.max_tokens);
-  if (rq.parsed) AddAttr(a, sc::kGenAiRequestStream, rq.stream);
-  if (rs.id) AddAttr(a, sc::kGenAiResponseId, *rs.id);
-  if (rs.model) AddAttr(a, sc::kGenAiResponseModel, *rs.model);
+  AddAttr(a, Key<sc::kEventName>(), sc::kEventInferenceOperationDetails);
+  AddAttr(a, Key<sc::kGenAiOperationName>(), openai::OperationName(ex.op));
+  if (rq.model) AddAttr(a, Key<sc::kGenAiRequestModel>(), *rq.model);
+  if (rq.n) AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), *rq.n);
+  if (rq.temperature) AddAttr(a, Key<sc::kGenAiRequestTemperature>(), *rq.temperature);
+  if (rq.top_p) AddAttr(a, Key<sc::kGenAiRequestTopP>(), *rq.top_p);
+  if (rq.top_k) AddAttr(a, Key<sc::kGenAiRequestTopK>(), *rq.top_k);
+  if (rq.max_tokens) AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), *rq.max_tokens);
+  if (rq.parsed) AddAttr(a, Key<sc::kGenAiRequestStream>(), rq.stream);
+  if (rs.id) AddAttr(a, Key<sc::kGenAiResponseId>(), *rs.id);
+  if (rs.model) AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
   if (!rs.finish_reasons.empty()) {
     auto* kv = a->Add();
-    kv->set_key(std::string(sc::kGenAiResponseFinishReasons));
+    SetKey(kv, Key<sc::kGenAiResponseFinishReasons>());
     auto* arr = kv->mutable_value()->mutable_array_value();
     for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
   }
   if (ex.streamed && ex.first_token_mono_ns > ex.start.mono_start_ns) {
-    AddAttr(a, sc::kGenAiResponseTimeToFirstChunk,
+    AddAttr(a, Key<sc::kGenAiResponseTimeToFirstChunk>(),
             static_cast<double>(ex.first_token_mono_ns - ex.start.mono_start_ns) / 1e9);
   }
-  if (rs.usage.input_tokens) AddAttr(a, sc::kGenAiUsageInputTokens, *rs.usage.input_tokens);
-  if (rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, *rs.usage.output_tokens);
+  if (rs.usage.input_tokens) AddAttr(a, Key<sc::kGenAiUsageInputTokens>(), *rs.usage.input_tokens);
+  if (rs.usage.output_tokens)
+    AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);
   if (rs.usage.cached_tokens)
-    AddAttr(a, sc::kGenAiUsageCacheReadInputTokens, *rs.usage.cached_tokens);
+    AddAttr(a, Key<sc::kGenAiUsageCacheReadInputTokens>(), *rs.usage.cached_tokens);
   if (ex.outcome != Outcome::kOk) {
-    AddAttr(a, sc::kErrorType, ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
+    AddAttr(a, Key<sc::kErrorType>(),
+            ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
   }
   if (ex.capture_content) {
-    AddMessages(a, sc::kGenAiInputMessages, rq.input_messages_json);
-    AddMessages(a, sc::kGenAiOutputMessages, rs.output_messages_json);
+    AddMessages(a, Key<sc::kGenAiInputMessages>(), rq.input_messages_json);
+    AddMessages(a, Key<sc::kGenAiOutputMessages>(), rs.output_messages_json);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/semconv.h"
+#include "core/static_key.h"
 
 namespace infertel::gateway {
 namespace sc = semconv;
@@ -36,29 +37,29 @@ void AddSglangAttributes(const Exchange& ex, const EngineFacts& engine,
     // SGLang names the request after the body's `rid` when the client set one, else the
     // response id is its rid.
     if (rq.request_id) {
-      AddAttr(a, sc::kGenAiRequestId, *rq.request_id);
+      AddAttr(a, Key<sc::kGenAiRequestId>(), *rq.request_id);
     } else if (rs.id) {
-      AddAttr(a, sc::kGenAiRequestId, *rs.id);
+      AddAttr(a, Key<sc::kGenAiRequestId>(), *rs.id);
     }
   }
   if (rs.usage.cached_tokens) {
-    AddAttr(a, sc::kGenAiUsageCacheReadInputTokens, *rs.usage.cached_tokens);
+    AddAttr(a, Key<sc::kGenAiUsageCacheReadInputTokens>(), *rs.usage.cached_tokens);
   }
   const std::uint64_t end = std::max(ex.end_mono_ns, ex.start.mono_start_ns);
-  AddAttr(a, sc::kGenAiLatencyE2e, static_cast<double>(end - ex.start.mono_start_ns) / 1e9);
+  AddAttr(a, Key<sc::kGenAiLatencyE2e>(), static_cast<double>(end - ex.start.mono_start_ns) / 1e9);
   if (ex.streamed) {
     std::int64_t interval = engine.stream_interval > 0 ? engine.stream_interval : 1;
     if (rq.stream_interval && *rq.stream_interval > 0) interval = *rq.stream_interval;
     const std::int64_t streamed = ex.stream_deltas * interval;
-    AddAttr(a, sc::kGenAiResponseTokensStreamed, streamed);
-    if (!rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, streamed);
+    AddAttr(a, Key<sc::kGenAiResponseTokensStreamed>(), streamed);
+    if (!rs.usage.output_tokens) AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), streamed);
   }
   if (ex.op == openai::Operation::kChat && ex.streamed) {
     std::int64_t count = 0;
     for (const auto& calls : rs.tool_calls) count += static_cast<std::int64_t>(calls.size());
-    AddAttr(a, sc::kGenAiRequestHasToolCalls, rq.has_tools);
-    AddAttr(a, sc::kGenAiRequestToolCallDetected, count > 0);
-    AddAttr(a, sc::kGenAiRequestToolCallsCount, count);
+    AddAttr(a, Key<sc::kGenAiRequestHasToolCalls>(), rq.has_tools);
+    AddAttr(a, Key<sc::kGenAiRequestToolCallDetected>(), count > 0);
+    AddAttr(a, Key<sc::kGenAiRequestToolCallsCount>(), count);
     for (std::size_t i = 0; i < rs.tool_calls.size(); ++i) {
       for (std::size_t j = 0; j < rs.tool_calls[i].size(); ++j) {
         const openai::ToolCall& tc = rs.tool_calls[i][j];
@@ -93,46 +94,48 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   a->Reserve(kEntrySpanAttributes);
   const auto& rq = ex.request;
   const auto& rs = ex.response;
-  AddAttr(a, sc::kGenAiSpanKind, openai::SpanKindFor(ex.op));
-  AddAttr(a, sc::kGenAiOperationName, openai::OperationName(ex.op));
-  if (rq.model) AddAttr(a, sc::kGenAiRequestModel, *rq.model);
-  if (rq.n) AddAttr(a, sc::kGenAiRequestChoiceCount, *rq.n);
-  if (rq.temperature) AddAttr(a, sc::kGenAiRequestTemperature, *rq.temperature);
-  if (rq.top_p) AddAttr(a, sc::kGenAiRequestTopP, *rq.top_p);
-  if (rq.top_k) AddAttr(a, sc::kGenAiRequestTopK, *rq.top_k);
-  if (rq.max_tokens) AddAttr(a, sc::kGenAiRequestMaxTokens, *rq.max_tokens);
-  if (rq.parsed) AddAttr(a, sc::kGenAiRequestIsStream, rq.stream);
+  AddAttr(a, Key<sc::kGenAiSpanKind>(), openai::SpanKindFor(ex.op));
+  AddAttr(a, Key<sc::kGenAiOperationName>(), openai::OperationName(ex.op));
+  if (rq.model) AddAttr(a, Key<sc::kGenAiRequestModel>(), *rq.model);
+  if (rq.n) AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), *rq.n);
+  if (rq.temperature) AddAttr(a, Key<sc::kGenAiRequestTemperature>(), *rq.temperature);
+  if (rq.top_p) AddAttr(a, Key<sc::kGenAiRequestTopP>(), *rq.top_p);
+  if (rq.top_k) AddAttr(a, Key<sc::kGenAiRequestTopK>(), *rq.top_k);
+  if (rq.max_tokens) AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), *rq.max_tokens);
+  if (rq.parsed) AddAttr(a, Key<sc::kGenAiRequestIsStream>(), rq.stream);
   const bool sglang = ex.engine == EngineKind::kSglang;
   // M4.1 has neither the user nor the session id; SGLang's streams carry gen_ai.request.id.
-  if (rq.user && !sglang) AddAttr(a, sc::kGenAiUserId, *rq.user);
+  if (rq.user && !sglang) AddAttr(a, Key<sc::kGenAiUserId>(), *rq.user);
   // In streaming mode the request is identified by the id every chunk carries.
-  if (ex.streamed && rs.id && !sglang) AddAttr(a, sc::kSessionId, *rs.id);
-  if (rs.id) AddAttr(a, sc::kGenAiResponseId, *rs.id);
+  if (ex.streamed && rs.id && !sglang) AddAttr(a, Key<sc::kSessionId>(), *rs.id);
+  if (rs.id) AddAttr(a, Key<sc::kGenAiResponseId>(), *rs.id);
   // M4.1: the response model of SGLang's entry span is reported for non-streaming only.
-  if (rs.model && !(sglang && ex.streamed)) AddAttr(a, sc::kGenAiResponseModel, *rs.model);
+  if (rs.model && !(sglang && ex.streamed)) AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
   if (!rs.finish_reasons.empty()) {
     auto* kv = a->Add();
-    kv->set_key(std::string(sc::kGenAiResponseFinishReasons));
+    SetKey(kv, Key<sc::kGenAiResponseFinishReasons>());
     auto* arr = kv->mutable_value()->mutable_array_value();
     for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
   }
-  if (rs.usage.input_tokens) AddAttr(a, sc::kGenAiUsageInputTokens, *rs.usage.input_tokens);
-  if (rs.usage.output_tokens) AddAttr(a, sc::kGenAiUsageOutputTokens, *rs.usage.output_tokens);
-  if (rs.usage.total_tokens) AddAttr(a, sc::kGenAiUsageTotalTokens, *rs.usage.total_tokens);
+  if (rs.usage.input_tokens) AddAttr(a, Key<sc::kGenAiUsageInputTokens>(), *rs.usage.input_tokens);
+  if (rs.usage.output_tokens)
+    AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);
+  if (rs.usage.total_tokens) AddAttr(a, Key<sc::kGenAiUsageTotalTokens>(), *rs.usage.total_tokens);
   if (sglang) AddSglangAttributes(ex, engine, a);
   if (ex.capture_content && ex.content_on_span) {
     if (!rq.input_messages_json.empty())
-      AddAttr(a, sc::kGenAiInputMessages, rq.input_messages_json);
+      AddAttr(a, Key<sc::kGenAiInputMessages>(), rq.input_messages_json);
     if (!rs.output_messages_json.empty())
-      AddAttr(a, sc::kGenAiOutputMessages, rs.output_messages_json);
+      AddAttr(a, Key<sc::kGenAiOutputMessages>(), rs.output_messages_json);
   }
 
   if (!rq.parsed) {
     // Forwarded untouched, but the span says why it knows less.
-    AddAttr(a, sc::kInfertelParseError, rq.parse_error);
+    AddAttr(a, Key<sc::kInfertelParseError>(), rq.parse_error);
   }
   if (ex.outcome != Outcome::kOk) {
-    AddAttr(a, sc::kErrorType, ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
+    AddAttr(a, Key<sc::kErrorType>(),
+            ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
     span->mutable_status()->set_code(otlp_trace::Status::STATUS_CODE_ERROR);
     span->mutable_status()->set_message(ex.error_message);
   }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "core/semconv.h"
+#include "core/static_key.h"
 
 namespace infertel::engines::vllm {
 namespace sc = semconv;
@@ -59,6 +61,16 @@ constexpr std::array<std::string_view, kSlotCount> kSlotKeys = {
     sc::kGenAiLatencyTimeInScheduler,
     sc::kGenAiLatencyTimeInModelForward,
 };
+
+// The slot keys as StaticKeys (core/static_key.h), for the attributes normalization adds.
+template <std::size_t... I>
+const StaticKey& SlotKeyOf(std::size_t slot, std::index_sequence<I...>) {
+  static const std::array<StaticKey, kSlotCount> keys{StaticKey(kSlotKeys[I])...};
+  return keys[slot];
+}
+const StaticKey& SlotKey(Slot slot) {
+  return SlotKeyOf(slot, std::make_index_sequence<kSlotCount>());
+}
 
 constexpr std::size_t kMaxKeyLen = 64, kKeysPerLen = 4;
 // The table below holds every slot key only if these hold.
@@ -132,9 +144,9 @@ void Set(Span* span, AttrIndex* idx, Slot slot, T value) {
   }
   auto* attrs = span->mutable_attributes();
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    AddAttr(attrs, kSlotKeys[slot], static_cast<std::int64_t>(value));
+    AddAttr(attrs, SlotKey(slot), static_cast<std::int64_t>(value));
   } else {
-    AddAttr(attrs, kSlotKeys[slot], value);
+    AddAttr(attrs, SlotKey(slot), value);
   }
   idx->first[slot] = attrs->Mutable(attrs->size() - 1);  // element pointers are stable
   idx->count[slot] = 1;
@@ -216,7 +228,7 @@ void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_
       Span* k = MakePhase(arena, span, idx, sc::kSpanKvTransfer, wait_start,
                           wait_start + std::min(*kv, prefill_start - wait_start));
       k->set_parent_span_id(phases->back()->span_id());
-      AddAttr(k->mutable_attributes(), sc::kGenAiKvTransferDirection, "recv");
+      AddAttr(k->mutable_attributes(), Key<sc::kGenAiKvTransferDirection>(), "recv");
       phases->push_back(k);
     }
   }
@@ -235,22 +247,20 @@ void AddTokenEvent(Span* span, std::string_view name, std::uint64_t time,
   ev->set_name(std::string(name));
   ev->set_time_unix_nano(time);
   auto* a = ev->mutable_attributes();
-  if (engine_index) AddAttr(a, sc::kGenAiEngineIndex, *engine_index);
+  if (engine_index) AddAttr(a, Key<sc::kGenAiEngineIndex>(), *engine_index);
   if (d == nullptr) return;
-  AddAttr(a, sc::kGenAiTokenCount, static_cast<std::int64_t>(d->texts.size()));
-  auto array = [&](std::string_view key) {
-    auto* kv = a->Add();
-    kv->set_key(std::string(key));
-    return kv->mutable_value()->mutable_array_value();
+  AddAttr(a, Key<sc::kGenAiTokenCount>(), static_cast<std::int64_t>(d->texts.size()));
+  auto array = [&](const StaticKey& key) {
+    return AddKey(a, key)->mutable_value()->mutable_array_value();
   };
-  auto* texts = array(sc::kGenAiTokenTexts);
+  auto* texts = array(Key<sc::kGenAiTokenTexts>());
   for (const auto& t : d->texts) texts->add_values()->set_string_value(t);
   if (!d->logprobs.empty()) {
-    auto* lp = array(sc::kGenAiTokenLogprobs);
+    auto* lp = array(Key<sc::kGenAiTokenLogprobs>());
     for (double v : d->logprobs) lp->add_values()->set_double_value(v);
   }
   if (!d->ids.empty()) {
-    auto* ids = array(sc::kGenAiTokenIds);
+    auto* ids = array(Key<sc::kGenAiTokenIds>());
     for (auto v : d->ids) ids->add_values()->set_int_value(v);
   }
 }

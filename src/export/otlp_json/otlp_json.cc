@@ -36,6 +36,11 @@ void AppendNonFinite(std::string* out, double v) {
 
 void EncodeMessage(const Message& m, std::string* out);
 
+// The key field of a generated KeyValue (the only KeyValue this encoder is given).
+bool IsKeyValueKey(const FieldDescriptor* f) {
+  return f->containing_type() == KeyValue::descriptor() && f->number() == KeyValue::kKeyFieldNumber;
+}
+
 void EncodeValue(const Message& m, const FieldDescriptor* f, int index, std::string* out) {
   const Reflection* r = m.GetReflection();
   const bool rep = index >= 0;
@@ -76,8 +81,11 @@ void EncodeValue(const Message& m, const FieldDescriptor* f, int index, std::str
       break;
     case FieldDescriptor::CPPTYPE_STRING: {
       std::string scratch;
-      const std::string& s = rep ? r->GetRepeatedStringReference(m, f, index, &scratch)
-                                 : r->GetStringReference(m, f, &scratch);
+      // A key the agent set without a copy (core/static_key.h) reads as unset by reflection,
+      // so a KeyValue's key is read through its accessor.
+      const std::string& s = IsKeyValueKey(f) ? static_cast<const KeyValue&>(m).key()
+                             : rep            ? r->GetRepeatedStringReference(m, f, index, &scratch)
+                                              : r->GetStringReference(m, f, &scratch);
       if (f->type() == FieldDescriptor::TYPE_BYTES)
         AppendString(out, IsIdField(f) ? BytesToHex(s) : Base64Encode(s));
       else

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/semconv.h"
+#include "core/static_key.h"
 #include "export/otlp_json/json_util.h"
 #include "test_util.h"
 
@@ -40,6 +42,24 @@ TEST(OtlpJsonTest, EncodesTheOtlpJsonMapping) {
   EXPECT_NE(json.find("\"code\":2"), std::string::npos);
   EXPECT_NE(json.find("\"traceId\":\"11111111111111111111111111111111\""), std::string::npos);
   EXPECT_EQ(json.find("trace_id"), std::string::npos);
+}
+
+// Keys the agent shares instead of copying (core/static_key.h) read as unset by reflection;
+// the encoder reads them through the accessor, so they reach the JSON and come back.
+TEST(OtlpJsonTest, EncodesSharedKeys) {
+  TracesRequest req;
+  auto* span = req.add_resource_spans()->add_scope_spans()->add_spans();
+  span->set_name("chat m");
+  AddAttr(span->mutable_attributes(), Key<semconv::kGenAiRequestModel>(), "m");
+  const std::string json = otlp_json::EncodeTraces(req);
+  EXPECT_NE(json.find(R"({"key":"gen_ai.request.model","value":{"stringValue":"m"}})"),
+            std::string::npos)
+      << json;
+  TracesRequest back;
+  std::string error;
+  ASSERT_TRUE(otlp_json::Decode(json, &back, &error)) << error;
+  EXPECT_EQ(back.resource_spans(0).scope_spans(0).spans(0).attributes(0).key(),
+            semconv::kGenAiRequestModel);
 }
 
 TEST(OtlpJsonTest, RoundTripsTraces) {

@@ -8,6 +8,7 @@
 
 #include "core/ids.h"
 #include "core/semconv.h"
+#include "core/static_key.h"
 #include "gateway/entry_span.h"
 #include "pipeline/held.h"
 
@@ -85,6 +86,48 @@ TEST(EntrySpanEmitterTest, EachSpanIsHeldOnItsArenaUnderOneSharedResource) {
   ASSERT_TRUE(copy.ParseFromString(batch.request->SerializeAsString()));
   EXPECT_EQ(copy.resource_spans(0).resource().SerializeAsString(),
             AgentResource().SerializeAsString());
+}
+
+// Every key of an entry span points at the model's one copy of it (core/static_key.h): an
+// entry span's keys cost no allocation and no free per request.
+TEST(EntrySpanEmitterTest, EveryAttributeKeyIsTheModelsOwn) {
+  if (!StaticKeysShared()) GTEST_SKIP() << "this protobuf copies keys";
+  Exchange ex = ChatExchange("a-model-name-longer-than-fifteen");
+  ex.request.temperature = 0.5;
+  ex.request.max_tokens = 16;
+  ex.response.id = "chatcmpl-0123456789abcdef";
+  ex.response.model = "a-model-name-longer-than-fifteen";
+  ex.response.finish_reasons = {"stop"};
+  ex.response.usage.input_tokens = 3;
+  ex.response.usage.output_tokens = 2;
+  ex.response.usage.total_tokens = 5;
+  HeldSink sink;
+  EntrySpanEmitter(&sink, AgentResource()).OnExchangeFinished(ex);
+  ASSERT_EQ(sink.held.size(), 1u);
+  const Span& span = sink.held[0].request->resource_spans(0).scope_spans(0).spans(0);
+  const std::vector<const StaticKey*> keys = {&Key<sc::kGenAiSpanKind>(),
+                                              &Key<sc::kGenAiOperationName>(),
+                                              &Key<sc::kGenAiRequestModel>(),
+                                              &Key<sc::kGenAiRequestTemperature>(),
+                                              &Key<sc::kGenAiRequestMaxTokens>(),
+                                              &Key<sc::kGenAiRequestIsStream>(),
+                                              &Key<sc::kGenAiResponseId>(),
+                                              &Key<sc::kGenAiResponseModel>(),
+                                              &Key<sc::kGenAiResponseFinishReasons>(),
+                                              &Key<sc::kGenAiUsageInputTokens>(),
+                                              &Key<sc::kGenAiUsageOutputTokens>(),
+                                              &Key<sc::kGenAiUsageTotalTokens>()};
+  ASSERT_EQ(span.attributes_size(), static_cast<int>(keys.size()));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const KeyValue& kv = span.attributes(static_cast<int>(i));
+    EXPECT_EQ(kv.key(), keys[i]->str());
+    EXPECT_EQ(&kv.key(), &keys[i]->str()) << kv.key() << " is a copy";
+  }
+  EXPECT_EQ(FindAttr(span.attributes(), sc::kGenAiResponseFinishReasons)
+                ->array_value()
+                .values(0)
+                .string_value(),
+            "stop");
 }
 
 }  // namespace

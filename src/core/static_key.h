@@ -1,0 +1,85 @@
+#pragma once
+// Attribute keys that live as long as the program, which a KeyValue built by the agent points
+// at instead of copying.
+//
+// Why: most keys of the telemetry model are longer than the 15 characters a std::string holds
+// inline, and protobuf keeps a string set on an arena message as a std::string whose
+// characters are on the heap. An entry span carried about fifteen such keys: fifteen
+// allocations on the gateway thread per request, and fifteen frees on an export lane when the
+// span's arena went (docs/performance.md, "Attribute keys without copies").
+
+#include <string>
+#include <string_view>
+
+#include "core/telemetry.h"
+
+namespace infertel {
+
+// One key of the model, made once from its semconv constant (Key<> below).
+class StaticKey {
+ public:
+  explicit StaticKey(std::string_view name) : name_(name) {}
+  StaticKey(const StaticKey&) = delete;
+  StaticKey& operator=(const StaticKey&) = delete;
+
+  const std::string& str() const noexcept { return name_; }
+  std::string_view view() const noexcept { return name_; }
+
+ private:
+  const std::string name_;
+};
+
+// The StaticKey of a semconv constant: Key<semconv::kGenAiRequestModel>().
+template <const std::string_view& Name>
+const StaticKey& Key() {
+  static const StaticKey key(Name);
+  return key;
+}
+
+// Sets `kv`'s key to `key` without a copy, when `kv`'s key is still unset (a KeyValue just
+// added); otherwise copies it. The KeyValue points at the key as protobuf points at a field's
+// default value, which it never writes or frees: key(), serialization, parsing, copies and
+// set_key() (which makes a new string) behave as with a copied key. Three things do not:
+// - reflection reads the key as unset (its default), so code that reads KeyValues by
+//   reflection must read the key through key(), as otlp_json's encoder does;
+// - Clear() leaves the key as it is, and mutable_key() returns a new, empty key;
+// so this is for KeyValues the agent builds and then only reads.
+void SetKey(KeyValue* kv, const StaticKey& key);
+
+// True when SetKey points at the key (the protobuf this was built with has the layout it
+// relies on); false when it copies.
+bool StaticKeysShared() noexcept;
+
+// Adds an attribute keyed by a StaticKey.
+template <typename Repeated>
+inline KeyValue* AddKey(Repeated* attrs, const StaticKey& key) {
+  auto* kv = attrs->Add();
+  SetKey(kv, key);
+  return kv;
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, std::string_view value) {
+  AddKey(attrs, key)->mutable_value()->set_string_value(std::string(value));  // telemetry.h
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, const char* value) {
+  AddAttr(attrs, key, std::string_view(value));
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, std::int64_t value) {
+  AddKey(attrs, key)->mutable_value()->set_int_value(value);
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, int value) {
+  AddAttr(attrs, key, static_cast<std::int64_t>(value));
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, double value) {
+  AddKey(attrs, key)->mutable_value()->set_double_value(value);
+}
+template <typename Repeated>
+inline void AddAttr(Repeated* attrs, const StaticKey& key, bool value) {
+  AddKey(attrs, key)->mutable_value()->set_bool_value(value);
+}
+
+}  // namespace infertel

@@ -1,0 +1,173 @@
+#include "core/static_key.h"
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/stubs/common.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "core/semconv.h"
+
+// Heap allocations made on this thread while counting (AllocationsIn below). Replacing the
+// global operator new here counts for the whole unit_core binary; it only counts.
+namespace {
+thread_local bool counting = false;
+thread_local int allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting) ++allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace infertel {
+namespace {
+
+template <typename F>
+int AllocationsIn(F&& f) {
+  allocations = 0;
+  counting = true;
+  f();
+  counting = false;
+  return allocations;
+}
+
+namespace sc = semconv;
+
+const StaticKey& ModelKey() { return Key<sc::kGenAiRequestModel>(); }
+
+TEST(StaticKeyTest, IsMadeOnceFromItsConstant) {
+  EXPECT_EQ(ModelKey().str(), "gen_ai.request.model");
+  EXPECT_EQ(&ModelKey(), &Key<sc::kGenAiRequestModel>());
+  EXPECT_NE(&ModelKey(), &Key<sc::kGenAiResponseModel>());
+}
+
+TEST(StaticKeyTest, IsSharedWithDebiansProtobuf) {
+#if GOOGLE_PROTOBUF_VERSION >= 3021000 && GOOGLE_PROTOBUF_VERSION < 3022000
+  EXPECT_TRUE(StaticKeysShared());
+#else
+  GTEST_SKIP() << "this protobuf copies keys";
+#endif
+}
+
+// What a KeyValue with a shared key must do: read, serialize, copy and die as with a copied one.
+void ExpectBehavesAsCopied(KeyValue* shared) {
+  KeyValue copied;
+  copied.set_key(std::string(ModelKey().str()));
+  copied.mutable_value()->set_string_value("m");
+  shared->mutable_value()->set_string_value("m");
+
+  EXPECT_EQ(shared->key(), "gen_ai.request.model");
+  EXPECT_EQ(shared->SerializeAsString(), copied.SerializeAsString());
+  EXPECT_EQ(shared->ByteSizeLong(), copied.ByteSizeLong());
+  // The one difference (static_key.h): reflection reads a shared key as unset, so readers by
+  // reflection (otlp_json's encoder) read a KeyValue's key through key().
+  const auto* key_field = KeyValue::descriptor()->FindFieldByNumber(KeyValue::kKeyFieldNumber);
+  EXPECT_EQ(shared->GetReflection()->GetString(*shared, key_field),
+            StaticKeysShared() && &shared->key() == &ModelKey().str() ? "" : ModelKey().str());
+
+  KeyValue copy(*shared);  // a copy owns its key
+  EXPECT_EQ(copy.key(), ModelKey().str());
+  EXPECT_NE(&copy.key(), &ModelKey().str());
+  KeyValue assigned;
+  assigned.CopyFrom(*shared);
+  EXPECT_EQ(assigned.key(), ModelKey().str());
+
+  KeyValue parsed;
+  ASSERT_TRUE(parsed.ParseFromString(shared->SerializeAsString()));
+  EXPECT_EQ(parsed.key(), ModelKey().str());
+}
+
+TEST(StaticKeyTest, AKeyValueOnAnArenaPointsAtTheKey) {
+  {
+    google::protobuf::Arena arena;
+    auto* kv = google::protobuf::Arena::CreateMessage<KeyValue>(&arena);
+    SetKey(kv, ModelKey());
+    if (StaticKeysShared()) {
+      EXPECT_EQ(&kv->key(), &ModelKey().str());
+    }
+    ExpectBehavesAsCopied(kv);
+  }  // the arena goes: the key must not be destroyed with it
+  EXPECT_EQ(ModelKey().str(), "gen_ai.request.model");
+}
+
+TEST(StaticKeyTest, AKeyValueOnTheHeapPointsAtTheKeyAndDoesNotFreeIt) {
+  {
+    KeyValue kv;
+    SetKey(&kv, ModelKey());
+    if (StaticKeysShared()) {
+      EXPECT_EQ(&kv.key(), &ModelKey().str());
+    }
+    ExpectBehavesAsCopied(&kv);
+  }
+  EXPECT_EQ(ModelKey().str(), "gen_ai.request.model");
+}
+
+TEST(StaticKeyTest, AKeyAlreadySetIsReplacedByACopy) {
+  google::protobuf::Arena arena;
+  auto* kv = google::protobuf::Arena::CreateMessage<KeyValue>(&arena);
+  kv->set_key("a key longer than fifteen bytes");
+  SetKey(kv, ModelKey());
+  EXPECT_EQ(kv->key(), ModelKey().str());
+  EXPECT_NE(&kv->key(), &ModelKey().str());
+}
+
+TEST(StaticKeyTest, SettingTheKeyAfterwardsLeavesTheSharedOneAlone) {
+  KeyValue kv;
+  SetKey(&kv, ModelKey());
+  kv.set_key("another.key.longer.than.fifteen");
+  EXPECT_EQ(kv.key(), "another.key.longer.than.fifteen");
+  EXPECT_EQ(ModelKey().str(), "gen_ai.request.model");
+}
+
+TEST(StaticKeyTest, AddAttrTakesEveryValueType) {
+  google::protobuf::Arena arena;
+  auto* span = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  auto* a = span->mutable_attributes();
+  AddAttr(a, Key<sc::kGenAiRequestModel>(), std::string_view("m"));
+  AddAttr(a, Key<sc::kGenAiSpanKind>(), "LLM");
+  AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), std::int64_t{16});
+  AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), 2);
+  AddAttr(a, Key<sc::kGenAiRequestTemperature>(), 0.5);
+  AddAttr(a, Key<sc::kGenAiRequestIsStream>(), true);
+  EXPECT_EQ(FindAttr(*a, sc::kGenAiRequestModel)->string_value(), "m");
+  EXPECT_EQ(FindAttr(*a, sc::kGenAiSpanKind)->string_value(), "LLM");
+  EXPECT_EQ(FindAttr(*a, sc::kGenAiRequestMaxTokens)->int_value(), 16);
+  EXPECT_EQ(FindAttr(*a, sc::kGenAiRequestChoiceCount)->int_value(), 2);
+  EXPECT_EQ(FindAttr(*a, sc::kGenAiRequestTemperature)->double_value(), 0.5);
+  EXPECT_TRUE(FindAttr(*a, sc::kGenAiRequestIsStream)->bool_value());
+}
+
+// What the agent pays per attribute: nothing for a shared key, and one allocation for a string
+// longer than a std::string holds inline (protobuf 3.21 would copy characters given with a
+// length twice: into a temporary std::string, then into the field).
+TEST(StaticKeyTest, AttributesCostOneAllocationPerLongStringAndNoneForASharedKey) {
+  alignas(8) static char block[16384];
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = sizeof(block);
+  google::protobuf::Arena arena(options);  // its memory is `block`: no allocation
+  auto* span = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  auto* a = span->mutable_attributes();
+  a->Reserve(8);
+  const std::string_view long_value = "chatcmpl-0123456789abcdef";
+  const std::string_view long_key = "a.key.longer.than.fifteen";
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, long_key, long_value); }), 2);
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, long_key, std::int64_t{1}); }), 1);
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, "short", "short"); }), 0);
+  const int shared_key = StaticKeysShared() ? 0 : 1;
+  (void)ModelKey();  // made before counting: its own string is made once, on first use
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, ModelKey(), long_value); }), 1 + shared_key);
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, ModelKey(), 0.5); }), shared_key);
+  EXPECT_EQ(AllocationsIn([&] { AddAttr(a, ModelKey(), true); }), shared_key);
+  EXPECT_EQ(FindAttr(*a, long_key)->string_value(), long_value);
+  EXPECT_EQ(a->Get(3).value().string_value(), long_value);
+}
+
+}  // namespace
+}  // namespace infertel
