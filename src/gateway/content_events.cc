@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
+#include "gateway/entry_span.h"
 #include "gateway/openai/json_util.h"
 
 namespace infertel::gateway {
@@ -116,21 +117,11 @@ void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record
   const auto& rs = ex.response;
   AddAttr(a, Key<sc::kEventName>(), sc::kEventInferenceOperationDetails);
   AddAttr(a, Key<sc::kGenAiOperationName>(), openai::OperationName(ex.op));
-  if (rq.model) AddAttr(a, Key<sc::kGenAiRequestModel>(), *rq.model);
-  if (rq.n) AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), *rq.n);
-  if (rq.temperature) AddAttr(a, Key<sc::kGenAiRequestTemperature>(), *rq.temperature);
-  if (rq.top_p) AddAttr(a, Key<sc::kGenAiRequestTopP>(), *rq.top_p);
-  if (rq.top_k) AddAttr(a, Key<sc::kGenAiRequestTopK>(), *rq.top_k);
-  if (rq.max_tokens) AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), *rq.max_tokens);
+  AddRequestParameters(rq, a);
   if (rq.parsed) AddAttr(a, Key<sc::kGenAiRequestStream>(), rq.stream);
   if (rs.id) AddAttr(a, Key<sc::kGenAiResponseId>(), *rs.id);
   if (rs.model) AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
-  if (!rs.finish_reasons.empty()) {
-    auto* kv = a->Add();
-    SetKey(kv, Key<sc::kGenAiResponseFinishReasons>());
-    auto* arr = kv->mutable_value()->mutable_array_value();
-    for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
-  }
+  AddFinishReasons(rs, a);
   if (ex.streamed && ex.first_token_mono_ns > ex.start.mono_start_ns) {
     AddAttr(a, Key<sc::kGenAiResponseTimeToFirstChunk>(),
             static_cast<double>(ex.first_token_mono_ns - ex.start.mono_start_ns) / 1e9);

@@ -78,6 +78,22 @@ void AddSglangAttributes(const Exchange& ex, const EngineFacts& engine,
 
 }  // namespace
 
+void AddRequestParameters(const openai::RequestInfo& rq, Attributes* a) {
+  if (rq.model) AddAttr(a, Key<sc::kGenAiRequestModel>(), *rq.model);
+  if (rq.n) AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), *rq.n);
+  if (rq.temperature) AddAttr(a, Key<sc::kGenAiRequestTemperature>(), *rq.temperature);
+  if (rq.top_p) AddAttr(a, Key<sc::kGenAiRequestTopP>(), *rq.top_p);
+  if (rq.top_k) AddAttr(a, Key<sc::kGenAiRequestTopK>(), *rq.top_k);
+  if (rq.max_tokens) AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), *rq.max_tokens);
+}
+
+void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a) {
+  if (rs.finish_reasons.empty()) return;
+  auto* arr =
+      AddKey(a, Key<sc::kGenAiResponseFinishReasons>())->mutable_value()->mutable_array_value();
+  for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
+}
+
 void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   span->set_trace_id(std::string(AsBytes(ex.trace_id)));
   span->set_span_id(std::string(AsBytes(ex.span_id)));
@@ -96,12 +112,7 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   const auto& rs = ex.response;
   AddAttr(a, Key<sc::kGenAiSpanKind>(), openai::SpanKindFor(ex.op));
   AddAttr(a, Key<sc::kGenAiOperationName>(), openai::OperationName(ex.op));
-  if (rq.model) AddAttr(a, Key<sc::kGenAiRequestModel>(), *rq.model);
-  if (rq.n) AddAttr(a, Key<sc::kGenAiRequestChoiceCount>(), *rq.n);
-  if (rq.temperature) AddAttr(a, Key<sc::kGenAiRequestTemperature>(), *rq.temperature);
-  if (rq.top_p) AddAttr(a, Key<sc::kGenAiRequestTopP>(), *rq.top_p);
-  if (rq.top_k) AddAttr(a, Key<sc::kGenAiRequestTopK>(), *rq.top_k);
-  if (rq.max_tokens) AddAttr(a, Key<sc::kGenAiRequestMaxTokens>(), *rq.max_tokens);
+  AddRequestParameters(rq, a);
   if (rq.parsed) AddAttr(a, Key<sc::kGenAiRequestIsStream>(), rq.stream);
   const bool sglang = ex.engine == EngineKind::kSglang;
   // M4.1 has neither the user nor the session id; SGLang's streams carry gen_ai.request.id.
@@ -111,12 +122,7 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   if (rs.id) AddAttr(a, Key<sc::kGenAiResponseId>(), *rs.id);
   // M4.1: the response model of SGLang's entry span is reported for non-streaming only.
   if (rs.model && !(sglang && ex.streamed)) AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
-  if (!rs.finish_reasons.empty()) {
-    auto* kv = a->Add();
-    SetKey(kv, Key<sc::kGenAiResponseFinishReasons>());
-    auto* arr = kv->mutable_value()->mutable_array_value();
-    for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
-  }
+  AddFinishReasons(rs, a);
   if (rs.usage.input_tokens) AddAttr(a, Key<sc::kGenAiUsageInputTokens>(), *rs.usage.input_tokens);
   if (rs.usage.output_tokens)
     AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);

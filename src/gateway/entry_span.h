@@ -22,6 +22,14 @@ struct EngineFacts {
   std::int64_t stream_interval = 1;
 };
 
+using Attributes = google::protobuf::RepeatedPtrField<KeyValue>;
+
+// The request's model and sampling parameters (n, temperature, top_p, top_k, max_tokens), those
+// it had, as the entry span and the inference event both carry them.
+void AddRequestParameters(const openai::RequestInfo& rq, Attributes* a);
+// The response's finish reasons, one per choice, as an array attribute (none without any).
+void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a);
+
 // Fills *span from a finished exchange (ids, times, name, kind, attributes, status): M2.1 for
 // vLLM upstreams, M4.1 for SGLang upstreams.
 void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine = {});
