@@ -30,9 +30,11 @@ class StaticKey {
 };
 
 // The StaticKey of a semconv constant: Key<semconv::kGenAiRequestModel>().
+// Never destroyed: KeyValues point at it for as long as the process runs, an export at exit
+// included.
 template <const std::string_view& Name>
 const StaticKey& Key() {
-  static const StaticKey key(Name);
+  static const StaticKey& key = *new StaticKey(Name);
   return key;
 }
 

@@ -65,7 +65,8 @@ constexpr std::array<std::string_view, kSlotCount> kSlotKeys = {
 // The slot keys as StaticKeys (core/static_key.h), for the attributes normalization adds.
 template <std::size_t... I>
 const StaticKey& SlotKeyOf(std::size_t slot, std::index_sequence<I...>) {
-  static const std::array<StaticKey, kSlotCount> keys{StaticKey(kSlotKeys[I])...};
+  // Never destroyed, as Key<> (core/static_key.h).
+  static const auto& keys = *new std::array<StaticKey, kSlotCount>{StaticKey(kSlotKeys[I])...};
   return keys[slot];
 }
 const StaticKey& SlotKey(Slot slot) {
