@@ -24,7 +24,6 @@ class StaticKey {
   StaticKey& operator=(const StaticKey&) = delete;
 
   const std::string& str() const noexcept { return name_; }
-  std::string_view view() const noexcept { return name_; }
 
  private:
   const std::string name_;
@@ -53,36 +52,12 @@ void SetKey(KeyValue* kv, const StaticKey& key);
 // relies on); false when it copies.
 bool StaticKeysShared() noexcept;
 
-// Adds an attribute keyed by a StaticKey.
+// Adds an attribute keyed by a StaticKey; AddAttr (core/telemetry.h) takes one as its key.
 template <typename Repeated>
 inline KeyValue* AddKey(Repeated* attrs, const StaticKey& key) {
   auto* kv = attrs->Add();
   SetKey(kv, key);
   return kv;
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, std::string_view value) {
-  AddKey(attrs, key)->mutable_value()->set_string_value(std::string(value));  // telemetry.h
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, const char* value) {
-  AddAttr(attrs, key, std::string_view(value));
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, std::int64_t value) {
-  AddKey(attrs, key)->mutable_value()->set_int_value(value);
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, int value) {
-  AddAttr(attrs, key, static_cast<std::int64_t>(value));
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, double value) {
-  AddKey(attrs, key)->mutable_value()->set_double_value(value);
-}
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, const StaticKey& key, bool value) {
-  AddKey(attrs, key)->mutable_value()->set_bool_value(value);
 }
 
 }  // namespace infertel

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
@@ -59,37 +61,38 @@ inline std::size_t CountItems(const MetricsRequest& req) {
 // Strings are handed to protobuf as a std::string it can take: given characters and a length,
 // protobuf 3.21 makes a temporary std::string of them and then copies that, two allocations
 // for any string longer than the 15 characters a std::string holds inline.
+//
+// The key is anything AddKey takes: text here, or a key of the model that the KeyValue points
+// at instead of copying (core/static_key.h, found by argument-dependent lookup).
 template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, std::string_view value) {
+inline KeyValue* AddKey(Repeated* attrs, std::string_view key) {
   auto* kv = attrs->Add();
   kv->set_key(std::string(key));
-  kv->mutable_value()->set_string_value(std::string(value));
+  return kv;
 }
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, const char* value) {
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, std::string_view value) {
+  AddKey(attrs, key)->mutable_value()->set_string_value(std::string(value));
+}
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, const char* value) {
   AddAttr(attrs, key, std::string_view(value));
 }
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, std::int64_t value) {
-  auto* kv = attrs->Add();
-  kv->set_key(std::string(key));
-  kv->mutable_value()->set_int_value(value);
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, std::int64_t value) {
+  AddKey(attrs, key)->mutable_value()->set_int_value(value);
 }
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, int value) {
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, int value) {
   AddAttr(attrs, key, static_cast<std::int64_t>(value));
 }
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, double value) {
-  auto* kv = attrs->Add();
-  kv->set_key(std::string(key));
-  kv->mutable_value()->set_double_value(value);
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, double value) {
+  AddKey(attrs, key)->mutable_value()->set_double_value(value);
 }
-template <typename Repeated>
-inline void AddAttr(Repeated* attrs, std::string_view key, bool value) {
-  auto* kv = attrs->Add();
-  kv->set_key(std::string(key));
-  kv->mutable_value()->set_bool_value(value);
+template <typename Repeated, typename K>
+inline void AddAttr(Repeated* attrs, const K& key, bool value) {
+  AddKey(attrs, key)->mutable_value()->set_bool_value(value);
 }
 
 // Finds an attribute by key; nullptr when absent.
