@@ -367,6 +367,9 @@ struct Results {
   std::vector<std::int64_t> first_lat_ns, later_lat_ns;
   std::int64_t ok = 0, errors = 0, late_drops = 0;
   std::int64_t events = 0;  // stream: events received in the window
+  // Requests answered in full with a 200, at any time (warm-up and cool-down included): each
+  // is an exchange the proxy saw end, so an agent owes one entry span for each.
+  std::int64_t answered = 0;
   std::int64_t meas_start = 0, meas_end = 0;
   double cpu_start = 0, cpu_end = 0, self_start = 0, self_end = 0;
   // stream --hold: streams open (header received, not ended) sampled over the window,
@@ -409,11 +412,12 @@ void Report(const Options& o, Results& r, double achieved_seconds) {
   if (!r.rss_kib.empty()) rss_mean /= static_cast<double>(r.rss_kib.size());
   std::printf("RESULT label=%s mode=%s count=%.0f seconds=%.3f per_s=%.1f errors=%" PRId64
               " samples=%zu p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f "
-              "mean_us=%.1f proxy_cpu_s=%.3f proxy_cpu_us_per_item=%.2f loadgen_cpu_s=%.3f",
+              "mean_us=%.1f proxy_cpu_s=%.3f proxy_cpu_us_per_item=%.2f loadgen_cpu_s=%.3f "
+              "answered=%" PRId64,
               o.label.c_str(), o.mode.c_str(), count, secs, count / secs, r.errors, r.lat_ns.size(),
               Pct(r.lat_ns, 50), Pct(r.lat_ns, 90), Pct(r.lat_ns, 99), Pct(r.lat_ns, 99.9),
               Pct(r.lat_ns, 100), mean, proxy_cpu, count > 0 ? proxy_cpu * 1e6 / count : 0.0,
-              self_cpu);
+              self_cpu, r.answered);
   if (o.mode == "stream") {
     std::printf(
         " first_samples=%zu first_p50_us=%.1f first_p99_us=%.1f later_p50_us=%.1f "
@@ -555,6 +559,7 @@ class Client {
   }
 
   void Record(std::int64_t start, std::int64_t end, bool ok) {
+    if (ok) ++r_.answered;
     if (start < r_.meas_start || start >= r_.meas_end) return;
     if (!ok) {
       ++r_.errors;
@@ -737,6 +742,7 @@ class Client {
         }
       }
       if (opened) --open_;
+      if (ok && !cut) ++r_.answered;
       if (opts_.hold) {
         if (!ok) ++r_.errors;  // every failure counts: all streams should stay open throughout
       } else if (start >= r_.meas_start && start < r_.meas_end) {

@@ -231,10 +231,12 @@ line("streaming added per-event p99: <= 50 us", stream_p99)
 n50, n99 = added("fixed", "nginx", "p50_us"), added("fixed", "nginx", "p99_us")
 print(f"(nginx itself added {fmt(n50)} µs p50, {fmt(n99)} µs p99 non-streaming; "
       f"{fmt(added('stream', 'nginx', 'p99_us'))} µs p99 per event)")
-# Every request through the OTLP agent is one entry span, at the sink or counted as dropped;
-# warm-up requests are not in the loadgen's counts, so the two should add up to at least their sum.
+# Every request through the OTLP agent is one entry span, at the sink or counted as dropped. The
+# loadgen's `answered` counts the requests answered in full at any time, warm-up included, in
+# every mode (a stream is one request, however many events its `count` has), so the two must
+# add up to at least their sum; requests that failed add spans the sum does not count.
 sunk, dropped = int(sys.argv[4]), int(sys.argv[5])
-sent = sum(int(r["count"]) for (mode, label), rs in runs.items() if label == "infertel+otlp" for r in rs)
+sent = sum(int(r["answered"]) for (mode, label), rs in runs.items() if label == "infertel+otlp" for r in rs)
 print(f"(+otlp: the sink received {sunk} entry spans and the agent counted {dropped} dropped, for {sent} "
-      f"requests counted after warm-up{'' if sunk + dropped >= sent else ': SPANS MISSING'})")
+      f"requests answered{'' if sunk + dropped >= sent else ': SPANS MISSING'})")
 PY
