@@ -27,7 +27,7 @@
 # and prints added latency (proxy − direct) and the ratios against the issue 7 targets. A
 # latency added is taken in each round against the direct run of the same round, and reported
 # as the median of the rounds: one slow minute of the machine then moves one round, not the
-# verdict. Every process it starts is stopped on exit. Whole run: about 9 minutes (8.5 without
+# verdict. Every process it starts is stopped on exit. Whole run: about 7 minutes (6.5 without
 # the sim).
 set -euo pipefail
 
