@@ -162,31 +162,31 @@ for line in open(sys.argv[1]):
     runs.setdefault((kv["mode"], kv["label"]), []).append(r)
 def rate(r):  # requests per proxy CPU-second (closed loop), else per second
     return r["count"] / r["proxy_cpu_s"] if r.get("proxy_cpu_s", 0) > 0 else r["per_s"]
-def median(xs):  # the lower median, as the rounds are reported
-    xs = sorted(xs)
+def median(xs, key=None):  # the lower median, as the rounds are reported
+    xs = sorted(xs, key=key)
     return xs[(len(xs) - 1) // 2] if xs else None
 # A target run in several rounds is reported by its median round: by req/cpu-s in the closed
 # loop, by p99 in the open loop and the streams.
-def order(mode):
-    return rate if mode == "closed" else (lambda r: r["p99_us"])
-rows = {k: median_round for k, v in runs.items()
-        for median_round in [sorted(v, key=order(k[0]))[(len(v) - 1) // 2]]}
-def g(mode, label, key):
-    r = rows.get((mode, label))
-    return None if r is None else r[key]
-def base_of(label):
-    return "sim-direct" if label.startswith("sim-") else "direct"
-def added_by_round(mode, label, key):
-    # Round i of a target against round i of the direct run: the rounds alternate, so the two
-    # ran within a minute of each other.
-    t, d = runs.get((mode, label), []), runs.get((mode, base_of(label)), [])
-    return [a[key] - b[key] for a, b in zip(t, d)]
-def added(mode, label, key):
-    return median(added_by_round(mode, label, key))
+rows = {k: median(v, key=rate if k[0] == "closed" else (lambda r: r["p99_us"]))
+        for k, v in runs.items()}
 def fmt(x, spec="{:.1f}"):
     return "n/a" if x is None else spec.format(x)
 def ratio(a, b):
     return None if a is None or b is None or b <= 0 else a / b
+def joined(xs, spec):
+    return " / ".join(fmt(x, spec) for x in xs)
+def by_round(mode, label, base, f):
+    # Round i of a target against round i of its baseline: the rounds alternate, so the two ran
+    # within a minute of each other, and the machine's speed moved by as much as 1.7x between
+    # rounds of one run.
+    return [f(a, b) for a, b in zip(runs.get((mode, label), []), runs.get((mode, base), []))]
+def added_by_round(mode, label, key):
+    base = "sim-direct" if label.startswith("sim-") else "direct"
+    return by_round(mode, label, base, lambda a, b: a[key] - b[key])
+def added(mode, label, key):
+    return median(added_by_round(mode, label, key))
+def tput_by_round(label):
+    return by_round("closed", label, "nginx", lambda a, b: ratio(rate(a), rate(b)))
 
 print()
 print(f"load average before {sys.argv[2]}, after {sys.argv[3]}")
@@ -204,9 +204,9 @@ for prefix in ("", "sim-"):
         add50 = added("fixed", label, "p50_us") if label != base else None
         add99 = added("fixed", label, "p99_us") if label != base else None
         cpu = r["proxy_cpu_us_per_item"] if label != base else None
-        by_round = " / ".join(f"{x:.0f}" for x in added_by_round("fixed", label, "p99_us")) if label != base else ""
+        rounds = joined(added_by_round("fixed", label, "p99_us"), "{:.0f}") if label != base else ""
         print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p90_us']:>9.1f}{r['p99_us']:>9.1f}"
-              f"{r['p999_us']:>9.1f}{r['max_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>12}  {by_round}")
+              f"{r['p999_us']:>9.1f}{r['max_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>12}  {rounds}")
 print()
 print("Closed loop (maximum throughput; proxy CPU = its CPU seconds over the window;")
 print("the median of the alternating rounds, by req/cpu-s, or req/s for direct)")
@@ -220,10 +220,8 @@ for label in ("direct", "nginx", "infertel", "infertel+store", "infertel+otlp"):
     print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p99_us']:>9.1f}"
           f"{r['proxy_cpu_s']/r['seconds']:>10.0%} {fmt(per_core, '{:.0f}'):>10}{r['loadgen_cpu_s']/r['seconds']:>12.0%}  {rounds}")
 for label in ("infertel", "infertel+store", "infertel+otlp"):
-    pairs = zip(runs.get(("closed", label), []), runs.get(("closed", "nginx"), []))
-    by_round = " / ".join(fmt(ratio(rate(a), rate(b)), "{:.2f}x") for a, b in pairs)
-    if by_round:
-        print(f"{label:<16}req/cpu-s against nginx's in the same round: {by_round}")
+    if tput_by_round(label):
+        print(f"{label:<16}req/cpu-s against nginx's in the same round: {joined(tput_by_round(label), '{:.2f}x')}")
 print()
 print("Streaming (per-event latency in µs: receive time − upstream send time)")
 print("(each target's median round by p99; +p50 and +p99 the medians of the rounds' differences)")
@@ -235,9 +233,9 @@ for label in ("direct", "nginx", "infertel", "infertel+store", "infertel+otlp"):
     add50 = added("stream", label, "p50_us") if label != "direct" else None
     add99 = added("stream", label, "p99_us") if label != "direct" else None
     cpu = r["proxy_cpu_us_per_item"] if label != "direct" else None
-    by_round = " / ".join(f"{x:.0f}" for x in added_by_round("stream", label, "p99_us")) if label != "direct" else ""
+    rounds = joined(added_by_round("stream", label, "p99_us"), "{:.0f}") if label != "direct" else ""
     print(f"{label:<16}{r['per_s']:>9.0f}{r['errors']:>6.0f}{r['p50_us']:>9.1f}{r['p90_us']:>9.1f}{r['p99_us']:>9.1f}"
-          f"{r['p999_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>14}  {by_round}")
+          f"{r['p999_us']:>9.1f}{fmt(add50):>9}{fmt(add99):>9}{fmt(cpu):>14}  {rounds}")
 
 print()
 print("Issue 7 targets (each a ratio against nginx or a bound, same run)")
@@ -246,15 +244,11 @@ def line(name, f):
     vals = [f(l) for l in ("infertel", "infertel+store", "infertel+otlp")]
     print(f"{name:<58}" + "".join(f"{v:>12}" for v in vals))
 def p99_ratio(l):
-    a, n = added("fixed", l, "p99_us"), added("fixed", "nginx", "p99_us")
-    x = ratio(a, n) if a is not None and n is not None and n > 0 else None
+    x = ratio(added("fixed", l, "p99_us"), added("fixed", "nginx", "p99_us"))
     return "n/a" if x is None else f"{x:.2f}x {'ok' if x <= 1.5 else 'MISS'}"
 def tput_ratio(l):
-    # Round i of the agent against round i of nginx, the median over the rounds: the machine's
-    # speed moved by as much as 1.7x between rounds of one run, and the medians of the two
-    # targets taken apart could come from rounds minutes apart.
-    t, n = runs.get(("closed", l), []), runs.get(("closed", "nginx"), [])
-    x = median([ratio(rate(a), rate(b)) for a, b in zip(t, n) if ratio(rate(a), rate(b)) is not None])
+    # By round: the medians of the two targets taken apart could come from rounds minutes apart.
+    x = median([r for r in tput_by_round(l) if r is not None])
     return "n/a" if x is None else f"{x:.2f}x {'ok' if x >= 0.5 else 'MISS'}"
 def stream_p99(l):
     a = added("stream", l, "p99_us")
