@@ -21,6 +21,7 @@
 #include "pipeline/batch_processor.h"
 #include "pipeline/encode.h"
 #include "receiver/ingest.h"
+#include "receiver/trace_decoder.h"
 #include "vllm_bench_request.h"
 
 namespace {
@@ -98,6 +99,19 @@ void BM_OtlpParseArena512(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_OtlpParseArena512);
+
+// As the receiver decodes trace requests now (receiver/trace_decoder.h): keys interned, onto
+// the arena of a fresh Memory, released whole. Against the one above: the keys' cost.
+void BM_OtlpDecodeShared512(benchmark::State& state) {
+  const std::string wire = SenderRequest(kBatch).SerializeAsString();
+  for (auto _ : state) {
+    pipeline::Held<TracesRequest> held;
+    bool ok = receiver::DecodeProtobuf(wire, &held);
+    benchmark::DoNotOptimize(ok);
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_OtlpDecodeShared512);
 
 // Baseline for the next one: copying one engine span (what it starts from each time).
 void BM_SpanCopy(benchmark::State& state) {
@@ -233,8 +247,9 @@ void BM_RequestCopy512(benchmark::State& state) {
 BENCHMARK(BM_RequestCopy512);
 
 // The whole path short of gRPC: wire bytes → decode → receiver checks → assembler →
-// batch processor (cut, queue, merge) → encoding as the exporter sends it. Arg: vLLM
-// instrumentation on (1: 4 spans out per span in) or off (0: pass-through). Items = spans in.
+// batch processor (cut, queue, merge) → encoding as the exporter sends it. Args: vLLM
+// instrumentation on (1: 4 spans out per span in) or off (0: pass-through); the receivers'
+// decoder (1) or protobuf's parser (0). Items = spans in.
 void BM_PipelineNoTransport512(benchmark::State& state) {
   const std::string wire = SenderRequest(kBatch).SerializeAsString();
   std::vector<pipeline::TraceBatchProcessor::ExporterPtr> exporters;
@@ -252,9 +267,15 @@ void BM_PipelineNoTransport512(benchmark::State& state) {
   sinks.traces = &a;
   receiver::Ingestor ingestor(sinks, &stats);
   for (auto _ : state) {
-    // As the gRPC receiver decodes: onto the arena of a Held request.
-    auto req = pipeline::Held<TracesRequest>::Make();
-    req.request->ParseFromString(wire);
+    // As the receivers decode: onto the arena of a Held request, keys interned; or, for the
+    // comparison, as they did before (receiver/trace_decoder.h), by protobuf alone.
+    pipeline::Held<TracesRequest> req;
+    if (state.range(1) != 0) {
+      receiver::DecodeProtobuf(wire, &req);
+    } else {
+      req = pipeline::Held<TracesRequest>::Make();
+      req.request->ParseFromString(wire);
+    }
     ingestor.Accept(receiver::Transport::kGrpc, std::move(req));
     a.FlushWaiting();
     processor.Flush(std::chrono::seconds(10));
@@ -264,7 +285,13 @@ void BM_PipelineNoTransport512(benchmark::State& state) {
       static_cast<double>(encoder->bytes.load()) / static_cast<double>(state.iterations() * kBatch);
 }
 // Real time: the export runs on the processor's thread.
-BENCHMARK(BM_PipelineNoTransport512)->ArgName("vllm")->Arg(1)->Arg(0)->UseRealTime();
+BENCHMARK(BM_PipelineNoTransport512)
+    ->ArgNames({"vllm", "keys_shared"})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->UseRealTime();
 
 // Normalized output of 512 spans in (2048 spans out) as one request, as the merged export
 // batch holds it.

@@ -3,6 +3,10 @@
 #include <google/protobuf/arenastring.h>
 #include <google/protobuf/stubs/common.h>
 
+#include <array>
+#include <atomic>
+#include <functional>
+
 namespace infertel {
 
 // protobuf 3.21 (Debian 12's) keeps a string field as an ArenaStringPtr in the generated
@@ -33,6 +37,49 @@ void SetKey(KeyValue* kv, const StaticKey& key) {
   }
 #endif
   kv->set_key(key.str());
+}
+
+namespace {
+
+// Open addressing over a fixed array, filled at most to half so that probes stay short. Slots
+// are only ever filled, never emptied, so a reader needs no lock: a slot seen filled holds a
+// key that lives forever.
+constexpr std::size_t kInternSlots = 2 * kMaxInternedKeys;
+static_assert((kInternSlots & (kInternSlots - 1)) == 0, "a power of two, for the mask");
+
+struct InternTable {
+  std::array<std::atomic<const StaticKey*>, kInternSlots> slots{};
+  // Keys made; may pass kMaxInternedKeys by the number of threads racing past the check.
+  std::atomic<std::size_t> count{0};
+};
+
+}  // namespace
+
+const StaticKey* InternKey(std::string_view name) noexcept {
+  if (name.size() > kMaxInternedKeyLength) return nullptr;
+  static InternTable& table = *new InternTable();  // never destroyed, as its keys
+  std::size_t i = std::hash<std::string_view>{}(name) & (kInternSlots - 1);
+  for (std::size_t probe = 0; probe < kInternSlots; ++probe, i = (i + 1) & (kInternSlots - 1)) {
+    auto& slot = table.slots[i];
+    const StaticKey* k = slot.load(std::memory_order_acquire);
+    if (k == nullptr) {
+      if (table.count.load(std::memory_order_relaxed) >= kMaxInternedKeys) return nullptr;
+      const StaticKey* made;
+      try {
+        made = new StaticKey(name);
+      } catch (...) {
+        return nullptr;
+      }
+      if (slot.compare_exchange_strong(k, made, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        table.count.fetch_add(1, std::memory_order_relaxed);
+        return made;
+      }
+      delete made;  // another thread filled the slot first; `k` is its key
+    }
+    if (k->str() == name) return k;
+  }
+  return nullptr;
 }
 
 bool StaticKeysShared() noexcept {

@@ -9,6 +9,7 @@
 // span's arena went (docs/performance.md, "Attribute strings: one allocation for a long
 // string, none for a key").
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -45,12 +46,26 @@ const StaticKey& Key() {
 // - reflection reads the key as unset (its default), so code that reads KeyValues by
 //   reflection must read the key through key(), as otlp_json's encoder does;
 // - Clear() leaves the key as it is, and mutable_key() returns a new, empty key;
-// so this is for KeyValues the agent builds and then only reads.
+// so this is for KeyValues that are then only read, or given a new key by set_key(): the
+// agent's own, and received ones (receiver/trace_decoder.h).
 void SetKey(KeyValue* kv, const StaticKey& key);
 
 // True when SetKey points at the key (the protobuf this was built with has the layout it
 // relies on); false when it copies.
 bool StaticKeysShared() noexcept;
+
+// The StaticKey named `name`, made the first time a name is asked for and kept, like Key<>'s,
+// for as long as the process runs; null when `name` is longer than kMaxInternedKeyLength or
+// kMaxInternedKeys names are already kept (the caller then copies the name). Safe from any
+// thread; a name already kept costs a hash and a compare, without a lock.
+//
+// Why: the receiver decodes every attribute key of every received span (receiver/
+// trace_decoder.h). An engine's keys are a few dozen names sent again in every span, most
+// longer than 15 characters: as copies they were an allocation each on the receiving thread,
+// and a free on the export lane. The bound keeps a sender inventing keys from growing this.
+inline constexpr std::size_t kMaxInternedKeys = 2048;
+inline constexpr std::size_t kMaxInternedKeyLength = 256;
+const StaticKey* InternKey(std::string_view name) noexcept;
 
 // Adds an attribute keyed by a StaticKey; AddAttr (core/telemetry.h) takes one as its key.
 template <typename Repeated>

@@ -15,6 +15,7 @@
 #include "http/body_room.h"
 #include "http/url.h"
 #include "receiver/frontends.h"
+#include "receiver/trace_decoder.h"
 
 namespace infertel::receiver::internal {
 namespace {
@@ -85,16 +86,15 @@ Response PlainError(bhttp::status status, std::string_view message) {
 template <typename Request>
 Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ingestor* ingestor) {
   // Decoded onto an arena that travels with the items (pipeline/held.h).
-  auto held = pipeline::Held<Request>::Make();
-  Request& request = *held.request;
+  pipeline::Held<Request> held;
   std::string error;
   bool ok;
   if (enc == Encoding::kProtobuf) {
-    ok = body.size() <= static_cast<std::size_t>(INT32_MAX) &&
-         request.ParseFromArray(body.data(), static_cast<int>(body.size()));
+    ok = DecodeProtobuf(body, &held);
     if (!ok) error = fmt::format("cannot decode {} as protobuf", Request::descriptor()->name());
   } else {
-    ok = otlp_json::Decode(body, &request, &error);
+    held = pipeline::Held<Request>::Make();
+    ok = otlp_json::Decode(body, held.request, &error);
     if (!ok) error = fmt::format("cannot decode OTLP/JSON: {}", error);
   }
   if (!ok) {

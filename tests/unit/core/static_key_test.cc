@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/semconv.h"
 
@@ -167,6 +169,55 @@ TEST(StaticKeyTest, AttributesCostOneAllocationPerLongStringAndNoneForASharedKey
   EXPECT_EQ(AllocationsIn([&] { AddAttr(a, ModelKey(), true); }), shared_key);
   EXPECT_EQ(FindAttr(*a, long_key)->string_value(), long_value);
   EXPECT_EQ(a->Get(3).value().string_value(), long_value);
+}
+
+TEST(InternKeyTest, IsOneKeyPerNameForTheProcess) {
+  const StaticKey* a = InternKey("gen_ai.latency.time_in_queue");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->str(), "gen_ai.latency.time_in_queue");
+  const std::string same = "gen_ai.latency.time_in_queue";  // another string, same name
+  EXPECT_EQ(InternKey(same), a);
+  const StaticKey* b = InternKey("gen_ai.latency.time_in_model_prefill");
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(InternKey(""), InternKey(""));
+  EXPECT_EQ(InternKey(std::string(kMaxInternedKeyLength + 1, 'k')), nullptr);
+  ASSERT_NE(InternKey(std::string(kMaxInternedKeyLength, 'k')), nullptr);
+}
+
+TEST(InternKeyTest, AKeyAlreadyMadeCostsNoAllocation) {
+  const std::string name = "gen_ai.usage.completion_tokens";
+  ASSERT_NE(InternKey(name), nullptr);
+  EXPECT_EQ(AllocationsIn([&] { (void)InternKey(name); }), 0);
+}
+
+TEST(InternKeyTest, ThreadsAskingForTheSameNamesGetTheSameKeys) {
+  constexpr int kThreads = 4, kNames = 200;
+  std::vector<std::vector<const StaticKey*>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&got, t] {
+      for (int i = 0; i < kNames; ++i)
+        got[t].push_back(InternKey("threads.name." + std::to_string(i)));
+    });
+  for (auto& th : threads) th.join();
+  for (int i = 0; i < kNames; ++i) {
+    ASSERT_NE(got[0][i], nullptr);
+    EXPECT_EQ(got[0][i]->str(), "threads.name." + std::to_string(i));
+    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(got[t][i], got[0][i]) << i;
+  }
+}
+
+// Fills the process's table: keep it the last test that interns new names in this binary.
+TEST(InternKeyTest, KeepsAtMostItsBoundOfNames) {
+  const StaticKey* early = InternKey("bound.early");
+  ASSERT_NE(early, nullptr);
+  std::size_t made = 0;
+  for (std::size_t i = 0; i < kMaxInternedKeys + 100; ++i)
+    if (InternKey("bound.name." + std::to_string(i)) != nullptr) ++made;
+  EXPECT_LT(made, kMaxInternedKeys);  // the table held a few names before this test
+  EXPECT_EQ(InternKey("bound.another.new.name"), nullptr);
+  EXPECT_EQ(InternKey("bound.early"), early);  // names kept are still found
 }
 
 }  // namespace
