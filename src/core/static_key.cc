@@ -17,26 +17,47 @@ namespace infertel {
 #define INFERTEL_STATIC_KEYS 1
 namespace {
 struct KeyValueImpl {};
+struct SpanImpl {};
 auto ImplOf(KeyValueImpl);
-template <auto Member>
+auto ImplOf(SpanImpl);
+template <typename Tag, auto Member>
 struct ImplAccess {
-  friend auto ImplOf(KeyValueImpl) { return Member; }
+  friend auto ImplOf(Tag) { return Member; }
 };
-template struct ImplAccess<&KeyValue::_impl_>;
+template struct ImplAccess<KeyValueImpl, &KeyValue::_impl_>;
+template struct ImplAccess<SpanImpl, &Span::_impl_>;
+
+// Points a string field still unset at `value` (protobuf neither writes nor frees a field's
+// "default"); false when the field is set, and the caller copies.
+bool Share(google::protobuf::internal::ArenaStringPtr* field, const std::string& value) {
+  if (!field->IsDefault() || !field->Get().empty()) return false;
+  google::protobuf::internal::TaggedStringPtr shared;
+  shared.SetDefault(&value);
+  field->UnsafeSetTaggedPointer(shared);
+  return true;
+}
 }  // namespace
 #endif
 
 void SetKey(KeyValue* kv, const StaticKey& key) {
 #ifdef INFERTEL_STATIC_KEYS
-  auto& field = (kv->*ImplOf(KeyValueImpl{})).key_;
-  if (field.IsDefault() && kv->key().empty()) {
-    google::protobuf::internal::TaggedStringPtr shared;
-    shared.SetDefault(&key.str());
-    field.UnsafeSetTaggedPointer(shared);
-    return;
-  }
+  if (Share(&(kv->*ImplOf(KeyValueImpl{})).key_, key.str())) return;
 #endif
   kv->set_key(key.str());
+}
+
+void ShareSpanStrings(Span* span, const std::string& trace_id, const std::string& parent_span_id,
+                      const StaticKey& name) {
+#ifdef INFERTEL_STATIC_KEYS
+  auto& impl = span->*ImplOf(SpanImpl{});
+  if (!Share(&impl.trace_id_, trace_id)) span->set_trace_id(trace_id);
+  if (!Share(&impl.parent_span_id_, parent_span_id)) span->set_parent_span_id(parent_span_id);
+  if (!Share(&impl.name_, name.str())) span->set_name(name.str());
+#else
+  span->set_trace_id(trace_id);
+  span->set_parent_span_id(parent_span_id);
+  span->set_name(name.str());
+#endif
 }
 
 namespace {

@@ -50,6 +50,16 @@ const StaticKey& Key() {
 // agent's own, and received ones (receiver/trace_decoder.h).
 void SetKey(KeyValue* kv, const StaticKey& key);
 
+// Sets a span's trace id, parent span id and name as SetKey sets a key: pointing at the
+// strings given, for fields still unset (a span just made), and copying them otherwise. The
+// ids must stay unchanged as long as the span lives: a derived span's parent's own, on the
+// same arena (engines/vllm/vllm_spans.cc's phases). Why: a phase's three strings were three
+// string objects on the arena with their destructors in its cleanup list, and the 16-byte
+// trace id a heap allocation, three phases per span. The same caveats as SetKey's hold: by
+// reflection these fields read as unset (otlp_json's encoder reads them through accessors).
+void ShareSpanStrings(Span* span, const std::string& trace_id, const std::string& parent_span_id,
+                      const StaticKey& name);
+
 // True when SetKey points at the key (the protobuf this was built with has the layout it
 // relies on); false when it copies.
 bool StaticKeysShared() noexcept;

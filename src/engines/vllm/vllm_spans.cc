@@ -183,14 +183,15 @@ void PhaseAttributes(const Span& from, const AttrIndex& idx, Span* phase) {
   }
 }
 
+// A phase points at its parent's trace id and span id (its parent id) rather than copying
+// them (core/static_key.h ShareSpanStrings): the parent is on the same arena, or outlives it
+// as above, and its ids are final by now (Normalize repairs them before deriving phases).
 Span* MakePhase(google::protobuf::Arena* arena, const Span& parent, const AttrIndex& idx,
-                std::string_view name, std::uint64_t start, std::uint64_t end) {
+                const StaticKey& name, std::uint64_t start, std::uint64_t end) {
   Span* p = google::protobuf::Arena::CreateMessage<Span>(arena);
-  p->set_trace_id(parent.trace_id());
+  ShareSpanStrings(p, parent.trace_id(), parent.span_id(), name);
   SpanId id = NewSpanId();
   p->set_span_id(AsBytes(id).data(), AsBytes(id).size());
-  p->set_parent_span_id(parent.span_id());
-  p->set_name(name.data(), name.size());
   p->set_kind(otlp_trace::Span::SPAN_KIND_INTERNAL);
   p->set_start_time_unix_nano(start);
   p->set_end_time_unix_nano(std::max(start, end));
@@ -223,10 +224,10 @@ void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_
   if (!producer && !consumer && queue) {
     const std::uint64_t wait_start =
         std::max(s, prefill_start - std::min(prefill_start - s, *queue));
-    phases->push_back(MakePhase(arena, span, idx, sc::kSpanWait, wait_start, prefill_start));
+    phases->push_back(MakePhase(arena, span, idx, Key<sc::kSpanWait>(), wait_start, prefill_start));
     if (kv && *kv > 0) {
       // Remote KV is awaited inside the queue (WAITING_FOR_REMOTE_KVS): nested in `wait`.
-      Span* k = MakePhase(arena, span, idx, sc::kSpanKvTransfer, wait_start,
+      Span* k = MakePhase(arena, span, idx, Key<sc::kSpanKvTransfer>(), wait_start,
                           wait_start + std::min(*kv, prefill_start - wait_start));
       k->set_parent_span_id(phases->back()->span_id());
       AddAttr(k->mutable_attributes(), Key<sc::kGenAiKvTransferDirection>(), "recv");
@@ -234,10 +235,10 @@ void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_
     }
   }
   if (!consumer && prefill)
-    phases->push_back(MakePhase(arena, span, idx, sc::kSpanPrefill, prefill_start, first));
+    phases->push_back(MakePhase(arena, span, idx, Key<sc::kSpanPrefill>(), prefill_start, first));
   if (!producer && decode) {
     phases->push_back(
-        MakePhase(arena, span, idx, sc::kSpanDecode, first, std::min(e, first + *decode)));
+        MakePhase(arena, span, idx, Key<sc::kSpanDecode>(), first, std::min(e, first + *decode)));
   }
 }
 

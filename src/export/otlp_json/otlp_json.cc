@@ -36,9 +36,24 @@ void AppendNonFinite(std::string* out, double v) {
 
 void EncodeMessage(const Message& m, std::string* out);
 
-// The key field of a generated KeyValue (the only KeyValue this encoder is given).
-bool IsKeyValueKey(const FieldDescriptor* f) {
-  return f->containing_type() == KeyValue::descriptor() && f->number() == KeyValue::kKeyFieldNumber;
+// The fields the agent may set without a copy (core/static_key.h), which reflection reads as
+// unset: a KeyValue's key and a span's trace id, parent span id and name, read through their
+// accessors instead (these are the generated classes: the only ones this encoder is given).
+const std::string* SharedString(const Message& m, const FieldDescriptor* f) {
+  if (f->containing_type() == KeyValue::descriptor()) {
+    if (f->number() == KeyValue::kKeyFieldNumber) return &static_cast<const KeyValue&>(m).key();
+  } else if (f->containing_type() == Span::descriptor()) {
+    const auto& span = static_cast<const Span&>(m);
+    switch (f->number()) {
+      case Span::kTraceIdFieldNumber:
+        return &span.trace_id();
+      case Span::kParentSpanIdFieldNumber:
+        return &span.parent_span_id();
+      case Span::kNameFieldNumber:
+        return &span.name();
+    }
+  }
+  return nullptr;
 }
 
 void EncodeValue(const Message& m, const FieldDescriptor* f, int index, std::string* out) {
@@ -81,11 +96,10 @@ void EncodeValue(const Message& m, const FieldDescriptor* f, int index, std::str
       break;
     case FieldDescriptor::CPPTYPE_STRING: {
       std::string scratch;
-      // A key the agent set without a copy (core/static_key.h) reads as unset by reflection,
-      // so a KeyValue's key is read through its accessor.
-      const std::string& s = IsKeyValueKey(f) ? static_cast<const KeyValue&>(m).key()
-                             : rep            ? r->GetRepeatedStringReference(m, f, index, &scratch)
-                                              : r->GetStringReference(m, f, &scratch);
+      const std::string* shared = rep ? nullptr : SharedString(m, f);
+      const std::string& s = shared ? *shared
+                             : rep  ? r->GetRepeatedStringReference(m, f, index, &scratch)
+                                    : r->GetStringReference(m, f, &scratch);
       if (f->type() == FieldDescriptor::TYPE_BYTES)
         AppendString(out, IsIdField(f) ? BytesToHex(s) : Base64Encode(s));
       else

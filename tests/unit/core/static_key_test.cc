@@ -171,6 +171,41 @@ TEST(StaticKeyTest, AttributesCostOneAllocationPerLongStringAndNoneForASharedKey
   EXPECT_EQ(a->Get(3).value().string_value(), long_value);
 }
 
+TEST(StaticKeyTest, ADerivedSpanPointsAtItsParentsIdsAndTheModelsName) {
+  google::protobuf::Arena arena;
+  auto* parent = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  parent->set_trace_id(std::string(16, '\x11'));
+  parent->set_span_id(std::string(8, '\x22'));
+  auto* phase = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  const StaticKey& name = Key<sc::kSpanDecode>();
+  ShareSpanStrings(phase, parent->trace_id(), parent->span_id(), name);
+  EXPECT_EQ(phase->trace_id(), parent->trace_id());
+  EXPECT_EQ(phase->parent_span_id(), parent->span_id());
+  EXPECT_EQ(phase->name(), "decode");
+  if (StaticKeysShared()) {
+    EXPECT_EQ(&phase->trace_id(), &parent->trace_id());
+    EXPECT_EQ(&phase->parent_span_id(), &parent->span_id());
+    EXPECT_EQ(&phase->name(), &name.str());
+  }
+  Span copied;  // the same fields, owned
+  copied.set_trace_id(parent->trace_id());
+  copied.set_parent_span_id(parent->span_id());
+  copied.set_name("decode");
+  EXPECT_EQ(phase->SerializeAsString(), copied.SerializeAsString());
+  Span copy(*phase);  // a copy owns its strings
+  EXPECT_NE(&copy.trace_id(), &parent->trace_id());
+  EXPECT_EQ(copy.SerializeAsString(), copied.SerializeAsString());
+  // Setting a shared field afterwards makes it its own and leaves the parent's alone.
+  phase->set_parent_span_id(std::string(8, '\x33'));
+  EXPECT_EQ(parent->span_id(), std::string(8, '\x22'));
+  // Fields already set are copied.
+  auto* set = google::protobuf::Arena::CreateMessage<Span>(&arena);
+  set->set_trace_id("0123456789abcdef");
+  ShareSpanStrings(set, parent->trace_id(), parent->span_id(), name);
+  EXPECT_EQ(set->trace_id(), parent->trace_id());
+  EXPECT_NE(&set->trace_id(), &parent->trace_id());
+}
+
 TEST(InternKeyTest, IsOneKeyPerNameForTheProcess) {
   const StaticKey* a = InternKey("gen_ai.latency.time_in_queue");
   ASSERT_NE(a, nullptr);

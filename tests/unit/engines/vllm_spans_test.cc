@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/semconv.h"
+#include "core/static_key.h"
 #include "engines/assembler.h"
 #include "engines/vllm/vllm_spans.h"
 #include "export/otlp_json/otlp_json.h"
@@ -249,6 +250,16 @@ TEST(VllmSpansTest, PhasesOnTheArenaShareTheParentsAttributes) {
     const int shared = p->name() == sc::kSpanKvTransfer ? 4 : 3;
     ASSERT_EQ(p->attributes_size(), shared) << p->name();
     for (int i = 0; i < 3; ++i) EXPECT_GE(index_in_parent(&p->attributes(i)), 0) << p->name();
+    // Its trace id, parent id and name point at the parent's ids and the model's name
+    // (core/static_key.h ShareSpanStrings); kv_transfer's parent id is its own, wait's id.
+    EXPECT_EQ(p->trace_id(), s->trace_id());
+    if (StaticKeysShared()) {
+      EXPECT_EQ(&p->trace_id(), &s->trace_id()) << p->name();
+      if (p != phases[1]) {
+        EXPECT_EQ(&p->parent_span_id(), &s->span_id()) << p->name();
+      }
+    }
+    EXPECT_EQ(p->parent_span_id(), p == phases[1] ? phases[0]->span_id() : s->span_id());
     // On the wire, the same bytes as a phase that owns copies of those attributes.
     Span copy;
     copy.CopyFrom(*p);

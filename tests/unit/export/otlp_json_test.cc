@@ -62,6 +62,30 @@ TEST(OtlpJsonTest, EncodesSharedKeys) {
             semconv::kGenAiRequestModel);
 }
 
+// A derived span's ids and name point at its parent's and the model's strings
+// (core/static_key.h ShareSpanStrings), which reflection reads as unset.
+TEST(OtlpJsonTest, EncodesSharedSpanStrings) {
+  google::protobuf::Arena arena;
+  auto* req = google::protobuf::Arena::CreateMessage<TracesRequest>(&arena);
+  Span* parent = req->add_resource_spans()->add_scope_spans()->add_spans();
+  parent->set_trace_id(testing::Bytes(testing::kTrace));
+  parent->set_span_id(testing::Bytes("b7ad6b7169203331"));
+  Span* phase = req->mutable_resource_spans(0)->mutable_scope_spans(0)->add_spans();
+  ShareSpanStrings(phase, parent->trace_id(), parent->span_id(), Key<semconv::kSpanPrefill>());
+  if (StaticKeysShared()) {
+    ASSERT_EQ(&phase->trace_id(), &parent->trace_id());
+  }
+  const std::string json = otlp_json::EncodeTraces(*req);
+  TracesRequest back;
+  std::string error;
+  ASSERT_TRUE(otlp_json::Decode(json, &back, &error)) << error;
+  const Span& b = back.resource_spans(0).scope_spans(0).spans(1);
+  EXPECT_EQ(b.trace_id(), testing::Bytes(testing::kTrace)) << json;
+  EXPECT_EQ(b.parent_span_id(), testing::Bytes("b7ad6b7169203331")) << json;
+  EXPECT_EQ(b.name(), semconv::kSpanPrefill) << json;
+  EXPECT_EQ(b.SerializeAsString(), phase->SerializeAsString());
+}
+
 TEST(OtlpJsonTest, RoundTripsTraces) {
   const TracesRequest in = RichRequest();
   TracesRequest out;
