@@ -183,21 +183,22 @@ Got Bytes(std::uint32_t wire_type, Reader& r, M* m, std::string* (M::*field)(), 
   (m->*field)()->assign(s.data(), s.size());
   return Got::kTaken;
 }
+// A varint or fixed64 field, passed to `set` as read (the setter converts, as protobuf does).
 template <typename Setter>
-Got Varint(std::uint32_t wire_type, Reader& r, Setter set) {
-  if (wire_type != kVarint) return Got::kUnknown;
+Got Scalar(std::uint32_t wire_type, WireType want, Reader& r, Setter set) {
+  if (wire_type != want) return Got::kUnknown;
   std::uint64_t v;
-  if (!r.Varint(&v)) return Got::kGiveUp;
+  if (!(want == kVarint ? r.Varint(&v) : r.Fixed64(&v))) return Got::kGiveUp;
   set(v);
   return Got::kTaken;
 }
 template <typename Setter>
+Got Varint(std::uint32_t wire_type, Reader& r, Setter set) {
+  return Scalar(wire_type, kVarint, r, set);
+}
+template <typename Setter>
 Got Fixed64(std::uint32_t wire_type, Reader& r, Setter set) {
-  if (wire_type != kFixed64) return Got::kUnknown;
-  std::uint64_t v;
-  if (!r.Fixed64(&v)) return Got::kGiveUp;
-  set(v);
-  return Got::kTaken;
+  return Scalar(wire_type, kFixed64, r, set);
 }
 // A message field: `decode(bytes)` reads it into the message it was made for.
 template <typename Decode>

@@ -4,40 +4,15 @@
 #include <google/protobuf/stubs/common.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/allocation_counter.h"
 #include "core/semconv.h"
-
-// Heap allocations made on this thread while counting (AllocationsIn below). Replacing the
-// global operator new here counts for the whole unit_core binary; it only counts.
-namespace {
-thread_local bool counting = false;
-thread_local int allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace infertel {
 namespace {
-
-template <typename F>
-int AllocationsIn(F&& f) {
-  allocations = 0;
-  counting = true;
-  f();
-  counting = false;
-  return allocations;
-}
 
 namespace sc = semconv;
 

@@ -3,16 +3,14 @@
 // shaped as facts/sglang.md §1.4 describes.
 
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <algorithm>
 #include <condition_variable>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 
+#include "common/sglang_fixture.h"
 #include "core/semconv.h"
 #include "engines/assembler.h"
 #include "engines/sglang/sglang_spans.h"
@@ -22,14 +20,6 @@ namespace infertel::engines::sglang {
 namespace {
 namespace sc = semconv;
 using Spans = google::protobuf::RepeatedPtrField<Span>;
-
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(INFERTEL_FIXTURES_DIR) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Id8() { return std::string(AsBytes(NewSpanId())); }
 
@@ -48,33 +38,8 @@ FixtureTree LoadFixture() {
   FixtureTree t;
   t.trace = std::string(AsBytes(NewTraceId()));
   t.entry = Id8();
-  simdjson::dom::parser parser;
-  simdjson::padded_string json(ReadFixture("sglang-otlp-spans-0.5.20-SANITIZED.json"));
-  simdjson::dom::element root = parser.parse(json);
-  for (simdjson::dom::element e : root["spans"].get_array()) {
-    Span* s = t.spans.Add();
-    s->set_name(std::string(std::string_view(e["name"])));
-    s->set_trace_id(t.trace);
-    s->set_span_id(Id8());
-    s->set_kind(otlp_trace::Span::SPAN_KIND_INTERNAL);
-    s->set_start_time_unix_nano(std::stoull(std::string(std::string_view(e["startTimeUnixNano"]))));
-    s->set_end_time_unix_nano(std::stoull(std::string(std::string_view(e["endTimeUnixNano"]))));
-    for (simdjson::dom::element a : e["attributes"].get_array()) {
-      std::string key{std::string_view(a["key"])};
-      simdjson::dom::object v = a["value"];
-      std::string_view sv;
-      double d;
-      if (!v["intValue"].get_string().get(sv)) {
-        AddAttr(s->mutable_attributes(), key,
-                static_cast<std::int64_t>(std::stoll(std::string(sv))));
-      } else if (!v["doubleValue"].get_double().get(d)) {
-        AddAttr(s->mutable_attributes(), key, d);
-      } else if (!v["stringValue"].get_string().get(sv)) {
-        AddAttr(s->mutable_attributes(), key, sv);
-      }
-    }
-    t.ids[s->name()] = s->span_id();
-  }
+  testing::AddSglangFixtureSpans(&t.spans, t.trace);
+  for (const Span& s : t.spans) t.ids[s.name()] = s.span_id();
   const std::map<std::string, std::string> parent{
       {"Req req-sglang-001", ""},  // → entry
       {"Tokenizer", "Req req-sglang-001"},

@@ -4,7 +4,6 @@
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -13,37 +12,15 @@
 #include <sstream>
 #include <string>
 
+#include "common/allocation_counter.h"
+#include "common/sglang_fixture.h"
 #include "core/ids.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "export/otlp_json/otlp_json.h"
 
-// Heap allocations made on this thread while counting (AllocationsIn below). Replacing the
-// global operator new here counts for the whole unit_receiver binary; it only counts.
-namespace {
-thread_local bool counting = false;
-thread_local int allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
 namespace infertel::receiver {
 namespace {
-
-template <typename F>
-int AllocationsIn(F&& f) {
-  allocations = 0;
-  counting = true;
-  f();
-  counting = false;
-  return allocations;
-}
 
 namespace sc = semconv;
 using google::protobuf::Arena;
@@ -107,36 +84,11 @@ std::string ReadFixture(const std::string& name) {
   return ss.str();
 }
 
-// SGLang's spans (fixtures/): a list of spans with their names, times and typed attributes,
-// and ids replaced by the sanitizer, made into one request with ids of the right sizes.
+// SGLang's spans (fixtures/), as one request.
 TracesRequest SglangFixtureRequest() {
   TracesRequest req;
-  auto* spans = req.add_resource_spans()->add_scope_spans()->mutable_spans();
-  simdjson::dom::parser parser;
-  simdjson::padded_string json(ReadFixture("sglang-otlp-spans-0.5.20-SANITIZED.json"));
-  const std::string trace(AsBytes(NewTraceId()));
-  for (simdjson::dom::element e : parser.parse(json)["spans"].get_array()) {
-    Span* s = spans->Add();
-    s->set_name(std::string(std::string_view(e["name"])));
-    s->set_trace_id(trace);
-    s->set_span_id(std::string(AsBytes(NewSpanId())));
-    s->set_start_time_unix_nano(std::stoull(std::string(std::string_view(e["startTimeUnixNano"]))));
-    s->set_end_time_unix_nano(std::stoull(std::string(std::string_view(e["endTimeUnixNano"]))));
-    for (simdjson::dom::element a : e["attributes"].get_array()) {
-      const std::string key{std::string_view(a["key"])};
-      simdjson::dom::object v = a["value"];
-      std::string_view sv;
-      double d;
-      if (!v["intValue"].get_string().get(sv)) {
-        AddAttr(s->mutable_attributes(), key,
-                static_cast<std::int64_t>(std::stoll(std::string(sv))));
-      } else if (!v["doubleValue"].get_double().get(d)) {
-        AddAttr(s->mutable_attributes(), key, d);
-      } else if (!v["stringValue"].get_string().get(sv)) {
-        AddAttr(s->mutable_attributes(), key, sv);
-      }
-    }
-  }
+  testing::AddSglangFixtureSpans(req.add_resource_spans()->add_scope_spans()->mutable_spans(),
+                                 std::string(AsBytes(NewTraceId())));
   return req;
 }
 
