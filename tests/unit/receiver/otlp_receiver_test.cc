@@ -230,6 +230,41 @@ TEST_F(ReceiverTest, GrpcTracesReachTheSinkAndAreCounted) {
   EXPECT_EQ(C(Transport::kHttp, Signal::kTraces).requests.load(), 0u);
 }
 
+// A message of about 400 KB arrives in many slices, which the receiver joins before decoding
+// (grpc_frontend.cc, Contiguous); an empty one is a valid request with no spans.
+TEST_F(ReceiverTest, GrpcLargeAndEmptyRequestsAreDecoded) {
+  StartReceiver(true, 1 << 20);
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  TracesRequest large = ValidTraces(1);
+  const Span first = large.resource_spans(0).scope_spans(0).spans(0);
+  auto* spans = large.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  for (int i = 1; i < 2000; ++i) {
+    Span* s = spans->Add();
+    *s = first;
+    s->set_name("span-" + std::to_string(i) + std::string(150, 'x'));
+    AddAttr(s->mutable_attributes(), "gen_ai.request.id", "chatcmpl-" + std::to_string(i));
+  }
+  ASSERT_GT(large.ByteSizeLong(), 300'000u);
+  {
+    grpc::ClientContext ctx;
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    grpc::Status st = stub->Export(&ctx, large, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  auto got = traces_.got();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].SerializeAsString(), large.SerializeAsString());
+  {
+    grpc::ClientContext ctx;
+    otlp_collector_trace::ExportTraceServiceResponse resp;
+    grpc::Status st = stub->Export(&ctx, TracesRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+  }
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).requests.load(), 2u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).malformed_requests.load(), 0u);
+  EXPECT_EQ(C(Transport::kGrpc, Signal::kTraces).items.load(), 2000u);
+}
+
 TEST_F(ReceiverTest, GrpcGzipIsAccepted) {
   StartReceiver();
   auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
