@@ -108,9 +108,10 @@ class RawExportService final : public Base {
 
   // The message's bytes in one piece (nullopt when gRPC cannot read it): its one slice, or a
   // copy of its slices in this thread's buffer, valid until the next call on this thread. `slices`
-  // holds the slices (and so their bytes) until the caller is done. A copy costs about 0.05 µs per
-  // span, against about 5 µs to decode and normalize one; one buffer is what lets the decoder read
-  // with plain pointers.
+  // holds the slices (and so their bytes) until the caller is done. A request of 512 vLLM spans
+  // is about 300 KB, which arrives in dozens of slices: the copy is a memcpy of about 600 bytes
+  // per span, against the 4–5 µs a span costs the agent; one buffer is what lets the decoder
+  // read with plain pointers.
   static std::optional<std::string_view> Contiguous(const grpc::ByteBuffer& message,
                                                     std::vector<grpc::Slice>* slices) {
     if (!message.Dump(slices).ok()) return std::nullopt;
