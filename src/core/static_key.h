@@ -1,6 +1,7 @@
 #pragma once
-// Attribute keys that live as long as the program, which a KeyValue built by the agent points
-// at instead of copying.
+// Attribute keys that live as long as the program, which a KeyValue built by the agent (or
+// received, InternKey) points at instead of copying; and derived spans pointing at their
+// parent's ids (ShareSpanStrings).
 //
 // Why: most keys of the telemetry model are longer than the 15 characters a std::string holds
 // inline, and protobuf keeps a string set on an arena message as a std::string whose
