@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/common.h>
 #include <google/protobuf/unknown_field_set.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@ namespace infertel::receiver {
 namespace {
 
 using google::protobuf::Message;
+using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
 using otlp_common::AnyValue;
 using otlp_common::ArrayValue;
@@ -23,7 +25,10 @@ using otlp_trace::ResourceSpans;
 using otlp_trace::ScopeSpans;
 using otlp_trace::Status;
 
-enum WireType : std::uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
+constexpr std::uint32_t kVarint = WireFormatLite::WIRETYPE_VARINT;
+constexpr std::uint32_t kFixed64 = WireFormatLite::WIRETYPE_FIXED64;
+constexpr std::uint32_t kLen = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+constexpr std::uint32_t kFixed32 = WireFormatLite::WIRETYPE_FIXED32;
 
 // What reading one field came to: taken into the message, left to the unknown fields (a field
 // the message does not have, or one it has with another wire type: protobuf keeps both as
@@ -172,9 +177,8 @@ Got Taken(bool ok) { return ok ? Got::kTaken : Got::kGiveUp; }
 
 // A `bytes` field: any bytes; a `string` field (`utf8`): valid UTF-8, as protobuf checks for
 // proto3. Written into the field's string as protobuf's parser does: one allocation when
-// longer than the inline 15 characters.
-// The field is reached through its mutable accessor only once the wire type matches: for a
-// member of a oneof (AnyValue's), reaching it selects it.
+// longer than the inline 15 characters. The field is reached through its mutable accessor only
+// once the wire type matches: for a member of a oneof (AnyValue's), reaching it selects it.
 template <typename M>
 Got Bytes(std::uint32_t wire_type, Reader& r, M* m, std::string* (M::*field)(), bool utf8 = false) {
   if (wire_type != kLen) return Got::kUnknown;
@@ -185,7 +189,7 @@ Got Bytes(std::uint32_t wire_type, Reader& r, M* m, std::string* (M::*field)(), 
 }
 // A varint or fixed64 field, passed to `set` as read (the setter converts, as protobuf does).
 template <typename Setter>
-Got Scalar(std::uint32_t wire_type, WireType want, Reader& r, Setter set) {
+Got Scalar(std::uint32_t wire_type, std::uint32_t want, Reader& r, Setter set) {
   if (wire_type != want) return Got::kUnknown;
   std::uint64_t v;
   if (!(want == kVarint ? r.Varint(&v) : r.Fixed64(&v))) return Got::kGiveUp;
@@ -200,6 +204,16 @@ template <typename Setter>
 Got Fixed64(std::uint32_t wire_type, Reader& r, Setter set) {
   return Scalar(wire_type, kFixed64, r, set);
 }
+// A uint32 field (the dropped counts): protobuf keeps the low 32 bits of a longer varint.
+template <typename M>
+Got Uint32(std::uint32_t wire_type, Reader& r, M* m, void (M::*set)(std::uint32_t)) {
+  return Varint(wire_type, r, [&](std::uint64_t x) { (m->*set)(static_cast<std::uint32_t>(x)); });
+}
+// A fixed64 field (the times).
+template <typename M>
+Got Uint64(std::uint32_t wire_type, Reader& r, M* m, void (M::*set)(std::uint64_t)) {
+  return Fixed64(wire_type, r, [&](std::uint64_t x) { (m->*set)(x); });
+}
 // A message field: `decode(bytes)` reads it into the message it was made for.
 template <typename Decode>
 Got Nested(std::uint32_t wire_type, Reader& r, Decode decode) {
@@ -209,6 +223,23 @@ Got Nested(std::uint32_t wire_type, Reader& r, Decode decode) {
 }
 
 bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth);
+bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth);
+
+// An array's or a key-value list's elements, one nesting level below the list.
+bool DecodeArrayValue(std::string_view body, ArrayValue* a, int depth) {
+  return Fields(body, a, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+    if (f != ArrayValue::kValuesFieldNumber) return Got::kUnknown;
+    return Nested(
+        wt, r, [&](std::string_view e) { return DecodeAnyValue(e, a->add_values(), depth + 1); });
+  });
+}
+bool DecodeKeyValueList(std::string_view body, KeyValueList* l, int depth) {
+  return Fields(body, l, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+    if (f != KeyValueList::kValuesFieldNumber) return Got::kUnknown;
+    return Nested(
+        wt, r, [&](std::string_view e) { return DecodeKeyValue(e, l->add_values(), depth + 1); });
+  });
+}
 
 bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth) {
   if (depth > kMaxDecodeDepth) return false;
@@ -229,23 +260,11 @@ bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth) {
         });
       case AnyValue::kArrayValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          ArrayValue* a = v->mutable_array_value();
-          return Fields(s, a, [&](std::uint32_t f2, std::uint32_t wt2, Reader& r2) {
-            if (f2 != ArrayValue::kValuesFieldNumber) return Got::kUnknown;
-            return Nested(wt2, r2, [&](std::string_view e) {
-              return DecodeAnyValue(e, a->add_values(), depth + 2);
-            });
-          });
+          return DecodeArrayValue(s, v->mutable_array_value(), depth + 1);
         });
       case AnyValue::kKvlistValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          KeyValueList* l = v->mutable_kvlist_value();
-          return Fields(s, l, [&](std::uint32_t f2, std::uint32_t wt2, Reader& r2) {
-            if (f2 != KeyValueList::kValuesFieldNumber) return Got::kUnknown;
-            return Nested(wt2, r2, [&](std::string_view e) {
-              return DecodeKeyValue(e, l->add_values(), depth + 2);
-            });
-          });
+          return DecodeKeyValueList(s, v->mutable_kvlist_value(), depth + 1);
         });
       case AnyValue::kBytesValueFieldNumber:
         return Bytes(wt, r, v, &AnyValue::mutable_bytes_value);
@@ -294,9 +313,7 @@ bool DecodeResource(std::string_view body, Resource* res) {
       case Resource::kAttributesFieldNumber:
         return Attribute(wt, r, res->mutable_attributes());
       case Resource::kDroppedAttributesCountFieldNumber:
-        return Varint(wt, r, [res](std::uint64_t x) {
-          res->set_dropped_attributes_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, res, &Resource::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
@@ -332,15 +349,13 @@ bool DecodeEvent(std::string_view body, Span::Event* ev) {
   return Fields(body, ev, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Span::Event::kTimeUnixNanoFieldNumber:
-        return Fixed64(wt, r, [ev](std::uint64_t x) { ev->set_time_unix_nano(x); });
+        return Uint64(wt, r, ev, &Span::Event::set_time_unix_nano);
       case Span::Event::kNameFieldNumber:
         return Bytes(wt, r, ev, &Span::Event::mutable_name, /*utf8=*/true);
       case Span::Event::kAttributesFieldNumber:
         return Attribute(wt, r, ev->mutable_attributes());
       case Span::Event::kDroppedAttributesCountFieldNumber:
-        return Varint(wt, r, [ev](std::uint64_t x) {
-          ev->set_dropped_attributes_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, ev, &Span::Event::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
@@ -358,9 +373,7 @@ bool DecodeLink(std::string_view body, Span::Link* link) {
       case Span::Link::kAttributesFieldNumber:
         return Attribute(wt, r, link->mutable_attributes());
       case Span::Link::kDroppedAttributesCountFieldNumber:
-        return Varint(wt, r, [link](std::uint64_t x) {
-          link->set_dropped_attributes_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, link, &Span::Link::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
@@ -384,27 +397,21 @@ bool DecodeSpan(std::string_view body, Span* s) {
           s->set_kind(static_cast<Span::SpanKind>(static_cast<std::int32_t>(x)));
         });
       case Span::kStartTimeUnixNanoFieldNumber:
-        return Fixed64(wt, r, [s](std::uint64_t x) { s->set_start_time_unix_nano(x); });
+        return Uint64(wt, r, s, &Span::set_start_time_unix_nano);
       case Span::kEndTimeUnixNanoFieldNumber:
-        return Fixed64(wt, r, [s](std::uint64_t x) { s->set_end_time_unix_nano(x); });
+        return Uint64(wt, r, s, &Span::set_end_time_unix_nano);
       case Span::kAttributesFieldNumber:
         return Attribute(wt, r, s->mutable_attributes());
       case Span::kDroppedAttributesCountFieldNumber:
-        return Varint(wt, r, [s](std::uint64_t x) {
-          s->set_dropped_attributes_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, s, &Span::set_dropped_attributes_count);
       case Span::kEventsFieldNumber:
         return Nested(wt, r, [s](std::string_view e) { return DecodeEvent(e, s->add_events()); });
       case Span::kDroppedEventsCountFieldNumber:
-        return Varint(wt, r, [s](std::uint64_t x) {
-          s->set_dropped_events_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, s, &Span::set_dropped_events_count);
       case Span::kLinksFieldNumber:
         return Nested(wt, r, [s](std::string_view e) { return DecodeLink(e, s->add_links()); });
       case Span::kDroppedLinksCountFieldNumber:
-        return Varint(wt, r, [s](std::uint64_t x) {
-          s->set_dropped_links_count(static_cast<std::uint32_t>(x));
-        });
+        return Uint32(wt, r, s, &Span::set_dropped_links_count);
       case Span::kStatusFieldNumber:
         return Nested(wt, r,
                       [s](std::string_view e) { return DecodeStatus(e, s->mutable_status()); });
