@@ -6,6 +6,9 @@
 #   - the upstream: infertel-loadgen's own minimal vLLM-shaped server, run inside each
 #     loadgen process (same process, same clock as the client) on one fixed port;
 #   - nginx as a plain reverse proxy (bench/nginx.conf.template, one worker);
+#   - infertel-tcp-relay (bench/tcp_relay.cc): bytes copied both ways with raw epoll, no HTTP,
+#     the floor of what any proxy adds on this machine (open loop and streams only: its
+#     throughput is not an HTTP proxy's);
 #   - infertel agent --no-store (no trace or log exporter, so no entry spans or content
 #     events are built; metrics and join records are), infertel agent --store (the
 #     embedded SQLite store on, the default: entry spans built, captured and stored) and
@@ -27,14 +30,14 @@
 # and prints added latency (proxy − direct) and the ratios against the issue 7 targets. A
 # latency added is taken in each round against the direct run of the same round, and reported
 # as the median of the rounds: one slow minute of the machine then moves one round, not the
-# verdict. Every process it starts is stopped on exit. Whole run: about 7 minutes (6.5 without
+# verdict. Every process it starts is stopped on exit. Whole run: about 8 minutes (7.5 without
 # the sim).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-use_build "${1:-build}" bench infertel infertel-loadgen infertel-otlp-bench
+use_build "${1:-build}" bench infertel infertel-loadgen infertel-otlp-bench infertel-tcp-relay
 command -v nginx >/dev/null || { echo "bench: nginx not installed (make deps)" >&2; exit 1; }
 
 RATE=${BENCH_RATE:-1000}
@@ -67,6 +70,11 @@ agent_compat_flags "$INFERTEL"
 UP_PORT=$("$LOADGEN" freeport)
 start_nginx nginx "$UP_PORT"
 NGINX_LG_PORT=$NGINX_PORT NGINX_LG_PID=$NGINX_WORKER
+"${PIN_PROXY[@]}" "$BUILD/infertel-tcp-relay" --listen 127.0.0.1:0 --to "127.0.0.1:$UP_PORT" \
+  >"$TMP/relay.log" 2>&1 &
+RELAY_PID=$!
+PIDS+=("$RELAY_PID")
+RELAY_PORT=$(wait_line "$TMP/relay.log" 'listening on' | port_of)
 start_agent agent "$UP_PORT" --no-store
 AGENT_LG_PORT=$AGENT_PORT AGENT_LG_PID=$AGENT_PID
 start_agent agent-store "$UP_PORT" --store "$TMP/bench.db"
@@ -83,6 +91,7 @@ echo "bench: exporting (otlp agent):     $(grep -m1 'exporting to' "$TMP/agent-o
 # name  port  pids whose CPU is measured
 TARGETS=(
   "direct $UP_PORT -"
+  "relay $RELAY_PORT $RELAY_PID"
   "nginx $NGINX_LG_PORT $NGINX_LG_PID"
   "infertel $AGENT_LG_PORT $AGENT_LG_PID"
   "infertel+store $STORE_LG_PORT $STORE_LG_PID"
@@ -118,6 +127,7 @@ done
 for ((round = 1; round <= CLOSED_ROUNDS; round++)); do
   for t in "${TARGETS[@]}"; do
     read -r name port pids <<<"$t"
+    [[ $name == relay ]] && continue
     run_lg closed "$name" "$port" "$pids" --serve "127.0.0.1:$UP_PORT" \
       --duration "$CLOSED_DURATION" --connections "$CLOSED_CONNS"
   done
@@ -197,7 +207,7 @@ print(" from the direct run of the same round)")
 print(f"{'target':<16}{'req/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/req':>12}  +p99 by round")
 for prefix in ("", "sim-"):
     base = prefix + "direct"
-    for label in (base, prefix + "nginx", prefix + "infertel", prefix + "infertel+store", prefix + "infertel+otlp"):
+    for label in (base, prefix + "relay", prefix + "nginx", prefix + "infertel", prefix + "infertel+store", prefix + "infertel+otlp"):
         r = rows.get(("fixed", label))
         if r is None:
             continue
@@ -226,7 +236,7 @@ print()
 print("Streaming (per-event latency in µs: receive time − upstream send time)")
 print("(each target's median round by p99; +p50 and +p99 the medians of the rounds' differences)")
 print(f"{'target':<16}{'events/s':>9}{'err':>6}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'+p50':>9}{'+p99':>9}{'cpu µs/event':>14}  +p99 by round")
-for label in ("direct", "nginx", "infertel", "infertel+store", "infertel+otlp"):
+for label in ("direct", "relay", "nginx", "infertel", "infertel+store", "infertel+otlp"):
     r = rows.get(("stream", label))
     if r is None:
         continue
@@ -259,6 +269,13 @@ line("streaming added per-event p99: <= 50 us", stream_p99)
 n50, n99 = added("fixed", "nginx", "p50_us"), added("fixed", "nginx", "p99_us")
 print(f"(nginx itself added {fmt(n50)} µs p50, {fmt(n99)} µs p99 non-streaming; "
       f"{fmt(added('stream', 'nginx', 'p99_us'))} µs p99 per event)")
+# The floor: a relay that only copies bytes. When it alone adds more than the 50 µs per event,
+# the bound is below what one loopback hop and one wake-up cost here, for any proxy.
+r50, r99 = added("fixed", "relay", "p50_us"), added("fixed", "relay", "p99_us")
+rs99 = added("stream", "relay", "p99_us")
+print(f"(a plain TCP relay, the floor, added {fmt(r50)} µs p50, {fmt(r99)} µs p99 non-streaming; "
+      f"{fmt(rs99)} µs p99 per event{', above the 50 µs bound by itself' if rs99 is not None and rs99 > 50 else ''}; "
+      f"by round {joined(added_by_round('stream', 'relay', 'p99_us'), '{:.0f}')})")
 # Every request through the OTLP agent is one entry span, at the sink or counted as dropped. The
 # loadgen's `answered` counts the requests answered in full at any time, warm-up included, in
 # every mode (a stream is one request, however many events its `count` has), so the two must
