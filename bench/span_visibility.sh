@@ -20,7 +20,7 @@
 #              native `llm_request` spans over OTLP gRPC to the agent's receiver, with the
 #              sim's own batch delay set to D ms (OTEL_BSP_SCHEDULE_DELAY, given to the sim
 #              only; Python's SDK, hence vLLM, defaults to 5000, and exports early when a batch
-#              of 512 is full). Spans: `entry`, and the normalized `llm_request` with its
+#              of 512 is full; `infertel launch` starts vLLM with 500). Spans: `entry`, and the normalized `llm_request` with its
 #              phases (`wait`, `prefill`, `decode`) of the same traces. Their visibility
 #              includes the sim's delay; the agent's --join-window-ms only delays an engine span
 #              that arrives before its request has ended at the gateway.
@@ -29,13 +29,13 @@
 # stops). After the load the sink keeps receiving for $GRACE s (sim phases: + the sim's delay);
 # a request whose span has not arrived by then counts as missing. The agent is pinned to core
 # $AGENT_CPU, loadgen, sim and sink to $LOAD_CPU. Every process started is stopped on exit.
-# About 1.5 minutes with the defaults.
+# About 2 minutes with the defaults.
 #
 # Environment:
 #   BENCH_VIS_RATE             requests per second (500)
 #   BENCH_VIS_DURATION         measured seconds per phase (15)
 #   BENCH_VIS_STREAM_FRACTION  share of requests that are SSE streams (0.2)
-#   BENCH_VIS_SIM_DELAYS       the sim's OTEL_BSP_SCHEDULE_DELAY per sim phase, ms ("100 5000";
+#   BENCH_VIS_SIM_DELAYS       the sim's OTEL_BSP_SCHEDULE_DELAY per sim phase, ms ("100 500 5000";
 #                              empty: no sim phase)
 #   BENCH_VIS_AGENT_DELAY_MS   the agent's --export-delay-ms (default: the agent's default)
 #   BENCH_VIS_JOIN_WINDOW_MS   the agent's --join-window-ms (default: the agent's default)
@@ -56,7 +56,7 @@ use_build "${1:-build}" "visibility bench" infertel infertel-loadgen infertel-ot
 RATE=${BENCH_VIS_RATE:-500}
 DURATION=${BENCH_VIS_DURATION:-15}
 STREAM_FRACTION=${BENCH_VIS_STREAM_FRACTION:-0.2}
-SIM_DELAYS=${BENCH_VIS_SIM_DELAYS-100 5000}
+SIM_DELAYS=${BENCH_VIS_SIM_DELAYS-100 500 5000}
 AGENT_DELAY_MS=${BENCH_VIS_AGENT_DELAY_MS:-}
 JOIN_WINDOW_MS=${BENCH_VIS_JOIN_WINDOW_MS:-}
 AGENT_THREADS=${BENCH_VIS_AGENT_THREADS:-}

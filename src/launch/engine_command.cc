@@ -179,6 +179,7 @@ std::optional<Rewritten> Rewrite(
   };
   add_env("OTEL_SERVICE_NAME", o.service_name);
   add_env("OTEL_RESOURCE_ATTRIBUTES", o.resource_attributes);
+  if (!sglang) add_env("OTEL_BSP_SCHEDULE_DELAY", o.vllm_export_delay_ms);
   if (sglang && o.sglang_trace_level)
     add_env("SGLANG_TRACE_LEVEL", std::to_string(*o.sglang_trace_level));
   return out;

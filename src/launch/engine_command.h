@@ -44,6 +44,11 @@ struct RewriteOptions {
   std::string service_name;         // OTEL_SERVICE_NAME for the engine, when the user set none
   std::string resource_attributes;  // OTEL_RESOURCE_ATTRIBUTES, likewise
   std::optional<int> sglang_trace_level;  // SGLANG_TRACE_LEVEL, when the user set none
+  // OTEL_BSP_SCHEDULE_DELAY for vLLM, when the user set none; empty: add nothing. vLLM's span
+  // processor takes the OpenTelemetry SDK's 5 s by default, so an engine span reached the
+  // backend about 1 s after its request under load and up to 5 s after it when idle; SGLang
+  // passes its own 500 ms to its processor and ignores the variable.
+  std::string vllm_export_delay_ms = "500";
 };
 
 struct Rewritten {

@@ -33,10 +33,12 @@ before(() => {
   fs.mkdirSync(binDir);
   // `vllm serve MODEL [flags]` played by the simulator. LAUNCH_TEST_DELAY holds the start
   // back (to see the gateway's 503 while the engine starts), LAUNCH_TEST_EXIT makes the
-  // engine fail at once, LAUNCH_TEST_ARGS records the command line it got.
+  // engine fail at once, LAUNCH_TEST_ARGS records the command line it got, LAUNCH_TEST_ENV its
+  // environment.
   script('vllm', `[ "$1" = serve ] || exit 2
 shift; model="$1"; shift
 [ -n "$LAUNCH_TEST_ARGS" ] && echo "$@" > "$LAUNCH_TEST_ARGS"
+[ -n "$LAUNCH_TEST_ENV" ] && env > "$LAUNCH_TEST_ENV"
 [ -n "$LAUNCH_TEST_EXIT" ] && exit "$LAUNCH_TEST_EXIT"
 [ -n "$LAUNCH_TEST_DELAY" ] && sleep "$LAUNCH_TEST_DELAY"
 exec "${bin}" sim --engine vllm --model "$model" --speed "\${LAUNCH_TEST_SPEED:-50}" "$@"`);
@@ -86,9 +88,10 @@ describe('launch: vLLM', () => {
 
   test('one command: the client keeps its URL and gets the whole trace and metrics', async () => {
     const argsFile = path.join(tmp.dir, 'vllm-args.txt');
+    const envFile = path.join(tmp.dir, 'vllm-env.txt');
     const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], {
       agentArgs: ['--otlp-endpoint', rx.endpoint, '--otlp-protocol', 'grpc'],
-      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_BSP_SCHEDULE_DELAY: '100' },
+      env: { LAUNCH_TEST_ARGS: argsFile, LAUNCH_TEST_ENV: envFile },
     });
     try {
       assert.equal(p.url, `http://127.0.0.1:${p.port}`, 'the gateway is on the address the user gave the engine');
@@ -98,11 +101,18 @@ describe('launch: vLLM', () => {
       assert.equal(engineArgs.match(/--port/g).length, 1, engineArgs);
       assert.doesNotMatch(engineArgs, new RegExp(`--port ${p.port}\\b`), 'the engine moved off the user port');
       const client = openaiClient(`http://127.0.0.1:${p.port}`);
+      // vLLM's span processor would wait the SDK's 5 s; launch gives it 500 ms.
+      assert.match(p.line, /OTEL_BSP_SCHEDULE_DELAY=500/);
+      assert.match(fs.readFileSync(envFile, 'utf8'), /^OTEL_BSP_SCHEDULE_DELAY=500$/m);
       const r = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3 });
+      const answered = Date.now();
       assert.ok(r.choices[0].message.content.length > 0);
       await collectStream(await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, stream: true }));
       const entry = await rx.waitForSpan((s) => s.name === `chat ${MODEL}` && s.attributes['gen_ai.response.id'] === r.id, 10000);
       const llm = await rx.waitForSpan((s) => s.name === 'llm_request' && s.traceId === entry.traceId, 10000);
+      // With the SDK's 5 s the engine span of an idle engine would come about 5 s after its
+      // request; with 500 ms, within a second (3 s leaves room for a slow CI machine).
+      assert.ok(Date.now() - answered < 3000, `the engine span came ${Date.now() - answered} ms after the response`);
       assert.equal(llm.parentSpanId, entry.spanId, 'the engine span is the entry span\'s child');
       assert.equal(llm.resource['service.name'], entry.resource['service.name'], 'one application');
       const samples = await pollUntil(async () => {
@@ -119,7 +129,7 @@ describe('launch: vLLM', () => {
   test('user-set flags are kept, not duplicated', async () => {
     const argsFile = path.join(tmp.dir, 'vllm-args-2.txt');
     const p = await launch((port) => ['vllm', 'serve', MODEL, `--port=${port}`, '--host=127.0.0.1', '--otlp-traces-endpoint', rx.endpoint], {
-      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_SERVICE_NAME: 'users-service' },
+      env: { LAUNCH_TEST_ARGS: argsFile, OTEL_SERVICE_NAME: 'users-service', OTEL_BSP_SCHEDULE_DELAY: '5000' },
     });
     try {
       assert.match(p.line, /added nothing/);

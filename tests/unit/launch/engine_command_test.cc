@@ -83,8 +83,26 @@ TEST(Rewrite, VllmMovesTheEngineAndAddsTheEndpoint) {
   EXPECT_EQ(Count(r.argv, "--max-model-len"), 1);  // the user's flags are kept
   EXPECT_EQ(Count(r.argv, "--enable-trace"), 0);   // SGLang's flags are not vLLM's
   EXPECT_EQ(r.env, (Env{{"OTEL_SERVICE_NAME", "my-app"},
-                        {"OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod"}}));
-  EXPECT_EQ(r.added.size(), 3u);
+                        {"OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod"},
+                        {"OTEL_BSP_SCHEDULE_DELAY", "500"}}));
+  EXPECT_EQ(r.added.size(), 4u);
+}
+
+// vLLM exports its spans every 500 ms instead of the SDK's 5 s, so that they are visible within
+// a second of their request; a delay the user set is theirs, and SGLang gets nothing (it passes
+// its own delay to its span processor).
+TEST(Rewrite, VllmExportDelayOnlyWhereTheUserSetNone) {
+  auto fresh = Must({"vllm", "serve", "m"});
+  EXPECT_NE(std::find(fresh.added.begin(), fresh.added.end(), "OTEL_BSP_SCHEDULE_DELAY=500"),
+            fresh.added.end());
+  auto theirs = Must({"vllm", "serve", "m"}, {{"OTEL_BSP_SCHEDULE_DELAY", "5000"}});
+  for (const auto& [k, v] : theirs.env) EXPECT_NE(k, "OTEL_BSP_SCHEDULE_DELAY");
+  auto o = Opts();
+  o.vllm_export_delay_ms = "";
+  auto none = Must({"vllm", "serve", "m"}, {}, o);
+  for (const auto& [k, v] : none.env) EXPECT_NE(k, "OTEL_BSP_SCHEDULE_DELAY");
+  auto sglang = Must({"sglang", "serve", "--model-path", "m"});
+  for (const auto& [k, v] : sglang.env) EXPECT_NE(k, "OTEL_BSP_SCHEDULE_DELAY");
 }
 
 TEST(Rewrite, DefaultsOfEachEngine) {
