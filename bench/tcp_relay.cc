@@ -1,12 +1,14 @@
 // infertel-tcp-relay: the least a proxy can do, as a floor for bench/run.sh's latency figures.
 //
-//   infertel-tcp-relay --listen 127.0.0.1:PORT --to 127.0.0.1:UPSTREAM
+//   infertel-tcp-relay --listen 127.0.0.1:PORT --to 127.0.0.1:UPSTREAM [--busy]
 //
 // Every accepted connection gets its own connection to the upstream, and bytes are copied both
 // ways as they come: one epoll_wait, one read and one write per piece, on one thread. No HTTP is
 // parsed, nothing is buffered, nothing is observed. What it adds to a request or to an SSE event
 // is what the loopback hop and one proxy's wake-up cost on this machine before any proxy work:
 // when that alone is above a bound, no proxy meets the bound here (docs/performance.md).
+// --busy polls (epoll_wait with a zero timeout) instead of sleeping: it burns its core, and
+// tells how much of what it adds is the wake-up of a sleeping process rather than the hop.
 //
 // A bench tool, not a product: writes block until the peer takes the bytes (the load generator
 // always reads), and it prints "listening on http://127.0.0.1:PORT" once ready. Raw epoll rather
@@ -59,7 +61,7 @@ void ClosePair(End* e) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: infertel-tcp-relay --listen HOST:PORT --to HOST:PORT\n");
+  std::fprintf(stderr, "usage: infertel-tcp-relay --listen HOST:PORT --to HOST:PORT [--busy]\n");
   return 2;
 }
 
@@ -67,12 +69,15 @@ int Usage() {
 
 int main(int argc, char** argv) {
   sockaddr_in listen_addr{}, to_addr{};
-  bool have_listen = false, have_to = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--listen") == 0)
-      have_listen = ParseHostPort(argv[i + 1], &listen_addr);
-    else if (std::strcmp(argv[i], "--to") == 0)
-      have_to = ParseHostPort(argv[i + 1], &to_addr);
+  bool have_listen = false, have_to = false, busy = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--busy") == 0)
+      busy = true;
+    else if (std::strcmp(argv[i], "--listen") == 0 && value)
+      have_listen = ParseHostPort(argv[++i], &listen_addr);
+    else if (std::strcmp(argv[i], "--to") == 0 && value)
+      have_to = ParseHostPort(argv[++i], &to_addr);
     else
       return Usage();
   }
@@ -104,7 +109,7 @@ int main(int argc, char** argv) {
   static char buf[1 << 16];
   epoll_event events[64];
   for (;;) {
-    int n = epoll_wait(ep, events, 64, -1);
+    int n = epoll_wait(ep, events, 64, busy ? 0 : -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       std::perror("infertel-tcp-relay: epoll_wait");
