@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "app/engine_probe.h"
+#include "core/otel_env.h"
 #include "core/resource.h"
 #include "core/thread_name.h"
 #include "engines/sglang/control.h"
@@ -147,11 +148,11 @@ bool Agent::Start(std::string* error) {
     aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
     break;
   }
-  if (const char* limit = std::getenv("OTEL_SPAN_EVENT_COUNT_LIMIT")) {
+  if (const char* limit = std::getenv(otel_env::kSpanEventCountLimit.data())) {
     try {
       aopts.max_span_events = std::stoul(limit);
     } catch (const std::exception&) {
-      spdlog::warn("OTEL_SPAN_EVENT_COUNT_LIMIT='{}' is not a number; using {}", limit,
+      spdlog::warn("{}='{}' is not a number; using {}", otel_env::kSpanEventCountLimit, limit,
                    aopts.max_span_events);
     }
   }

@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/signals.h"
 #include "console/console_service.h"
+#include "core/otel_env.h"
 
 namespace infertel {
 
@@ -87,13 +88,14 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.metrics.scrape_timeout = duration("--scrape-timeout", f.scrape_timeout);
   if (!f.metric_export_interval.empty()) {
     opts.metrics.export_interval = duration("--metric-export-interval", f.metric_export_interval);
-  } else if (const char* v = std::getenv("OTEL_METRIC_EXPORT_INTERVAL")) {
+  } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
     // The SDK variable is in milliseconds.
     try {
       long ms = std::stol(v);
       if (ms > 0) opts.metrics.export_interval = std::chrono::milliseconds(ms);
     } catch (const std::exception&) {
-      Fail(2, fmt::format("OTEL_METRIC_EXPORT_INTERVAL: expected milliseconds, got '{}'", v));
+      Fail(2,
+           fmt::format("{}: expected milliseconds, got '{}'", otel_env::kMetricExportInterval, v));
     }
   }
 

@@ -17,6 +17,7 @@
 
 #include "app/agent.h"
 #include "app/commands.h"
+#include "core/otel_env.h"
 #include "export/sqlite/sqlite_store.h"
 #include "sim/sim_server.h"
 
@@ -233,8 +234,8 @@ void Run(const DemoFlags& f) {
   so.enable_prompt_tokens_details = true;
   so.otlp_traces_endpoint = fmt::format("grpc://127.0.0.1:{}", agent.ReceiverGrpcPort());
   so.env = [](std::string_view name) -> std::optional<std::string> {
-    if (name == "OTEL_BSP_SCHEDULE_DELAY") return std::string("200");
-    if (name == "OTEL_SERVICE_NAME") return std::string("vllm-demo");
+    if (name == otel_env::kBspScheduleDelay) return std::string("200");
+    if (name == otel_env::kServiceName) return std::string("vllm-demo");
     return std::nullopt;
   };
   auto sim = sim::SimServer::Start(so, &error);

@@ -1,5 +1,6 @@
 #include "core/resource.h"
 
+#include "core/otel_env.h"
 #include "core/semconv.h"
 
 namespace infertel {
@@ -51,7 +52,7 @@ Resource BuildResource(const EnvFn& env, std::string_view default_service_name) 
   Resource r;
   std::string service;
   if (env) {
-    if (auto attrs = env("OTEL_RESOURCE_ATTRIBUTES")) {
+    if (auto attrs = env(otel_env::kResourceAttributes)) {
       for (auto& [k, v] : ParseResourceAttributes(*attrs)) {
         if (k == semconv::kServiceName) {
           service = v;
@@ -60,7 +61,7 @@ Resource BuildResource(const EnvFn& env, std::string_view default_service_name) 
         AddAttr(r.mutable_attributes(), k, v);
       }
     }
-    if (auto name = env("OTEL_SERVICE_NAME"); name && !name->empty()) service = *name;
+    if (auto name = env(otel_env::kServiceName); name && !name->empty()) service = *name;
   }
   if (service.empty()) service = std::string(default_service_name);
   auto* kv = r.mutable_attributes()->Add();

@@ -6,24 +6,13 @@
 #include <cctype>
 #include <charconv>
 
+#include "core/otel_env.h"
 #include "export/debug/debug_exporter.h"
 #include "export/otlp_grpc/otlp_grpc_exporter.h"
 #include "export/otlp_http/otlp_http_exporter.h"
 
 namespace infertel::exporting {
 namespace {
-
-// The OpenTelemetry SDK environment variables honoured here (names per the OTel
-// specification's "OTLP Exporter" and "Batch Span Processor" sections).
-constexpr std::string_view kEnvPrefix = "OTEL_EXPORTER_OTLP_";
-constexpr std::string_view kEnvEndpoint = "ENDPOINT";
-constexpr std::string_view kEnvProtocol = "PROTOCOL";
-constexpr std::string_view kEnvHeaders = "HEADERS";
-constexpr std::string_view kEnvTimeout = "TIMEOUT";
-constexpr std::string_view kEnvCompression = "COMPRESSION";
-constexpr std::string_view kEnvBspScheduleDelay = "OTEL_BSP_SCHEDULE_DELAY";
-constexpr std::string_view kEnvBspMaxQueueSize = "OTEL_BSP_MAX_QUEUE_SIZE";
-constexpr std::string_view kEnvBspMaxExportBatchSize = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE";
 
 std::string Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -67,42 +56,42 @@ void OtlpFromEnv(const config::EnvLookup& env, std::string_view infix, std::stri
                  std::optional<std::chrono::milliseconds>* timeout, std::optional<bool>* gzip,
                  std::vector<std::string>* errors) {
   auto name = [&](std::string_view suffix) {
-    return fmt::format("{}{}{}", kEnvPrefix, infix, suffix);
+    return fmt::format("{}{}{}", otel_env::kOtlpPrefix, infix, suffix);
   };
   auto err = [&](std::string msg) {
     if (errors) errors->push_back(std::move(msg));
   };
-  if (auto v = env(name(kEnvEndpoint)); v && !v->empty()) *endpoint = Trim(*v);
-  if (auto v = env(name(kEnvProtocol)); v && !v->empty()) {
+  if (auto v = env(name(otel_env::kOtlpEndpoint)); v && !v->empty()) *endpoint = Trim(*v);
+  if (auto v = env(name(otel_env::kOtlpProtocol)); v && !v->empty()) {
     std::string p = Trim(*v);
     if (ValidProtocol(p))
       *protocol = p;
     else
       err(fmt::format("{}: unknown protocol '{}' (grpc, http/protobuf, http/json)",
-                      name(kEnvProtocol), p));
+                      name(otel_env::kOtlpProtocol), p));
   }
-  if (auto v = env(name(kEnvHeaders)); v && !v->empty()) {
+  if (auto v = env(name(otel_env::kOtlpHeaders)); v && !v->empty()) {
     std::map<std::string, std::string> h;
     if (ParseOtlpHeaders(*v, &h))
       for (auto& [k, val] : h) (*headers)[k] = val;
     else
-      err(fmt::format("{}: expected k=v,k2=v2", name(kEnvHeaders)));
+      err(fmt::format("{}: expected k=v,k2=v2", name(otel_env::kOtlpHeaders)));
   }
-  if (auto v = env(name(kEnvTimeout)); v && !v->empty()) {
+  if (auto v = env(name(otel_env::kOtlpTimeout)); v && !v->empty()) {
     std::uint64_t ms;
     if (ParseUint(Trim(*v), &ms))
       *timeout = std::chrono::milliseconds(ms);
     else
-      err(fmt::format("{}: expected milliseconds, got '{}'", name(kEnvTimeout), *v));
+      err(fmt::format("{}: expected milliseconds, got '{}'", name(otel_env::kOtlpTimeout), *v));
   }
-  if (auto v = env(name(kEnvCompression)); v && !v->empty()) {
+  if (auto v = env(name(otel_env::kOtlpCompression)); v && !v->empty()) {
     std::string c = Trim(*v);
     if (c == "gzip")
       *gzip = true;
     else if (c == "none")
       *gzip = false;
     else
-      err(fmt::format("{}: expected gzip or none, got '{}'", name(kEnvCompression), c));
+      err(fmt::format("{}: expected gzip or none, got '{}'", name(otel_env::kOtlpCompression), c));
   }
 }
 
@@ -226,10 +215,10 @@ ExportOptions FromEnv(const config::EnvLookup& env, std::vector<std::string>* er
     else if (errors)
       errors->push_back(fmt::format("{}: expected a positive integer, got '{}'", name, *v));
   };
-  num(kEnvBspScheduleDelay,
+  num(otel_env::kBspScheduleDelay,
       [&](std::uint64_t n) { o.batch.max_delay = std::chrono::milliseconds(n); });
-  num(kEnvBspMaxQueueSize, [&](std::uint64_t n) { o.batch.max_queue_items = n; });
-  num(kEnvBspMaxExportBatchSize, [&](std::uint64_t n) { o.batch.max_batch_items = n; });
+  num(otel_env::kBspMaxQueueSize, [&](std::uint64_t n) { o.batch.max_queue_items = n; });
+  num(otel_env::kBspMaxExportBatchSize, [&](std::uint64_t n) { o.batch.max_batch_items = n; });
   return o;
 }
 

@@ -1,5 +1,7 @@
 #include "launch/engine_command.h"
 
+#include "core/otel_env.h"
+
 #include <charconv>
 #include <string_view>
 
@@ -154,7 +156,7 @@ std::optional<Rewritten> Rewrite(
     if (value) out.argv.push_back(*value);
     out.added.push_back(value ? flag + " " + *value : flag);
   };
-  const std::string protocol = EnvValue(environment, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL");
+  const std::string protocol = EnvValue(environment, otel_env::kOtlpTracesProtocol);
   const bool http = protocol == "http/protobuf";
   if (!sglang) {
     // vLLM: tracing is on only with an endpoint; its gRPC exporter takes a URL, its HTTP one
@@ -172,14 +174,14 @@ std::optional<Rewritten> Rewrite(
     if (!HasFlag(argv, cmd.args_begin, "--enable-metrics")) add_flag("--enable-metrics");
     if (!HasFlag(argv, cmd.args_begin, "--enable-cache-report")) add_flag("--enable-cache-report");
   }
-  auto add_env = [&](std::string name, std::string value) {
+  auto add_env = [&](std::string_view name, std::string value) {
     if (value.empty() || InEnv(environment, name)) return;
-    out.added.push_back(name + "=" + value);
-    out.env.emplace_back(std::move(name), std::move(value));
+    out.added.push_back(std::string(name) + "=" + value);
+    out.env.emplace_back(std::string(name), std::move(value));
   };
-  add_env("OTEL_SERVICE_NAME", o.service_name);
-  add_env("OTEL_RESOURCE_ATTRIBUTES", o.resource_attributes);
-  if (!sglang) add_env("OTEL_BSP_SCHEDULE_DELAY", o.vllm_export_delay_ms);
+  add_env(otel_env::kServiceName, o.service_name);
+  add_env(otel_env::kResourceAttributes, o.resource_attributes);
+  if (!sglang) add_env(otel_env::kBspScheduleDelay, o.vllm_export_delay_ms);
   if (sglang && o.sglang_trace_level)
     add_env("SGLANG_TRACE_LEVEL", std::to_string(*o.sglang_trace_level));
   return out;

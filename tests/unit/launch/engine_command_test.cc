@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "launch/engine_command.h"
 
 namespace infertel::launch {
