@@ -353,7 +353,7 @@ TEST(TraceDecoderTest, DamagedInputIsTakenOnlyWhenProtobufTakesIt) {
 // Inputs found by tests/fuzz/trace_decoder_fuzz.cc: protobuf reads a tag and a length in at
 // most 5 bytes, where a value may take 10.
 TEST(TraceDecoderTest, TagsAndLengthsLongerThanProtobufReadsAreRefused) {
-  for (const std::string wire : {
+  for (const std::string& wire : {
            std::string("\xb0\x9c\xb0\x9c\x86\x00\x86\x00", 8),  // a tag of 6 bytes
            std::string("\x0a\x80\x80\x80\x80\x80\x00", 7),      // a length of 6 bytes
            std::string("\x0a\x80\x80\x80\x80\x08", 6),          // a length of 2^31
