@@ -1,6 +1,6 @@
 // End-to-end: SGLang upstreams (spec telemetry-model.md M4; the contract is
 // docs/telemetry-reference.md "SGLang"). Three parts:
-//  (a) entry spans: a Node upstream replays real SGLang SSE captures (shared/fixtures) behind
+//  (a) entry spans: a Node upstream replays real SGLang SSE captures (tests/fixtures) behind
 //      `infertel agent --engine sglang`; the official openai client talks to the agent; the
 //      entry spans are decoded from OTLP with the official protos.
 //  (b) native spans from an independent emitter: the OpenTelemetry JS SDK sends spans named
@@ -23,11 +23,10 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { SPAN_KIND, STATUS_CODE, startGrpcReceiver } from './lib/otlp.mjs';
 import { closedPort, pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
 import { assertAttr, assertEntrySpan, assertNoAttr, assertOk, jsonAttr, showSpan } from './lib/spans.mjs';
-import { collectStream, get, metricSum, openaiClient, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
+import { FIXTURES_DIR, collectStream, get, metricSum, openaiClient, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
 
-const FIXTURES = '/work/shared/fixtures';
-const REASONING = fs.readFileSync(`${FIXTURES}/sglang-sse-chat-reasoning-usage.txt`);
-const TOOLCALL_LINES = fs.readFileSync(`${FIXTURES}/sglang-sse-chat-toolcall-parallel.txt`, 'utf8').split('\n').filter((l) => l.length > 0);
+const REASONING = fs.readFileSync(`${FIXTURES_DIR}/sglang-sse-chat-reasoning-usage.txt`);
+const TOOLCALL_LINES = fs.readFileSync(`${FIXTURES_DIR}/sglang-sse-chat-toolcall-parallel.txt`, 'utf8').split('\n').filter((l) => l.length > 0);
 const MODEL_REASONING = 'Qwen/Qwen3.8-Flash-Next';
 const MODEL_TOOLS = 'deepseek-ai/DeepSeek-V4-Flash-0731';
 const SERVER_STREAM_INTERVAL = 3;

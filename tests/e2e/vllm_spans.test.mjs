@@ -19,12 +19,12 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { SPAN_KIND, startGrpcReceiver } from './lib/otlp.mjs';
 import { closedPort, pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
 import { assertAttr, assertError, assertNoAttr, showSpan } from './lib/spans.mjs';
-import { collectStream, get, metricSum, normalize, openaiClient, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
+import { FIXTURES_DIR, collectStream, get, metricSum, normalize, openaiClient, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
 
 const MODEL = 'e2e-org/vllm-spans-7b';
 const SEED = 4321;
 const SPAN_TIMEOUT = 10000;
-const FIXTURE = '/work/shared/fixtures/vllm-llm_request-otlp-0.29.0-SANITIZED.json';
+const FIXTURE = `${FIXTURES_DIR}/vllm-llm_request-otlp-0.29.0-SANITIZED.json`;
 
 // docs/telemetry-reference.md, "llm_request, V1".
 const V1_DURATIONS = [

@@ -3,7 +3,7 @@
 //
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
 //     tests/fuzz/prometheus_text_fuzz.cc src/scrape/prometheus_text.cc -o /tmp/prometheus_text_fuzz
-//   mkdir -p /tmp/prom-corpus && cp ../shared/fixtures/*metrics*.txt /tmp/prom-corpus/
+//   mkdir -p /tmp/prom-corpus && cp tests/fixtures/*metrics*.txt /tmp/prom-corpus/
 //   /tmp/prometheus_text_fuzz -max_len=65536 /tmp/prom-corpus
 //
 // Besides memory errors it checks the parser's bounds: errors are capped, every kept sample

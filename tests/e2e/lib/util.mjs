@@ -3,8 +3,13 @@
 // Prometheus text parsing and id generators.
 import crypto from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import OpenAI from 'openai';
+
+/** The real engine outputs the tests replay: tests/fixtures/ (see its SOURCES.md). */
+export const FIXTURES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures');
 
 export const API_KEY = 'sk-e2e-secret-do-not-capture-0123456789';
 

@@ -1,4 +1,4 @@
-// vLLM /metrics → spec M3, on the real samples in ../shared/fixtures.
+// vLLM /metrics → spec M3, on the real samples in tests/fixtures.
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The simulator's vLLM /metrics (facts/vllm.md §2): exposition format, names and labels per
 // engine generation and vLLM version, values following the engine, and side-by-side
-// comparison with real scrapes in ../shared/fixtures.
+// comparison with real scrapes in tests/fixtures.
 
 #include "sim/vllm/vllm_metrics.h"
 
