@@ -211,6 +211,25 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
     {Key::kSglangLoggingLevel, "apsara.apm.inference.sglang.logging.level", "", kEnum, "", kLive,
      Engine::kSglang, 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C4",
      "Level of the `sglang` logger (engine default INFO)."},
+    {Key::kUpstreamConnectTimeoutMs, "infertel.upstream.connect-timeout-ms",
+     "INFERTEL_UPSTREAM_CONNECT_TIMEOUT_MS", kInt, "10000", kLive, Engine::kAny, 1,
+     24 * 3600 * 1000, {}, false, "infertel",
+     "Milliseconds to open a connection to the engine. On expiry the client gets a 504 in "
+     "OpenAI's error shape and the entry span an ERROR status."},
+    {Key::kUpstreamFirstByteTimeoutMs, "infertel.upstream.first-byte-timeout-ms",
+     "INFERTEL_UPSTREAM_FIRST_BYTE_TIMEOUT_MS", kInt, "600000", kLive, Engine::kAny, 1,
+     24 * 3600 * 1000, {}, false, "infertel",
+     "Milliseconds from the request sent to the engine's response header. Long: a request may "
+     "wait minutes in the engine's queue. On expiry: 504 in OpenAI's error shape, ERROR span."},
+    {Key::kUpstreamIdleTimeoutMs, "infertel.upstream.idle-timeout-ms",
+     "INFERTEL_UPSTREAM_IDLE_TIMEOUT_MS", kInt, "300000", kLive, Engine::kAny, 1,
+     24 * 3600 * 1000, {}, false, "infertel",
+     "Milliseconds the engine may stay silent between two pieces of a response body or stream. "
+     "On expiry a stream ends with an SSE error event, a body with a 504; ERROR span."},
+    {Key::kDrainTimeoutMs, "infertel.shutdown.drain-timeout-ms", "INFERTEL_DRAIN_TIMEOUT_MS",
+     kInt, "30000", kLive, Engine::kAny, 0, 24 * 3600 * 1000, {}, false, "infertel",
+     "On SIGTERM or SIGINT: milliseconds in-flight requests may take to finish after the agent "
+     "stops accepting, before they are cut; then every exporter is flushed."},
 }};
 
 constexpr bool TableInOrder() {

@@ -32,6 +32,11 @@ enum class Key : std::uint8_t {
   kSglangLogRequests,
   kSglangLogRequestsLevel,
   kSglangLoggingLevel,
+  // infertel's own: upstream timeouts and shutdown (docs/operations.md).
+  kUpstreamConnectTimeoutMs,
+  kUpstreamFirstByteTimeoutMs,
+  kUpstreamIdleTimeoutMs,
+  kDrainTimeoutMs,
   kCount,
 };
 inline constexpr std::size_t kKeyCount = static_cast<std::size_t>(Key::kCount);
