@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e bench bench-streams bench-visibility bench-store-tail bench-allocations format clean
+.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-allocations format clean
 
 all: build
 
@@ -28,6 +28,19 @@ e2e: build
 
 test: build
 	bash scripts/run-tests.sh $(BUILD_DIR)
+
+# libFuzzer targets (clang, ASan+UBSan) for every parser of outside input: FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The unit and end-to-end tests under AddressSanitizer+UndefinedBehaviorSanitizer, and the
+# threaded parts' unit tests under ThreadSanitizer (docs/limits.md has the last results).
+sanitize: deps
+	bash scripts/sanitize.sh address
+
+sanitize-thread: deps
+	bash scripts/sanitize.sh thread
 
 bench: build
 	bash bench/run.sh $(BUILD_DIR)

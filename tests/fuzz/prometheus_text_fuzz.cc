@@ -1,10 +1,5 @@
-// libFuzzer target for the Prometheus text parser. Not part of the CMake build (it needs
-// clang's -fsanitize=fuzzer). Build and run from the repository root:
-//
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     tests/fuzz/prometheus_text_fuzz.cc src/scrape/prometheus_text.cc -o /tmp/prometheus_text_fuzz
-//   mkdir -p /tmp/prom-corpus && cp tests/fixtures/*metrics*.txt /tmp/prom-corpus/
-//   /tmp/prometheus_text_fuzz -max_len=65536 /tmp/prom-corpus
+// libFuzzer target for the Prometheus text parser. Built and run by scripts/fuzz.sh
+// (`make fuzz`), from a corpus seeded with the scrapes in tests/fixtures/.
 //
 // Besides memory errors it checks the parser's bounds: errors are capped, every kept sample
 // belongs to a family that names it, and parsing the same input twice gives the same result.

@@ -1,11 +1,5 @@
-// libFuzzer target for the receiver's trace decoder, against protobuf's own parser. Not part of
-// the CMake build (it needs clang's -fsanitize=fuzzer). Build and run from the repository root,
-// after a build in build/ (for the generated OTLP code):
-//
-//   G=build/gen; clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$G \
-//     tests/fuzz/trace_decoder_fuzz.cc src/receiver/trace_decoder.cc src/core/static_key.cc \
-//     $(find $G -name '*.pb.cc' ! -name '*grpc*') -lprotobuf -o /tmp/trace_decoder_fuzz
-//   /tmp/trace_decoder_fuzz -max_len=4096
+// libFuzzer target for the receiver's trace decoder, against protobuf's own parser. Built and
+// run by scripts/fuzz.sh (`make fuzz`).
 //
 // Besides memory errors it checks the decoder's promise (receiver/trace_decoder.h): whenever it
 // takes an input, protobuf takes it too and both give the same message.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The tests under sanitizers, in a build of their own (no jemalloc: the sanitizers bring their
+# own allocator).
+#   scripts/sanitize.sh address   ASan+UBSan: every unit test, then every end-to-end test
+#   scripts/sanitize.sh thread    TSan: the unit tests of the threaded parts (pipeline,
+#                                 receiver, gateway, metrics, console, export)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-address}
+case "$kind" in
+  address) OUT=build-asan; FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
+  thread) OUT=build-tsan; FLAGS="-fsanitize=thread" ;;
+  *) echo "usage: $0 address|thread" >&2; exit 2 ;;
+esac
+cmake -S . -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERTEL_JEMALLOC=OFF \
+  -DINFERTEL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer" \
+  -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" ${SANITIZE_CMAKE_FLAGS:-} >/dev/null
+cmake --build "$OUT" -j "$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+status=0
+if [ "$kind" = address ]; then
+  (cd "$OUT" && ctest --output-on-failure -j "$(nproc)") || status=1
+  INFERTEL_BIN="$(pwd)/$OUT/infertel" node --test --test-concurrency=1 tests/e2e/ || status=1
+else
+  for area in pipeline receiver gateway metrics console export; do
+    echo "== unit_$area under TSan"
+    "$OUT/tests/unit_$area" --gtest_brief=1 || status=1
+  done
+fi
+exit $status
