@@ -16,6 +16,7 @@
 #include "gateway/entry_span.h"
 #include "gateway/request_log.h"
 #include "http/simple_server.h"
+#include "metrics/served_models.h"
 
 namespace infertel {
 
@@ -206,6 +207,16 @@ bool Agent::Start(std::string* error) {
                                                          config_, im.pipelines->metrics.get(),
                                                          im.resource, INFERTEL_VERSION_STRING);
   im.metrics->RegisterStats(&stats_);
+  for (const auto& u : options_.upstreams) {
+    // The models the engine serves keep their own series whatever clients name.
+    im.probes.push_back(std::make_unique<EngineProbe>(
+        "models-probe", u.name, "the served models (GET /v1/models)", ProbeSchedule{},
+        [metrics = im.metrics.get(), u](std::string* err) {
+          auto models = metrics::FetchServedModels(u.url, err);
+          if (models) metrics->SetServedModels(u.name, *models);
+          return models.has_value();
+        }));
+  }
 
   im.entry_spans =
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);

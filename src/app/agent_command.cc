@@ -86,6 +86,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   };
   opts.metrics.scrape_interval = duration("--scrape-interval", f.scrape_interval);
   opts.metrics.scrape_timeout = duration("--scrape-timeout", f.scrape_timeout);
+  opts.metrics.scrape_limits.max_series = f.scrape_max_series;
+  opts.metrics.scrape_limits.stale_after = duration("--scrape-stale-after", f.scrape_stale_after);
+  opts.metrics.model_bound.cap = f.metric_model_cap;
   if (!f.metric_export_interval.empty()) {
     opts.metrics.export_interval = duration("--metric-export-interval", f.metric_export_interval);
   } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
@@ -182,6 +185,18 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
                   "How often each engine's /metrics is scraped")
       ->capture_default_str();
   sub->add_option("--scrape-timeout", flags->scrape_timeout, "Timeout of one scrape")
+      ->capture_default_str();
+  sub->add_option("--scrape-max-series", flags->scrape_max_series,
+                  "Series kept per scraped engine; new series beyond it are refused and counted")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10'000'000}))
+      ->capture_default_str();
+  sub->add_option("--scrape-stale-after", flags->scrape_stale_after,
+                  "A scraped counter series absent this long is forgotten")
+      ->capture_default_str();
+  sub->add_option("--metric-model-cap", flags->metric_model_cap,
+                  "Model label values per upstream beyond the models the engine serves; "
+                  "later ones are reported as \"other\"")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))
       ->capture_default_str();
   sub->add_option("--metrics-url", flags->metrics_url,
                   "Engine metrics URL of --upstream (default: the upstream's /metrics; off: none)");

@@ -37,7 +37,10 @@ struct AgentFlags {
   std::string scrape_interval = "5s";
   std::string scrape_timeout = "3s";
   std::string metrics_url;
-  std::string metric_export_interval;  // default: OTEL_METRIC_EXPORT_INTERVAL, else 60s
+  std::string metric_export_interval;     // default: OTEL_METRIC_EXPORT_INTERVAL, else 60s
+  std::size_t scrape_max_series = 10000;  // metrics::ScrapeLimits
+  std::string scrape_stale_after = "5m";
+  std::size_t metric_model_cap = 100;  // metrics::LabelBoundOptions::cap
   std::string console_file;
   std::string console_url;
   int console_url_interval_ms = 5000;

@@ -47,19 +47,24 @@ std::vector<MetricPoint> ExchangeMeasures::Points() const {
   return out;
 }
 
-ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
+bool Measurable(const gateway::Exchange& ex) {
+  const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
+                   ex.op == Operation::kEmbeddings;
+  return api && (ex.outcome == Outcome::kOk || ex.outcome == Outcome::kClientAborted);
+}
+
+std::string_view ModelOf(const gateway::Exchange& ex) {
+  return ex.response.model  ? std::string_view(*ex.response.model)
+         : ex.request.model ? std::string_view(*ex.request.model)
+                            : std::string_view();
+}
+
+ExchangeMeasures MeasureExchange(const gateway::Exchange& ex, std::string_view model) {
   using M = ExchangeMeasures;
   ExchangeMeasures out;
-  if (ex.op != Operation::kChat && ex.op != Operation::kTextCompletion &&
-      ex.op != Operation::kEmbeddings)
-    return out;
+  if (!Measurable(ex)) return out;
   const bool ok = ex.outcome == Outcome::kOk;
-  const bool aborted = ex.outcome == Outcome::kClientAborted;
-  if (!ok && !aborted) return out;
 
-  const std::string_view model = ex.response.model  ? std::string_view(*ex.response.model)
-                                 : ex.request.model ? std::string_view(*ex.request.model)
-                                                    : std::string_view();
   const auto& usage = ex.response.usage;
   std::optional<std::int64_t> input = usage.input_tokens;
   std::optional<std::int64_t> output = usage.output_tokens;
@@ -117,11 +122,25 @@ ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
   return out;
 }
 
+void RequestMetrics::AddUpstream(const std::string& upstream) {
+  if (!models_.contains(upstream))
+    models_.emplace(upstream, std::make_unique<BoundedLabelValues>(model_bound_));
+}
+
+BoundedLabelValues& RequestMetrics::Models(std::string_view upstream) {
+  auto it = models_.find(upstream);
+  return it == models_.end() ? unknown_models_ : *it->second;
+}
+
 void RequestMetrics::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
+  if (!Measurable(ex)) return;  // before Admit: a refused request takes no model's room
   try {
-    const ExchangeMeasures m = MeasureExchange(ex);
+    std::string_view model = ModelOf(ex);
+    // The model is whatever the client named, and some engines answer any name.
+    if (!Models(ex.upstream_name).Admit(model)) model = kLabelValueOther;
+    const ExchangeMeasures m = MeasureExchange(ex, model);
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the exchange is not.

@@ -9,12 +9,15 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "config/settings.h"
 #include "core/metric_families.h"
 #include "gateway/exchange.h"
+#include "metrics/label_bound.h"
 #include "metrics/store.h"
 
 namespace infertel::metrics {
@@ -36,21 +39,42 @@ struct ExchangeMeasures {
   std::vector<MetricPoint> Points() const;
 };
 
+// Whether an exchange contributes measurements: an API call that ran on the engine.
+bool Measurable(const gateway::Exchange& ex);
+
+// The model an exchange is measured under: the engine's answer, else the client's request.
+std::string_view ModelOf(const gateway::Exchange& ex);
+
 // The counter deltas one exchange contributes. Requests that never ran on the engine
 // (refused by the gateway, engine unreachable, rejected by the engine) contribute nothing;
 // an aborted request counts as a request and with the tokens it streamed, but not in the
-// durations of completed requests.
-ExchangeMeasures MeasureExchange(const gateway::Exchange& ex);
+// durations of completed requests. `model` is the model label value (ModelOf, or
+// kLabelValueOther when the bound folded it).
+ExchangeMeasures MeasureExchange(const gateway::Exchange& ex, std::string_view model);
+inline ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
+  return MeasureExchange(ex, ModelOf(ex));
+}
 
 class RequestMetrics : public gateway::ExchangeListener {
  public:
-  RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config)
-      : store_(store), config_(std::move(config)) {}
+  RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
+                 LabelBoundOptions model_bound = {})
+      : store_(store), config_(std::move(config)), model_bound_(model_bound) {}
+  // Gives `upstream` its own bound on model label values. Not thread-safe: call before the
+  // gateway starts. Exchanges of an upstream never added share one bound.
+  void AddUpstream(const std::string& upstream);
+  // The model bound of `upstream` (the shared one when it was never added).
+  BoundedLabelValues& Models(std::string_view upstream);
+
   void OnExchangeFinished(const gateway::Exchange& ex) noexcept override;
 
  private:
   MetricStore* store_;
   std::shared_ptr<config::ConfigStore> config_;
+  LabelBoundOptions model_bound_;
+  // Fixed once the gateway starts: read without a lock.
+  std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
+  BoundedLabelValues unknown_models_{model_bound_};
 };
 
 }  // namespace infertel::metrics

@@ -12,13 +12,21 @@
 #include "scrape/prometheus_text.h"
 
 namespace infertel::metrics {
+namespace {
+
+// The parse keeps this many samples per series allowed (ScrapeLimits::max_series): a series
+// the tables read comes from one sample, or a few summed; anything past it is refused.
+constexpr std::size_t kSamplesPerSeries = 4;
+
+}  // namespace
 
 struct MetricsService::Target {
   ScrapeTarget config;
   std::optional<http::Url> url;
   std::unique_ptr<http::SyncClient> client;  // scrape thread only
-  CounterTracker counters;                   // scrape thread only
+  std::unique_ptr<ScrapedSeries> series;     // scrape thread only
   ScrapeStats stats;
+  std::chrono::steady_clock::time_point refused_logged;  // scrape thread only
   mutable std::mutex mu;
   std::string last_error;  // guarded by mu
   bool was_ok = true;      // scrape thread only: log state changes once, not every scrape
@@ -32,12 +40,14 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       sink_(sink),
       resource_(std::move(resource)),
       version_(std::move(version)),
-      request_metrics_(&store_, config_),
+      request_metrics_(&store_, config_, options_.model_bound),
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
     store_.AddSource(tc.upstream, tc.engine == gateway::EngineKind::kSglang ? MetricScope::kSglang
                                                                             : MetricScope::kVllm);
+    request_metrics_.AddUpstream(tc.upstream);
+    t->series = std::make_unique<ScrapedSeries>(options_.scrape_limits);
     if (!tc.url.empty()) {
       t->url = http::ParseUrl(tc.url);
       if (!t->url) spdlog::warn("metrics: upstream {}: bad metrics URL '{}'", tc.upstream, tc.url);
@@ -152,43 +162,82 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
   scrape::ParseOptions popts;
   if (const std::string* ct = resp.Header("content-type"))
     popts.openmetrics = ct->find("openmetrics") != std::string::npos;
+  // Only the families the engine's table reads, and a bounded number of their samples: what a
+  // target serves beyond them costs a scan, not memory.
+  const bool sglang = t.config.engine == gateway::EngineKind::kSglang;
+  popts.keep_family = sglang ? &engines::sglang::ReadsFamily : &engines::vllm::ReadsFamily;
+  popts.keep_sample = sglang ? &engines::sglang::ReadsSample : &engines::vllm::ReadsSample;
+  popts.max_samples = kSamplesPerSeries * options_.scrape_limits.max_series;
   scrape::ParseResult parsed = scrape::ParsePrometheusText(resp.body, popts);
+  resp.body = std::string();  // the parse holds copies; the body can be large
   if (parsed.malformed_lines > 0) {
     t.stats.malformed_lines.fetch_add(parsed.malformed_lines, std::memory_order_relaxed);
     spdlog::debug("metrics: upstream {}: {} malformed lines skipped (first: {})", name,
                   parsed.malformed_lines, parsed.errors.empty() ? "" : parsed.errors.front());
   }
 
-  if (t.config.engine == gateway::EngineKind::kSglang) {
-    auto snapshot = engines::sglang::TranslateSnapshot(parsed);
+  if (sglang) {
+    std::size_t invalid = 0;
+    auto snapshot = engines::sglang::TranslateSnapshot(parsed, &invalid);
+    CountRefused(t, {}, parsed.samples_over_limit, invalid);
+    t.stats.series.store(snapshot.size(), std::memory_order_relaxed);
     if (!snapshot.empty()) {
       snapshot.push_back({MetricId::kSglangLogCount, snapshot.front().labels, 1});
       store_.Add(name, snapshot);
     }
   } else {
-    using engines::vllm::MetricsGeneration;
-    MetricsGeneration gen = t.config.generation_hint == "v0" ? MetricsGeneration::kV0
-                            : t.config.generation_hint == "v1"
-                                ? MetricsGeneration::kV1
-                                : engines::vllm::DetectMetricsGeneration(parsed);
-    auto translated = engines::vllm::TranslateMetrics(parsed, gen);
-    std::uint64_t resets_before = t.counters.resets();
-    for (auto& p : translated.counters) p.value = t.counters.Observe(p);
-    std::uint64_t resets = t.counters.resets() - resets_before;
-    if (resets > 0) {
-      t.stats.counter_resets.fetch_add(resets, std::memory_order_relaxed);
-      spdlog::info(
-          "metrics: upstream {}: {} engine counters went back (engine restarted); totals "
-          "carried over",
-          name, resets);
-    }
-    store_.SetCounters(name, translated.counters);
-    store_.ReplaceGauges(name, std::move(translated.gauges));
+    StoreVllm(t, parsed);
   }
   if (!t.was_ok) spdlog::info("metrics: upstream {}: scraping {} again", name, t.url->ToString());
   t.was_ok = true;
   std::lock_guard lock(t.mu);
   t.last_error.clear();
+}
+
+void MetricsService::StoreVllm(Target& t, const scrape::ParseResult& parsed) {
+  using engines::vllm::MetricsGeneration;
+  const std::string& hint = t.config.generation_hint;
+  MetricsGeneration gen = hint == "v0"   ? MetricsGeneration::kV0
+                          : hint == "v1" ? MetricsGeneration::kV1
+                                         : engines::vllm::DetectMetricsGeneration(parsed);
+  auto translated = engines::vllm::TranslateMetrics(parsed, gen);
+  const ScrapeUpdate u =
+      t.series->Update(translated.counters, &translated.gauges, ScrapedSeries::Clock::now());
+  if (u.resets > 0) {
+    t.stats.counter_resets.fetch_add(u.resets, std::memory_order_relaxed);
+    spdlog::info(
+        "metrics: upstream {}: {} engine counters went back (engine restarted); totals "
+        "carried over",
+        t.config.upstream, u.resets);
+  }
+  CountRefused(t, u, parsed.samples_over_limit, translated.invalid_values);
+  store_.ReplaceScrapedCounters(t.config.upstream, t.series->CounterTotals());
+  store_.ReplaceGauges(t.config.upstream, std::move(translated.gauges));
+  t.stats.series.store(t.series->size(), std::memory_order_relaxed);
+}
+
+void MetricsService::CountRefused(Target& t, const ScrapeUpdate& u, std::size_t over_sample_limit,
+                                  std::size_t invalid_values) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  t.stats.over_series_limit.fetch_add(u.over_limit, relaxed);
+  t.stats.over_sample_limit.fetch_add(over_sample_limit, relaxed);
+  t.stats.invalid_values.fetch_add(invalid_values, relaxed);
+  t.stats.expired_series.fetch_add(u.expired, relaxed);
+  if (u.over_limit + over_sample_limit + invalid_values == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - t.refused_logged < std::chrono::minutes(1)) return;  // the counters have the rest
+  t.refused_logged = now;
+  spdlog::warn(
+      "metrics: upstream {}: samples refused in one scrape: {} new series beyond "
+      "--scrape-max-series {}, {} past the sample limit {}, {} with a NaN, infinite or negative "
+      "counter value (logged at most once a minute; see infertel_scrape_refused_samples_total)",
+      t.config.upstream, u.over_limit, options_.scrape_limits.max_series, over_sample_limit,
+      kSamplesPerSeries * options_.scrape_limits.max_series, invalid_values);
+}
+
+void MetricsService::SetServedModels(std::string_view upstream,
+                                     const std::vector<std::string>& models) {
+  request_metrics_.Models(upstream).SetKnown(models);
 }
 
 std::string MetricsService::LastError(std::string_view upstream) const {
@@ -215,6 +264,42 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
     stats->Add("infertel_scrape_engine_restarts",
                "Engine counter series that went back (engine restarts); totals carried over",
                T::kCounter, labels, &t->stats.counter_resets);
+    const std::pair<const char*, const std::atomic<std::uint64_t>*> refused[] = {
+        {"series_limit", &t->stats.over_series_limit},
+        {"sample_limit", &t->stats.over_sample_limit},
+        {"invalid_value", &t->stats.invalid_values}};
+    for (const auto& [reason, value] : refused)
+      stats->Add("infertel_scrape_refused_samples",
+                 "Scraped samples refused: a new series beyond --scrape-max-series, past the "
+                 "sample limit, or a NaN/infinite/negative-counter value",
+                 T::kCounter, labels + ",reason=\"" + reason + "\"", value);
+    stats->Add("infertel_scrape_expired_series",
+               "Scraped counter series forgotten after --scrape-stale-after without a sample",
+               T::kCounter, labels, &t->stats.expired_series);
+    stats->Add("infertel_scrape_series", "Series kept for the target after its latest scrape",
+               T::kGauge, labels, &t->stats.series);
+  }
+  RegisterModelStats(stats);
+}
+
+void MetricsService::RegisterModelStats(StatsRegistry* stats) {
+  using T = StatsRegistry::Type;
+  for (const auto& t : targets_) {
+    const BoundedLabelValues& models = request_metrics_.Models(t->config.upstream);
+    std::string labels = "upstream=\"" + t->config.upstream + "\",label=\"model\"";
+    const char* help =
+        "Label values folded into \"other\": beyond the cap of values the engine does not "
+        "serve, or too long";
+    stats->Add("infertel_metric_label_folded", help, T::kCounter, labels + ",reason=\"cap\"",
+               &models.folded().cap);
+    stats->Add("infertel_metric_label_folded", help, T::kCounter, labels + ",reason=\"length\"",
+               &models.folded().length);
+    stats->AddFn("infertel_metric_label_values",
+                 "Label values admitted beyond those the engine serves (at most the cap)",
+                 T::kGauge, labels, [&models] { return double(models.admitted()); });
+    stats->AddFn("infertel_metric_label_known_values",
+                 "Label values the engine serves (GET /v1/models), never folded", T::kGauge, labels,
+                 [&models] { return double(models.known()); });
   }
 }
 

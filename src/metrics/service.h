@@ -22,6 +22,7 @@
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
 #include "pipeline/exporter.h"
+#include "scrape/prometheus_text.h"
 
 namespace infertel::metrics {
 
@@ -30,6 +31,10 @@ struct MetricsOptions {
   std::chrono::milliseconds scrape_timeout{3000};
   // OTLP export interval (OTEL_METRIC_EXPORT_INTERVAL, default 60 s as in the SDKs).
   std::chrono::milliseconds export_interval{60000};
+  // Series per scrape target and their expiry (docs/limits.md, "Scraped series").
+  ScrapeLimits scrape_limits;
+  // Model label values per upstream (docs/limits.md, "Metric labels chosen by outside input").
+  LabelBoundOptions model_bound;
 };
 
 struct ScrapeTarget {
@@ -45,6 +50,12 @@ struct ScrapeStats {
   std::atomic<std::uint64_t> failures{0};
   std::atomic<std::uint64_t> malformed_lines{0};
   std::atomic<std::uint64_t> counter_resets{0};
+  // Samples refused, by reason.
+  std::atomic<std::uint64_t> over_series_limit{0};  // a new series beyond max_series
+  std::atomic<std::uint64_t> over_sample_limit{0};  // past the parse's sample limit
+  std::atomic<std::uint64_t> invalid_values{0};     // NaN, ±Inf, negative counter
+  std::atomic<std::uint64_t> expired_series{0};
+  std::atomic<std::uint64_t> series{0};  // gauge: kept after the latest scrape
 };
 
 class MetricsService {
@@ -71,11 +82,19 @@ class MetricsService {
   // The last scrape error per target ("" when fine), for status pages and tests.
   std::string LastError(std::string_view upstream) const;
 
+  // The models `upstream` serves (its GET /v1/models): their model label values are never
+  // folded into `other`. Thread-safe; called by a probe thread.
+  void SetServedModels(std::string_view upstream, const std::vector<std::string>& models);
+
   void RegisterStats(StatsRegistry* stats);
 
  private:
   struct Target;
   void ScrapeTarget_(Target& t, const config::Settings& settings);
+  void StoreVllm(Target& t, const scrape::ParseResult& parsed);
+  void CountRefused(Target& t, const ScrapeUpdate& u, std::size_t over_sample_limit,
+                    std::size_t invalid_values);
+  void RegisterModelStats(StatsRegistry* stats);
   void Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)());
 
   MetricsOptions options_;

@@ -1,5 +1,6 @@
 #include "metrics/store.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace infertel::metrics {
@@ -45,8 +46,9 @@ struct MetricStore::Source {
   std::string name;
   MetricScope engine;
   mutable std::mutex mu;
-  Series counters;  // guarded by mu
-  Series gauges;    // guarded by mu
+  Series counters;          // guarded by mu: the gateway's measurements (Add)
+  Series scraped_counters;  // guarded by mu: the engine's, replaced on every scrape
+  Series gauges;            // guarded by mu
 };
 
 MetricStore::MetricStore() = default;
@@ -82,11 +84,14 @@ void MetricStore::Add(std::string_view source, std::span<const MetricLabels> lab
     if (d.labels < label_sets.size()) ValueOf(s->counters, d.id, label_sets[d.labels]) += d.value;
 }
 
-void MetricStore::SetCounters(std::string_view source, std::span<const MetricPoint> totals) {
+void MetricStore::ReplaceScrapedCounters(std::string_view source,
+                                         std::span<const MetricPoint> totals) {
   Source* s = Find(source);
   if (!s) return;
+  Series next;
+  for (const auto& p : totals) next.emplace(Key{p.id, p.labels}, p.value);
   std::lock_guard lock(s->mu);
-  for (const auto& p : totals) ValueOf(s->counters, p) = p.value;
+  s->scraped_counters.swap(next);
 }
 
 void MetricStore::ReplaceGauges(std::string_view source, std::vector<MetricPoint> gauges) {
@@ -108,7 +113,7 @@ std::vector<MetricPoint> MetricStore::Snapshot(
   for (const auto& s : sources_) {
     if (include && !include(s->name, s->engine)) continue;
     std::lock_guard lock(s->mu);
-    for (const auto* m : {&s->counters, &s->gauges})
+    for (const auto* m : {&s->counters, &s->scraped_counters, &s->gauges})
       for (const auto& [key, value] : *m) {
         Acc& a = merged[key];
         a.sum += value;
@@ -124,9 +129,10 @@ std::vector<MetricPoint> MetricStore::Snapshot(
   return out;
 }
 
-double CounterTracker::Observe(const MetricPoint& reading) {
+double CounterTracker::Observe(const MetricPoint& reading, Clock::time_point now) {
   auto [it, inserted] = series_.try_emplace({reading.id, reading.labels});
   State& st = it->second;
+  st.seen = now;
   if (inserted) {
     st.total = reading.value;
   } else if (reading.value >= st.last) {
@@ -137,6 +143,52 @@ double CounterTracker::Observe(const MetricPoint& reading) {
   }
   st.last = reading.value;
   return st.total;
+}
+
+bool CounterTracker::Tracks(const MetricPoint& p) const {
+  return series_.contains({p.id, p.labels});
+}
+
+std::size_t CounterTracker::ForgetUnseenSince(Clock::time_point cutoff) {
+  return std::erase_if(series_, [&](const auto& kv) { return kv.second.seen < cutoff; });
+}
+
+std::vector<MetricPoint> CounterTracker::Totals() const {
+  std::vector<MetricPoint> out;
+  out.reserve(series_.size());
+  for (const auto& [key, st] : series_) out.push_back({key.first, key.second, st.total});
+  return out;
+}
+
+ScrapeUpdate ScrapedSeries::Update(const std::vector<MetricPoint>& counters,
+                                   std::vector<MetricPoint>* gauges, Clock::time_point now) {
+  ScrapeUpdate u;
+  const std::uint64_t resets_before = counters_.resets();
+  // Series already kept first: they are seen now, so the expiry below spares them, and a full
+  // target never refuses a series it has.
+  std::vector<const MetricPoint*> fresh;
+  for (const auto& p : counters) {
+    if (counters_.Tracks(p))
+      counters_.Observe(p, now);
+    else
+      fresh.push_back(&p);
+  }
+  u.expired = counters_.ForgetUnseenSince(now - limits_.stale_after);
+  for (const MetricPoint* p : fresh) {
+    if (counters_.size() >= limits_.max_series) {
+      ++u.over_limit;
+      continue;
+    }
+    counters_.Observe(*p, now);
+  }
+  u.resets = counters_.resets() - resets_before;
+  const std::size_t room = limits_.max_series - std::min(limits_.max_series, counters_.size());
+  if (gauges->size() > room) {
+    u.over_limit += gauges->size() - room;
+    gauges->resize(room);
+  }
+  gauges_ = gauges->size();
+  return u;
 }
 
 }  // namespace infertel::metrics

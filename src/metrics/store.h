@@ -6,6 +6,8 @@
 // Thread-safety: AddSource before use; everything else is thread-safe (one mutex per source,
 // held for a map update).
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,8 +42,10 @@ class MetricStore {
   // a series seen for the first time.
   void Add(std::string_view source, std::span<const MetricLabels> label_sets,
            std::span<const LabeledDelta> deltas);
-  // Sets counters to cumulative totals (engine counters after reset handling).
-  void SetCounters(std::string_view source, std::span<const MetricPoint> totals);
+  // Replaces the counters mirrored from the engine with these cumulative totals (a scrape's
+  // after reset handling and expiry, ScrapedSeries): a series not given is gone. Kept apart
+  // from the counters Add feeds.
+  void ReplaceScrapedCounters(std::string_view source, std::span<const MetricPoint> totals);
   // Replaces every gauge of the source (a scrape's result; empty clears them).
   void ReplaceGauges(std::string_view source, std::vector<MetricPoint> gauges);
 
@@ -63,16 +67,66 @@ class MetricStore {
 // Thread-safety: not thread-safe; one per scrape target.
 class CounterTracker {
  public:
-  double Observe(const MetricPoint& reading);
+  using Clock = std::chrono::steady_clock;
+  // `now` is when the reading was taken (for ForgetUnseenSince).
+  double Observe(const MetricPoint& reading, Clock::time_point now = {});
+  bool Tracks(const MetricPoint& p) const;
+  std::size_t size() const { return series_.size(); }
+  // Forgets every series last observed before `cutoff`; returns how many.
+  std::size_t ForgetUnseenSince(Clock::time_point cutoff);
+  // Every series tracked, with its total.
+  std::vector<MetricPoint> Totals() const;
   std::uint64_t resets() const { return resets_; }
 
  private:
   struct State {
     double last = 0;
     double total = 0;
+    Clock::time_point seen;
   };
   std::map<std::pair<MetricId, MetricLabels>, State> series_;
   std::uint64_t resets_ = 0;
+};
+
+// Bounds on the series one scrape target may have.
+struct ScrapeLimits {
+  // Counters tracked plus gauges of the latest scrape; a new series beyond it is refused.
+  std::size_t max_series = 10000;
+  // A counter absent from every successful scrape for this long is forgotten (Prometheus marks
+  // a vanished series stale; gauges go at once, being replaced on every scrape).
+  std::chrono::milliseconds stale_after{std::chrono::minutes(5)};
+};
+
+// What one scrape did to a target's series.
+struct ScrapeUpdate {
+  std::uint64_t resets = 0;      // counter series that went back (engine restarts)
+  std::uint64_t over_limit = 0;  // new series refused: max_series reached
+  std::uint64_t expired = 0;     // counter series forgotten: unseen for stale_after
+};
+
+// The series of one scrape target, within ScrapeLimits: counters carried over engine restarts
+// (CounterTracker) until they go stale, and the gauges of the latest scrape. A series already
+// kept is always updated; a new one is kept only while there is room.
+//
+// Thread-safety: not thread-safe; the scrape thread only.
+class ScrapedSeries {
+ public:
+  using Clock = CounterTracker::Clock;
+  explicit ScrapedSeries(ScrapeLimits limits = {}) : limits_(limits) {}
+
+  // One successful scrape: `counters` (cumulative readings) and `gauges` (current values),
+  // each sorted or not. On return `gauges` holds the gauges kept.
+  ScrapeUpdate Update(const std::vector<MetricPoint>& counters, std::vector<MetricPoint>* gauges,
+                      Clock::time_point now);
+  // The counters' totals, for MetricStore::ReplaceScrapedCounters.
+  std::vector<MetricPoint> CounterTotals() const { return counters_.Totals(); }
+  // Counters tracked plus gauges kept at the latest Update.
+  std::size_t size() const { return counters_.size() + gauges_; }
+
+ private:
+  ScrapeLimits limits_;
+  CounterTracker counters_;
+  std::size_t gauges_ = 0;
 };
 
 }  // namespace infertel::metrics

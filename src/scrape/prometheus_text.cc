@@ -231,7 +231,13 @@ class Parser {
       type = *t;
     }
     std::size_t idx = Lookup(name);
-    if (idx == kNone) idx = AddFamily(name);
+    if (idx == kNone) {
+      if (!Wanted(name)) {
+        current_ = kNone;  // its samples must not join the previous family
+        return;
+      }
+      idx = AddFamily(name);
+    }
     current_ = idx;
     Family& f = out_.families[idx];
     if (kw == "HELP")
@@ -312,9 +318,22 @@ class Parser {
     return true;
   }
 
+  bool Wanted(std::string_view family) const {
+    return !options_.keep_family || options_.keep_family(family);
+  }
+
   void SampleLine(std::string_view line) {
     const std::size_t name_end = NameEnd(line, 0);
     if (name_end == 0) return Fail("bad metric name");
+    const std::string_view name = line.substr(0, name_end);
+    std::size_t idx = ExistingFamilyFor(name);
+    // Both before the labels are read: a skipped sample costs a scan of its line, no memory.
+    if (idx == kNone && !Wanted(name)) return;
+    if (options_.keep_sample && !options_.keep_sample(name)) return;
+    if (options_.max_samples != 0 && kept_samples_ >= options_.max_samples) {
+      ++out_.samples_over_limit;
+      return;
+    }
     Sample s;
     std::size_t i = name_end;
     std::size_t j = SkipBlanks(line, i);
@@ -340,12 +359,12 @@ class Parser {
     // Whatever follows ` # ` is an OpenMetrics exemplar: not kept.
     if (i < line.size() && line[i] != '#') return Fail("unexpected text after sample");
 
-    const std::string_view name = line.substr(0, name_end);
-    const std::size_t idx = FamilyFor(name);
+    if (idx == kNone) idx = AddFamily(name);
     s.name.assign(name);
     auto& samples = out_.families[idx].samples;
     if (samples.empty()) samples.reserve(4);
     samples.push_back(std::move(s));
+    ++kept_samples_;
   }
 
   static bool IsMemberName(std::string_view sample, std::string_view family) {
@@ -355,7 +374,9 @@ class Parser {
     return std::find(std::begin(kSuffixes), std::end(kSuffixes), rest) != std::end(kSuffixes);
   }
 
-  std::size_t FamilyFor(std::string_view name) {
+  // The existing family a sample named `name` belongs to, or kNone when it starts a family
+  // of its own.
+  std::size_t ExistingFamilyFor(std::string_view name) const {
     if (current_ != kNone && IsMemberName(name, out_.families[current_].name)) return current_;
     if (std::size_t idx = Lookup(name); idx != kNone) return idx;
     for (std::string_view suffix : kSuffixes) {
@@ -369,7 +390,7 @@ class Parser {
       }
       break;  // the suffixes are mutually exclusive as endings
     }
-    return AddFamily(name);
+    return kNone;
   }
 
   std::string_view text_;
@@ -379,6 +400,7 @@ class Parser {
   std::unordered_map<std::string_view, std::size_t> index_;
   std::size_t current_ = kNone;  // the family of the latest # HELP/TYPE/UNIT
   std::size_t line_no_ = 0;
+  std::size_t kept_samples_ = 0;
   bool eof_ = false;
 };
 

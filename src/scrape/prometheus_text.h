@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,8 @@ struct Family {
 struct ParseResult {
   std::vector<Family> families;  // in exposition order
   std::size_t malformed_lines = 0;
+  // Samples not kept because ParseOptions::max_samples were kept already.
+  std::size_t samples_over_limit = 0;
   std::vector<std::string> errors;  // the first few problems, "line N: why"
 
   // The family with exactly this name, or nullptr. Linear in the number of families.
@@ -64,6 +67,17 @@ struct ParseOptions {
   // seconds, not milliseconds. (Timestamps with a fraction or exponent are always read as
   // OpenMetrics seconds; plain integers as 0.0.4 milliseconds unless this is set.)
   bool openmetrics = false;
+  // At most this many samples are kept (0: no limit); later sample lines are skipped without
+  // reading their labels, and counted in ParseResult::samples_over_limit. Bounds the parse's
+  // memory whatever the target serves.
+  std::size_t max_samples = 0;
+  // When set, only families whose name it accepts are kept: a sample or a # HELP/TYPE/UNIT
+  // line of another family costs no memory (and a sample skipped so does not count toward
+  // max_samples). Called with the family's name as grouped (see ParsePrometheusText).
+  std::function<bool(std::string_view family)> keep_family;
+  // When set, only samples whose name it accepts are kept (e.g. a histogram's _sum but not
+  // its buckets); the others are skipped like those of a family not kept.
+  std::function<bool(std::string_view sample)> keep_sample;
 };
 
 // Parses a whole scrape in one pass. Samples are grouped under the family whose # TYPE/# HELP
@@ -72,7 +86,8 @@ struct ParseOptions {
 // (for _created also <base>_total); samples with no such family form an untyped family named
 // after the sample. `# EOF` ends the parse. Exemplars (` # {...} v` after the value) are
 // ignored. Malformed lines (bad names or label syntax, unterminated quotes, bad values or
-// timestamps, lines over kMaxLineBytes) are skipped and counted; parsing never fails.
+// timestamps, lines over kMaxLineBytes) are skipped and counted; parsing never fails. Lines
+// skipped by ParseOptions::keep_family, keep_sample or max_samples are not checked.
 // Thread-safe (no shared state); the result owns copies of everything it holds.
 ParseResult ParsePrometheusText(std::string_view text);
 ParseResult ParsePrometheusText(std::string_view text, const ParseOptions& options);

@@ -48,7 +48,15 @@ bool IsFirstGeneration(const scrape::Sample& s) {
 
 }  // namespace
 
-std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& scrape) {
+bool ReadsFamily(std::string_view family) {
+  for (const auto& r : kRules)
+    if (r.family == family) return true;
+  return false;
+}
+
+std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& scrape,
+                                                    std::size_t* invalid_values) {
+  std::size_t invalid = 0;
   bool has_primary[metrics::kMetricCount] = {};
   for (const auto& rule : kRules)
     if (rule.fallback == 0)
@@ -62,8 +70,12 @@ std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& s
     const auto* f = scrape.Find(rule.family);
     if (!f) continue;
     for (const auto& s : f->samples) {
-      if (s.name != f->name || !std::isfinite(s.value)) continue;
+      if (s.name != f->name) continue;
       if (const std::string* prio = s.Label("priority"); prio && !prio->empty()) continue;
+      if (!std::isfinite(s.value) || s.value < 0) {
+        ++invalid;
+        continue;
+      }
       double value = s.value;
       if (rule.target == MetricId::kSglangCacheHitRate && IsFirstGeneration(s)) value /= 100.0;
       const std::string* dp = s.Label("dp_rank");
@@ -81,6 +93,7 @@ std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& s
       {std::string(metrics::kDimCallKind), std::string(metrics::kCallKindCustomEntry)},
       {std::string(metrics::kDimCallType), std::string(metrics::kCallTypeGenAi)},
       {std::string(metrics::kDimRpcType), std::string(metrics::kRpcTypeLlm)}};
+  if (invalid_values) *invalid_values = invalid;
   std::vector<metrics::MetricPoint> out;
   for (const auto& [target, per_dp] : chosen) {
     double sum = 0;

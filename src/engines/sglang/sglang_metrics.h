@@ -6,6 +6,8 @@
 //
 // Pure functions; thread-safe.
 
+#include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include "core/metric_families.h"
@@ -21,6 +23,16 @@ namespace infertel::engines::sglang {
 // lowest tp_rank/pp_rank of each dp_rank: other TP ranks repeat the same state when
 // --enable-metrics-for-all-schedulers is on), priority breakdowns are skipped (the total is
 // under priority=""), counts and throughput are summed over dp ranks, ratios averaged.
-std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& scrape);
+//
+// A sample whose value is NaN, ±Inf or negative is left out (each of these families counts or
+// measures something, and is added to a counter) and counted in *invalid_values when given.
+std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& scrape,
+                                                    std::size_t* invalid_values = nullptr);
+
+// Whether TranslateSnapshot reads the family of this name: the parser keeps no other
+// (scrape::ParseOptions::keep_family).
+bool ReadsFamily(std::string_view family);
+// Whether a sample is read: only a family's plain samples (never _bucket, _sum, …).
+inline bool ReadsSample(std::string_view sample) { return ReadsFamily(sample); }
 
 }  // namespace infertel::engines::sglang

@@ -140,7 +140,32 @@ struct Acc {
   int n = 0;
 };
 
+// Families DetectMetricsGeneration recognises that no rule reads.
+constexpr std::string_view kDetectionFamilies[] = {
+    "vllm:num_requests_swapped", "vllm:cpu_cache_usage_perc", "vllm:gpu_prefix_cache_hit_rate",
+    "vllm:cpu_prefix_cache_hit_rate", "vllm:spec_decode_draft_acceptance_rate"};
+
 }  // namespace
+
+bool ReadsFamily(std::string_view family) {
+  // A 0.0.4 counter is grouped under `<name>_total`.
+  const std::string_view base =
+      EndsWith(family, "_total") ? family.substr(0, family.size() - 6) : family;
+  for (std::string_view name : {family, base}) {
+    for (const auto& r : kV1Rules)
+      if (r.family == name) return true;
+    for (const auto& r : kV0Rules)
+      if (r.family == name) return true;
+    for (std::string_view d : kDetectionFamilies)
+      if (d == name) return true;
+  }
+  return false;
+}
+
+bool ReadsSample(std::string_view sample) {
+  if (EndsWith(sample, "_created")) return false;
+  return !EndsWith(sample, "_bucket") || sample == "vllm:iteration_tokens_total_bucket";
+}
 
 MetricsGeneration DetectMetricsGeneration(const scrape::ParseResult& scrape) {
   for (const auto& f : scrape.families) {
@@ -174,12 +199,17 @@ TranslatedMetrics TranslateMetrics(const scrape::ParseResult& scrape,
   }
 
   std::map<std::pair<MetricId, MetricLabels>, Acc> acc;
+  std::size_t invalid = 0;
   for (const auto& rule : rules) {
     if (rule.fallback != 0 && has_primary[static_cast<std::size_t>(rule.target)]) continue;
     const auto* f = FindFamily(scrape, rule.family);
     if (!f) continue;
+    const bool counter = metrics::Family(rule.target).kind == metrics::MetricKind::kCounter;
     for (const auto* s : Select(*f, rule)) {
-      if (!std::isfinite(s->value)) continue;
+      if (!std::isfinite(s->value) || (counter && s->value < 0)) {
+        ++invalid;
+        continue;
+      }
       Acc& a = acc[{rule.target, DimensionsFor(*s, rule, v1)}];
       a.sum += s->value;
       ++a.n;
@@ -187,6 +217,7 @@ TranslatedMetrics TranslateMetrics(const scrape::ParseResult& scrape,
   }
 
   TranslatedMetrics out;
+  out.invalid_values = invalid;
   for (auto& [key, a] : acc) {
     const auto& fam = metrics::Family(key.first);
     double value = fam.merge == metrics::MergeRule::kMean ? a.sum / a.n : a.sum;

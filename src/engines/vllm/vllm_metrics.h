@@ -6,6 +6,8 @@
 //
 // Pure functions; thread-safe.
 
+#include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include "core/metric_families.h"
@@ -26,8 +28,18 @@ struct TranslatedMetrics {
   std::vector<metrics::MetricPoint> counters;
   // Current values; only series the engine really reported (never a made-up 0).
   std::vector<metrics::MetricPoint> gauges;
+  // Samples refused for their value: NaN or ±Inf, or a negative counter (OpenMetrics: a
+  // counter's total is a non-NaN, non-negative number). Each is left out of its series.
+  std::size_t invalid_values = 0;
 };
 
 TranslatedMetrics TranslateMetrics(const scrape::ParseResult& scrape, MetricsGeneration generation);
+
+// Whether TranslateMetrics or DetectMetricsGeneration reads the family of this name (as the
+// parser groups it): the parser keeps no other (scrape::ParseOptions::keep_family).
+bool ReadsFamily(std::string_view family);
+// Whether a sample of such a family is read: not a histogram's buckets (but for the +Inf
+// bucket of vllm:iteration_tokens_total, read when its _count is missing), nor _created.
+bool ReadsSample(std::string_view sample);
 
 }  // namespace infertel::engines::vllm

@@ -114,11 +114,72 @@ TEST(MetricsService, MalformedLinesAreSkippedAndCounted) {
                      Resource(), "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
-  engine.Serve(200, V1Text(7, 0.2) + "vllm:broken{engine=\"0\" 12\n!!!\n");
+  // Lines of families the table reads are checked; others are skipped unread.
+  engine.Serve(200, V1Text(7, 0.2) + "vllm:num_requests_running{engine=\"0\" 12\n!!!\n" +
+                        "other_family{ 12\n");
   svc.ScrapeOnce();
   EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).at(0).value, 7);
   std::string self = stats.Render();
   EXPECT_NE(self.find("infertel_scrape_malformed_lines_total{upstream=\"u\"} 2"), std::string::npos)
+      << self;
+}
+
+// `n` prompt-token counters, engine labels first..first+n-1.
+std::string ManyEngines(int first, int n, int value = 1) {
+  std::string text = "# TYPE vllm:prompt_tokens_total counter\n";
+  for (int i = first; i < first + n; ++i)
+    text += "vllm:prompt_tokens_total{engine=\"" + std::to_string(i) + "\",model_name=\"m\"} " +
+            std::to_string(value) + "\n";
+  return text;
+}
+
+TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
+  FakeEngine engine;
+  MetricsOptions opts;
+  opts.scrape_limits = {.max_series = 5, .stale_after = std::chrono::milliseconds(0)};
+  MetricsService svc(opts, {{"u", gateway::EngineKind::kVllm, engine.Url(), "v1"}}, Config(),
+                     nullptr, Resource(), "t");
+  StatsRegistry stats;
+  svc.RegisterStats(&stats);
+  engine.Serve(200, ManyEngines(0, 20));
+  svc.ScrapeOnce();
+  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).size(), 5u);
+  std::string self = stats.Render();
+  EXPECT_NE(self.find("infertel_scrape_refused_samples_total{upstream=\"u\",reason=\"series_"
+                      "limit\"} 15"),
+            std::string::npos)
+      << self;
+  EXPECT_NE(self.find("infertel_scrape_series{upstream=\"u\"} 5"), std::string::npos) << self;
+  // Labels that change on every scrape: the vanished series expire, the new ones take their
+  // room, and the target never holds more than the cap.
+  engine.Serve(200, ManyEngines(100, 20));
+  svc.ScrapeOnce();
+  auto pts = Of(svc.Snapshot(), MetricId::kVllmPromptTokens);
+  ASSERT_EQ(pts.size(), 5u);
+  EXPECT_EQ(testing::LabelOf(pts[0], "engine_index"), "100");
+  self = stats.Render();
+  EXPECT_NE(self.find("infertel_scrape_expired_series_total{upstream=\"u\"} 5"), std::string::npos)
+      << self;
+}
+
+TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
+  FakeEngine engine;
+  MetricsService svc({}, {{"u", gateway::EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
+                     Resource(), "t");
+  StatsRegistry stats;
+  svc.RegisterStats(&stats);
+  engine.Serve(200, V1Text(40, 0.5));
+  svc.ScrapeOnce();
+  engine.Serve(200, V1Text(-7, 0.5));
+  svc.ScrapeOnce();
+  // Not a restart to -7 (which would carry 40 + -7 = 33): the value is refused.
+  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).at(0).value, 40);
+  std::string self = stats.Render();
+  EXPECT_NE(self.find("infertel_scrape_refused_samples_total{upstream=\"u\",reason=\"invalid_"
+                      "value\"} 1"),
+            std::string::npos)
+      << self;
+  EXPECT_NE(self.find("infertel_scrape_engine_restarts_total{upstream=\"u\"} 0"), std::string::npos)
       << self;
 }
 

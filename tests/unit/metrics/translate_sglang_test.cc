@@ -85,6 +85,23 @@ TEST(SglangTranslate, RecentLabelsOneSchedulerPerDpRank) {
   EXPECT_EQ(One(out, MetricId::kSglangSpecAcceptLength), 2.5);
 }
 
+TEST(SglangTranslate, NegativeAndNonFiniteValuesAreRefusedAndCounted) {
+  auto parsed = scrape::ParsePrometheusText(
+      "# TYPE sglang:num_running_reqs gauge\n"
+      "sglang:num_running_reqs{dp_rank=\"0\",model_name=\"m\"} -3\n"
+      "sglang:num_running_reqs{dp_rank=\"1\",model_name=\"m\"} 4\n"
+      "# TYPE sglang:gen_throughput gauge\n"
+      "sglang:gen_throughput{model_name=\"m\"} NaN\n");
+  std::size_t invalid = 0;
+  auto out = TranslateSnapshot(parsed, &invalid);
+  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 4.0);  // never below what was counted
+  EXPECT_TRUE(Of(out, MetricId::kSglangGenThroughput).empty());
+  EXPECT_EQ(invalid, 2u);
+  EXPECT_TRUE(engines::sglang::ReadsFamily("sglang:num_running_reqs"));
+  EXPECT_FALSE(engines::sglang::ReadsFamily("sglang:e2e_request_latency_seconds_bucket"));
+  EXPECT_FALSE(engines::sglang::ReadsSample("sglang:num_running_reqs_created"));
+}
+
 TEST(SglangTranslate, NotSglang) {
   EXPECT_TRUE(
       TranslateSnapshot(scrape::ParsePrometheusText(ReadFixture("vllm-metrics-v1-ngc25.09.txt")))

@@ -153,6 +153,59 @@ TEST(VllmTranslate, UnknownGenerationAndNonFinite) {
   EXPECT_EQ(DetectMetricsGeneration(parsed), MetricsGeneration::kUnknown);
   auto out = TranslateMetrics(parsed, MetricsGeneration::kUnknown);
   EXPECT_TRUE(out.gauges.empty());  // NaN is no value
+  EXPECT_EQ(out.invalid_values, 1u);
+}
+
+// OpenMetrics: a counter's total is non-NaN and non-negative; a gauge is any finite number
+// here (a NaN would poison the mean across upstreams). Refused samples are counted.
+TEST(VllmTranslate, NegativeOrNonFiniteCountersAndNonFiniteGaugesAreRefusedAndCounted) {
+  auto parsed = scrape::ParsePrometheusText(
+      "# TYPE vllm:prompt_tokens counter\n"
+      "vllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} -5\n"
+      "vllm:prompt_tokens_total{engine=\"1\",model_name=\"m\"} +Inf\n"
+      "vllm:prompt_tokens_total{engine=\"2\",model_name=\"m\"} 7\n"
+      "# TYPE vllm:request_queue_time_seconds histogram\n"
+      "vllm:request_queue_time_seconds_sum{engine=\"0\",model_name=\"m\"} NaN\n"
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} -Inf\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} -1\n");
+  auto out = TranslateMetrics(parsed, MetricsGeneration::kV1);
+  auto prompt = Of(out.counters, MetricId::kVllmPromptTokens);
+  ASSERT_EQ(prompt.size(), 1u);
+  EXPECT_EQ(LabelOf(prompt[0], "engine_index"), "2");
+  EXPECT_TRUE(Of(out.counters, MetricId::kVllmRequestQueueTime).empty());
+  // A negative gauge is a value (a gauge may go below zero); an infinite one is not.
+  ASSERT_EQ(Of(out.gauges, MetricId::kVllmNumRequestsRunning).size(), 1u);
+  EXPECT_EQ(out.invalid_values, 4u);
+}
+
+TEST(VllmTranslate, ReadsOnlyTheFamiliesOfItsTables) {
+  EXPECT_TRUE(engines::vllm::ReadsFamily("vllm:prompt_tokens"));
+  EXPECT_TRUE(engines::vllm::ReadsFamily("vllm:prompt_tokens_total"));
+  EXPECT_TRUE(engines::vllm::ReadsFamily("vllm:request_queue_time_seconds"));
+  EXPECT_TRUE(engines::vllm::ReadsFamily("vllm:num_requests_swapped"));  // V0 evidence
+  EXPECT_FALSE(engines::vllm::ReadsFamily("vllm:request_queue_time_seconds_bucket"));
+  EXPECT_FALSE(engines::vllm::ReadsFamily("process_resident_memory_bytes"));
+  EXPECT_FALSE(engines::vllm::ReadsSample("vllm:request_queue_time_seconds_bucket"));
+  EXPECT_TRUE(engines::vllm::ReadsSample("vllm:iteration_tokens_total_bucket"));
+  // Parsing with the filters translates a real scrape exactly as without them.
+  const std::string text = ReadFixture("vllm-metrics-v1-ngc25.09.txt");
+  scrape::ParseOptions opts;
+  opts.keep_family = &engines::vllm::ReadsFamily;
+  opts.keep_sample = &engines::vllm::ReadsSample;
+  auto all = TranslateMetrics(scrape::ParsePrometheusText(text), MetricsGeneration::kUnknown);
+  auto kept = scrape::ParsePrometheusText(text, opts);
+  EXPECT_EQ(DetectMetricsGeneration(kept), MetricsGeneration::kV1);
+  std::size_t kept_samples = 0;
+  for (const auto& f : kept.families) kept_samples += f.samples.size();
+  EXPECT_LT(kept_samples, 100u);  // of the fixture's 289, mostly histogram buckets
+  auto some = TranslateMetrics(kept, MetricsGeneration::kUnknown);
+  ASSERT_EQ(all.counters.size(), some.counters.size());
+  ASSERT_EQ(all.gauges.size(), some.gauges.size());
+  for (std::size_t i = 0; i < all.counters.size(); ++i) {
+    EXPECT_EQ(all.counters[i].labels, some.counters[i].labels);
+    EXPECT_EQ(all.counters[i].value, some.counters[i].value);
+  }
 }
 
 }  // namespace

@@ -690,5 +690,36 @@ TEST(PrometheusTextMalformedMore, EveryPrefixOfARealScrapeParsesWithoutCrashing)
   }
 }
 
+// A target may serve any number of samples: the parse keeps at most max_samples of them and
+// counts the rest, and keeps nothing of the families the caller does not read.
+TEST(PrometheusTextLimits, SamplesPastTheLimitAreCountedNotKept) {
+  std::string text = "# TYPE a gauge\n";
+  for (int i = 0; i < 1000; ++i) text += "a{i=\"" + std::to_string(i) + "\"} 1\n";
+  ParseOptions opts;
+  opts.max_samples = 10;
+  const ParseResult r = ParsePrometheusText(text, opts);
+  ASSERT_EQ(r.families.size(), 1u);
+  EXPECT_EQ(r.families[0].samples.size(), 10u);
+  EXPECT_EQ(r.samples_over_limit, 990u);
+  EXPECT_EQ(r.malformed_lines, 0u);
+}
+
+TEST(PrometheusTextLimits, FamiliesTheCallerDoesNotReadAreNotKept) {
+  ParseOptions opts;
+  opts.keep_family = [](std::string_view f) { return f == "kept"; };
+  opts.max_samples = 2;
+  const ParseResult r = ParsePrometheusText(
+      "# HELP other_hist h\n# TYPE other_hist histogram\n"
+      "other_hist_bucket{le=\"1\"} 1\nother_hist_sum 1\nuntyped_other{x=\"1\"} 2\n"
+      "# TYPE kept counter\nkept_total 3\nkept_created 1\n"
+      "# TYPE skipped gauge\nskipped 4\nkept_total{a=\"b\"} 5\n",
+      opts);
+  ASSERT_EQ(r.families.size(), 1u);
+  EXPECT_EQ(r.families[0].name, "kept");
+  EXPECT_EQ(r.families[0].samples.size(), 2u);  // only kept samples count toward the limit
+  EXPECT_EQ(r.samples_over_limit, 1u);
+  EXPECT_EQ(r.families[0].samples[0].value, 3);
+}
+
 }  // namespace
 }  // namespace infertel::scrape
