@@ -14,6 +14,7 @@
 #include "console/admin_api.h"
 #include "console/report.h"
 #include "console/sources.h"
+#include "core/printable.h"
 #include "http/sync_client.h"
 
 namespace infertel {
@@ -28,8 +29,9 @@ struct ConfigFlags {
   std::string console_file;  // offline: the console file to layer over the environment
 };
 
+// Messages quote URLs, answers and console documents: printed escaped (core/printable.h).
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "infertel config: %s\n", message.c_str());
+  std::fprintf(stderr, "infertel config: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
 
@@ -49,10 +51,12 @@ void FromAgent(const ConfigFlags& f) {
     Fail(1, fmt::format("{}: {}", url->ToString(), error));
   }
   if (res.status != 200) {
-    Fail(1, fmt::format("GET {} answered {}: {}", url->ToString(), res.status, res.body));
+    Fail(1, fmt::format("GET {} answered {}: {}", url->ToString(), res.status,
+                        Excerpt(res.body, 512)));
   }
   if (f.json) {
-    std::fputs(res.body.c_str(), stdout);
+    // Valid JSON has no raw control characters, so an agent's answer passes unchanged.
+    std::fputs(Printable(res.body).c_str(), stdout);
     std::fputc('\n', stdout);
     return;
   }
@@ -87,7 +91,7 @@ void Offline(const ConfigFlags& f) {
             .c_str(),
         stdout);
   }
-  for (const auto& e : errors) std::fprintf(stderr, "infertel config: %s\n", e.c_str());
+  for (const auto& e : errors) std::fprintf(stderr, "infertel config: %s\n", Printable(e).c_str());
   if (!errors.empty()) throw CLI::RuntimeError(2);
 }
 

@@ -12,6 +12,7 @@
 
 #include "app/commands.h"
 #include "core/metric_families.h"
+#include "core/printable.h"
 
 namespace infertel {
 namespace {
@@ -23,13 +24,17 @@ struct MetricsFlags {
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "infertel metrics: %s\n", message.c_str());
+  std::fprintf(stderr, "infertel metrics: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
 
+// A column as text fit for the terminal: names, labels and services come from scraped
+// engines and OTLP senders (core/printable.h).
 std::string Column(sqlite3_stmt* st, int i) {
   const unsigned char* t = sqlite3_column_text(st, i);
-  return t ? reinterpret_cast<const char*>(t) : "";
+  if (t == nullptr) return "";
+  return Printable(std::string_view(reinterpret_cast<const char*>(t),
+                                    static_cast<std::size_t>(sqlite3_column_bytes(st, i))));
 }
 
 void Run(const MetricsFlags& f) {

@@ -9,6 +9,7 @@
 
 #include "app/commands.h"
 #include "core/ids.h"
+#include "core/printable.h"
 #include "export/sqlite/sqlite_store.h"
 
 namespace infertel {
@@ -22,7 +23,7 @@ struct TracesFlags {
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "infertel traces: %s\n", message.c_str());
+  std::fprintf(stderr, "infertel traces: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
 

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include "core/json.h"
+#include "core/printable.h"
 
 namespace infertel::console {
 namespace {
@@ -207,14 +208,17 @@ std::string ConfigJson(const std::vector<KeyReport>& reports, const LayerStatuse
 }
 
 std::string DescribeRows(const std::vector<TextRow>& rows, const std::vector<std::string>& footer) {
+  // Every cell through Printable: rows may come from another agent's answer, and errors quote
+  // console documents.
+  const auto p = [](std::string_view s) { return Printable(s); };
   std::string out =
       fmt::format("{:<62} {:<16} {:<16} {:<8} {}\n", "KEY", "VALUE", "SOURCE", "APPLY", "ENV");
   for (const auto& r : rows) {
-    out += fmt::format("{:<62} {:<16} {:<16} {:<8} {}\n", r.key, r.value, r.source, r.apply,
-                       r.env.empty() ? "-" : r.env);
-    for (const auto& n : r.notes) out += fmt::format("    {}\n", n);
+    out += fmt::format("{:<62} {:<16} {:<16} {:<8} {}\n", p(r.key), p(r.value), p(r.source),
+                       p(r.apply), r.env.empty() ? "-" : p(r.env));
+    for (const auto& n : r.notes) out += fmt::format("    {}\n", p(n));
   }
-  for (const auto& f : footer) out += f + "\n";
+  for (const auto& f : footer) out += p(f) + "\n";
   return out;
 }
 

@@ -8,10 +8,14 @@
 #include <map>
 #include <set>
 
+#include "core/printable.h"
 #include "core/semconv.h"
 
 namespace infertel::exporting {
 namespace {
+
+// Every text from the store is printed through Printable: span names, attribute values and
+// service names come from clients and engines, and must not reach the terminal as controls.
 
 // The attributes shown on a span line, rendered from the JSON column.
 std::string KeyAttributes(const StoredSpan& s) {
@@ -26,7 +30,7 @@ std::string KeyAttributes(const StoredSpan& s) {
     std::int64_t i;
     double d;
     if (e.get_string().get(sv) == simdjson::SUCCESS)
-      out += fmt::format("  {}={}", label, sv);
+      out += fmt::format("  {}={}", label, Printable(sv));
     else if (e.get_int64().get(i) == simdjson::SUCCESS)
       out += fmt::format("  {}={}", label, i);
     else if (e.get_double().get(d) == simdjson::SUCCESS)
@@ -41,9 +45,9 @@ std::string KeyAttributes(const StoredSpan& s) {
     std::string_view sv;
     if (attrs.at_key(semconv::kErrorType).get(e) == simdjson::SUCCESS &&
         e.get_string().get(sv) == simdjson::SUCCESS)
-      out += fmt::format(" {}={}", semconv::kErrorType, sv);
+      out += fmt::format(" {}={}", semconv::kErrorType, Printable(sv));
     else if (!s.status_message.empty())
-      out += fmt::format(" {}", s.status_message);
+      out += fmt::format(" {}", Printable(s.status_message));
   }
   return out;
 }
@@ -86,15 +90,17 @@ std::string RenderTraceTree(const std::vector<StoredSpan>& input) {
       service = s->service_name;
       break;
     }
-  std::string out = fmt::format("trace {}  {}  {} span{}  {:.3f} ms{}\n", spans.front()->trace_id,
-                                FormatWallTime(start), spans.size(), spans.size() == 1 ? "" : "s",
-                                static_cast<double>(end - start) / 1e6,
-                                service.empty() ? "" : "  service=" + service);
+  std::string out =
+      fmt::format("trace {}  {}  {} span{}  {:.3f} ms{}\n", Printable(spans.front()->trace_id),
+                  FormatWallTime(start), spans.size(), spans.size() == 1 ? "" : "s",
+                  static_cast<double>(end - start) / 1e6,
+                  service.empty() ? "" : "  service=" + Printable(service));
   std::set<std::string> printed;  // guards against parent cycles
   auto print = [&](auto&& self, const StoredSpan* s, int depth) -> void {
     if (!printed.insert(s->span_id).second) return;
     const double ms = static_cast<double>(s->end_time_unix_nano - s->start_time_unix_nano) / 1e6;
-    out += fmt::format("{:{}}{}  {:.3f} ms{}\n", "", 2 + depth * 2, s->name, ms, KeyAttributes(*s));
+    out += fmt::format("{:{}}{}  {:.3f} ms{}\n", "", 2 + depth * 2, Printable(s->name), ms,
+                       KeyAttributes(*s));
     if (auto it = children.find(s->span_id); it != children.end())
       for (const auto* c : it->second) self(self, c, depth + 1);
   };
