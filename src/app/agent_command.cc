@@ -122,6 +122,7 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   Agent& agent = *run->agent;
   agent.AddAdminRoute(std::string(console::kApiPrefix), console->AdminHandler());
   if (!agent.Start(&error)) Fail(1, error);
+  console->RegisterStats(&agent.stats());
   console->Start(agent.config());
   run->console = std::move(console);
   return run;

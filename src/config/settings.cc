@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/printable.h"
+
 namespace infertel::config {
 namespace {
 
@@ -59,7 +61,8 @@ std::string_view SourceName(Source s) {
 std::variant<Value, std::string> ParseValue(const KeySpec& spec, std::string_view raw) {
   std::string_view text = Trim(raw);
   auto error = [&] {
-    return fmt::format("invalid value '{}' for {}: expected {}", raw, spec.console_key,
+    // Cut and escaped: the value may come from a console document or an admin API caller.
+    return fmt::format("invalid value '{}' for {}: expected {}", Excerpt(raw, 64), spec.console_key,
                        AcceptedText(spec));
   };
   switch (spec.type) {

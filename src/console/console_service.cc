@@ -24,7 +24,7 @@ std::unique_ptr<ConsoleService> ConsoleService::Create(
   }
   const ConsoleOptions& o = s->options_;
   if (!o.file.empty()) {
-    s->file_ = std::make_unique<FileSource>(o.file, &s->config_);
+    s->file_ = std::make_unique<FileSource>(o.file, &s->config_, 4, &s->stats_);
     if (!s->file_->PollOnce()) {
       *error = fmt::format("--console-file {}: {}", o.file, s->config_.Status(Layer::kFile).error);
       return nullptr;
@@ -36,7 +36,7 @@ std::unique_ptr<ConsoleService> ConsoleService::Create(
       *error = fmt::format("--console-url: expected http://HOST:PORT/PATH, got '{}'", o.url);
       return nullptr;
     }
-    s->url_ = std::make_unique<UrlSource>(*url, &s->config_);
+    s->url_ = std::make_unique<UrlSource>(*url, &s->config_, std::chrono::seconds(2), &s->stats_);
     s->url_->PollOnce();  // a console that is down must not keep the agent from starting
   }
 
@@ -62,6 +62,11 @@ std::unique_ptr<ConsoleService> ConsoleService::Create(
 
 http::Handler ConsoleService::AdminHandler() {
   return [api = api_.get()](const http::StringRequest& req) { return api->Handle(req); };
+}
+
+void ConsoleService::RegisterStats(StatsRegistry* registry) const {
+  stats_.Register(registry);
+  api_->stats().Register(registry);
 }
 
 void ConsoleService::Start(std::shared_ptr<config::ConfigStore> store) {

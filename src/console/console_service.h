@@ -51,6 +51,9 @@ class ConsoleService {
   void Start(std::shared_ptr<config::ConfigStore> store);
   void Stop();
 
+  // Registers the console's counters (refused documents, refused admin API requests).
+  void RegisterStats(StatsRegistry* registry) const;
+
   LayeredConfig& config() { return config_; }
   KnobController& knobs() { return *knobs_; }
 
@@ -59,6 +62,7 @@ class ConsoleService {
                  std::vector<std::string>* env_errors);
 
   ConsoleOptions options_;
+  ConsoleStats stats_;
   LayeredConfig config_;
   std::unique_ptr<FileSource> file_;
   std::unique_ptr<UrlSource> url_;

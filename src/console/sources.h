@@ -6,6 +6,8 @@
 // PollOnce() is the whole behaviour (tests call it directly); Start() runs it on a thread of
 // its own every interval. Blocking happens only on that thread.
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,10 +17,21 @@
 #include <string>
 #include <thread>
 
+#include "console/document.h"
 #include "console/layered_config.h"
+#include "core/stats.h"
 #include "http/url.h"
 
 namespace infertel::console {
+
+// Console documents refused, by source and reason: each time a source turns to a refused
+// document (the same document read again is not counted again).
+struct ConsoleStats {
+  std::array<std::atomic<std::uint64_t>, kRefusalCount> file{};
+  std::array<std::atomic<std::uint64_t>, kRefusalCount> url{};
+  // infertel_console_refused_documents_total{source, reason}
+  void Register(StatsRegistry* registry) const;
+};
 
 // Runs `poll` every `interval` on its own thread until Stop().
 class Poller {
@@ -40,9 +53,12 @@ class Poller {
 // Watches a YAML/JSON file: stat every poll; the content is read and hashed when the mtime
 // or size changed, and every `rehash_every` polls regardless (an edit within the same mtime
 // tick and size), so a change applies within max(interval, rehash_every × interval).
+// The file is opened without blocking and read only if it is a regular file: a FIFO would
+// block the watcher, and the agent's stop with it. `stats` may be null.
 class FileSource {
  public:
-  FileSource(std::string path, LayeredConfig* config, int rehash_every = 4);
+  FileSource(std::string path, LayeredConfig* config, int rehash_every = 4,
+             ConsoleStats* stats = nullptr);
   // Returns false when the file could not be read or was invalid (the error is in the status).
   bool PollOnce();
   void Start(std::chrono::milliseconds interval);
@@ -50,11 +66,13 @@ class FileSource {
   const std::string& path() const { return path_; }
 
  private:
-  void Fail(std::string error);
+  // Records a failed attempt; `refusal` is set when the document (not the read) failed.
+  void Fail(std::string error, std::optional<Refusal> refusal = std::nullopt);
 
   const std::string path_;
   LayeredConfig* const config_;
   const int rehash_every_;
+  ConsoleStats* const stats_;
   // Poller-thread state.
   bool have_stat_ = false;
   std::int64_t mtime_ns_ = 0;
@@ -69,23 +87,26 @@ class FileSource {
 // Polls a console URL with If-None-Match: a 304 leaves everything as it is.
 class UrlSource {
  public:
+  // `stats` may be null.
   UrlSource(http::Url url, LayeredConfig* config,
-            std::chrono::milliseconds timeout = std::chrono::seconds(2));
+            std::chrono::milliseconds timeout = std::chrono::seconds(2),
+            ConsoleStats* stats = nullptr);
   bool PollOnce();
   void Start(std::chrono::milliseconds interval);
   void Stop() { poller_.Stop(); }
   const std::string& etag() const { return etag_; }
 
  private:
-  void Fail(std::string error);
+  void Fail(std::string error, std::optional<Refusal> refusal = std::nullopt);
 
   const http::Url url_;
   LayeredConfig* const config_;
   const std::chrono::milliseconds timeout_;
+  ConsoleStats* const stats_;
   // Poller-thread state.
   std::string etag_;
-  bool last_doc_ok_ = false;  // whether the document behind etag_ was valid
-  std::string doc_error_;     // why it was not
+  bool last_doc_ok_ = false;   // whether the document behind etag_ was valid
+  DocumentError doc_error_{};  // why it was not
   std::string last_error_;
   Poller poller_;
 };

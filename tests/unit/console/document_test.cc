@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace infertel::console {
 namespace {
 
@@ -10,20 +12,36 @@ using config::Value;
 
 ConsoleValues Ok(std::string_view text) {
   auto r = ParseConsoleDocument(text);
-  if (auto* err = std::get_if<std::string>(&r)) {
-    ADD_FAILURE() << "unexpected error: " << *err;
+  if (auto* err = std::get_if<DocumentError>(&r)) {
+    ADD_FAILURE() << "unexpected error: " << err->message;
     return {};
   }
   return std::get<ConsoleValues>(r);
 }
 
-std::string Err(std::string_view text) {
+DocumentError Refused(std::string_view text) {
   auto r = ParseConsoleDocument(text);
   if (std::holds_alternative<ConsoleValues>(r)) {
-    ADD_FAILURE() << "accepted: " << text;
-    return "";
+    ADD_FAILURE() << "accepted: " << text.substr(0, 200);
+    return {};
   }
-  return std::get<std::string>(r);
+  return std::get<DocumentError>(r);
+}
+
+std::string Err(std::string_view text) { return Refused(text).message; }
+
+// A "billion laughs" of nested mappings: `levels` anchors, each a mapping of ten aliases of
+// the one before, 10^levels leaves in under a kilobyte.
+std::string AliasBomb(int levels) {
+  std::string doc =
+      "l0: &l0 {k0: 1, k1: 1, k2: 1, k3: 1, k4: 1, k5: 1, k6: 1, k7: 1, k8: 1, k9: 1}\n";
+  for (int i = 1; i < levels; ++i) {
+    const std::string prev = "*l" + std::to_string(i - 1);
+    doc += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " {";
+    for (int k = 0; k < 10; ++k) doc += (k ? ", k" : "k") + std::to_string(k) + ": " + prev;
+    doc += "}\n";
+  }
+  return doc;
 }
 
 TEST(ConsoleDocumentTest, FlatYamlIsTyped) {
@@ -101,6 +119,69 @@ TEST(ConsoleDocumentTest, SyntaxAndShapeErrors) {
   EXPECT_NE(Err("otel.instrumentation.vllm.tracing.level: [1]\n").find("got a list"),
             std::string::npos);
   EXPECT_NE(Err(std::string(kMaxDocumentBytes + 1, ' ')).find("larger than"), std::string::npos);
+  EXPECT_EQ(Refused(std::string(kMaxDocumentBytes + 1, ' ')).reason, Refusal::kTooLarge);
+  EXPECT_EQ(Refused("a: [1, 2").reason, Refusal::kSyntax);
+  EXPECT_EQ(Refused("nope: 1\n").reason, Refusal::kInvalid);
+}
+
+// 10^9 leaves in 970 bytes: refused at once, before anything is expanded (it used to grow the
+// agent by about 1 GB/s).
+TEST(ConsoleDocumentTest, AliasBombIsRefusedBeforeExpanding) {
+  const std::string bomb = AliasBomb(9);
+  ASSERT_LT(bomb.size(), 1024u);
+  const auto start = std::chrono::steady_clock::now();
+  const DocumentError e = Refused(bomb);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(e.reason, Refusal::kTooManyNodes);
+  EXPECT_NE(e.message.find("aliases expanded"), std::string::npos) << e.message;
+  // Of lists too, and of an alias used many times over.
+  EXPECT_EQ(Refused("a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+                    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c]\n")
+                .reason,
+            Refusal::kTooManyNodes);
+}
+
+// Found by tests/fuzz/console_document_fuzz.cc: an alias inside its own anchor is a cycle
+// that yaml-cpp builds as one; flattening it went on to the depth limit, 10^16 leaves.
+TEST(ConsoleDocumentTest, AliasCycleIsRefused) {
+  const DocumentError e =
+      Refused("l0: &l0 {k0: *l0, k1: *l0, k2: *l0, k3: *l0, k4: *l0, k5: *l0, k6: *l0, k7: *l0}\n");
+  EXPECT_EQ(e.reason, Refusal::kTooManyNodes);
+  EXPECT_NE(e.message.find("cycle"), std::string::npos) << e.message;
+  EXPECT_EQ(Refused("a: &a [x, *a]\n").reason, Refusal::kTooManyNodes);
+}
+
+TEST(ConsoleDocumentTest, SmallAliasesAreStillRead) {
+  auto v =
+      Ok("otel.instrumentation.vllm.tracing.level: &lvl 1\n"
+         "otel.instrumentation.sglang.tracing.level: *lvl\n");
+  EXPECT_EQ(v[Key::kVllmTracingLevel], Value{std::int64_t{1}});
+  EXPECT_EQ(v[Key::kSglangTracingLevel], Value{std::int64_t{1}});
+  // Three levels of ten: 1,000 leaves with the aliases expanded, within the bound (all unknown).
+  EXPECT_EQ(Refused(AliasBomb(3)).reason, Refusal::kInvalid);
+}
+
+TEST(ConsoleDocumentTest, DeepNestingIsRefused) {
+  std::string yaml, json;
+  for (int i = 0; i < 1000; ++i) yaml += "[", json += "{\"a\":";
+  EXPECT_EQ(Refused(yaml).reason, Refusal::kTooDeep);
+  json += "1";
+  for (int i = 0; i < 1000; ++i) json += "}";
+  EXPECT_EQ(Refused(json).reason, Refusal::kTooDeep);
+  std::string nested;
+  for (int i = 0; i < 20; ++i) nested += std::string(static_cast<std::size_t>(i) * 2, ' ') + "k:\n";
+  EXPECT_EQ(Refused(nested).reason, Refusal::kTooDeep);
+}
+
+TEST(ConsoleDocumentTest, EchoedKeysAreCutAndEscaped) {
+  const std::string e = Err(std::string(5000, 'k') + "\x1b]0;x: 1\n");
+  EXPECT_LT(e.size(), 300u) << e;
+  EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+  const std::string v = Err("otel.instrumentation.vllm.tracing.level: \"\\e]0;owned\\a" +
+                            std::string(5000, '9') + "\"\n");
+  EXPECT_LT(v.size(), 300u) << v;
+  EXPECT_EQ(v.find('\x1b'), std::string::npos) << v;
+  EXPECT_NE(v.find("\\x1b]0;owned\\x07"), std::string::npos) << v;
 }
 
 TEST(ConsoleDocumentTest, ErrorListIsBounded) {

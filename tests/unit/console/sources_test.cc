@@ -1,10 +1,13 @@
 #include "console/sources.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 
 #include "http/simple_server.h"
@@ -172,6 +175,55 @@ class ConsolePeer {
   int not_modified_ = 0;
   std::unique_ptr<http::SimpleServer> server_;
 };
+
+// A FIFO with no writer used to block the poll in open() forever (and the agent's stop, which
+// joins the watcher). Now it is refused at once, and counted.
+TEST(FileSourceTest, FifoAndDirectoryAreRefusedWithoutBlocking) {
+  TempFile f;
+  ASSERT_EQ(::mkfifo(f.path().c_str(), 0600), 0);
+  LayeredConfig lc(NoEnv(), nullptr);
+  ConsoleStats stats;
+  FileSource src(f.path(), &lc, 4, &stats);
+  auto poll = std::async(std::launch::async, [&] { return src.PollOnce(); });
+  if (poll.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+    // Unblock it (a writer opens the FIFO) so that the test can end, then fail.
+    const int fd = ::open(f.path().c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL() << "PollOnce blocked on a FIFO";
+  }
+  EXPECT_FALSE(poll.get());
+  EXPECT_FALSE(lc.Status(Layer::kFile).ok);
+  EXPECT_NE(lc.Status(Layer::kFile).error.find("refused: not a regular file"), std::string::npos)
+      << lc.Status(Layer::kFile).error;
+  EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kNotRegularFile)], 1u);
+  EXPECT_FALSE(src.PollOnce());  // the same refusal again is not counted again
+  EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kNotRegularFile)], 1u);
+
+  FileSource dir(std::filesystem::temp_directory_path().string(), &lc, 4, &stats);
+  EXPECT_FALSE(dir.PollOnce());
+  EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kNotRegularFile)], 2u);
+}
+
+TEST(FileSourceTest, RefusedDocumentsAreCountedByReasonAndKeepTheLastGoodValues) {
+  TempFile f;
+  f.Write("otel.instrumentation.vllm.tracing.level: 1\n");
+  LayeredConfig lc(NoEnv(), nullptr);
+  ConsoleStats stats;
+  FileSource src(f.path(), &lc, 4, &stats);
+  ASSERT_TRUE(src.PollOnce());
+  std::string bomb = "a: &a {b: 1, c: 1, d: 1, e: 1, f: 1, g: 1, h: 1, i: 1}\n";
+  for (char c = 'b'; c <= 'k'; ++c)
+    bomb += std::string(1, c) + ": &" + c + " {x: *" + static_cast<char>(c - 1) + ", y: *" +
+            static_cast<char>(c - 1) + ", z: *" + static_cast<char>(c - 1) + "}\n";
+  f.Write(bomb);
+  EXPECT_FALSE(src.PollOnce());
+  EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kTooManyNodes)], 1u);
+  EXPECT_FALSE(lc.Status(Layer::kFile).ok);
+  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{1}});
+  f.Write(std::string(kMaxDocumentBytes + 1, '#'));
+  EXPECT_FALSE(src.PollOnce());
+  EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kTooLarge)], 1u);
+}
 
 TEST(UrlSourceTest, EtagAndNotModified) {
   ConsolePeer peer;

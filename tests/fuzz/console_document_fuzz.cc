@@ -1,0 +1,42 @@
+// libFuzzer target for the console document reader (the watched file, the console URL,
+// `infertel config --console-file`). Not part of the CMake build (it needs clang's
+// -fsanitize=fuzzer). Build and run from the repository root:
+//
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+//     tests/fuzz/console_document_fuzz.cc src/console/document.cc src/config/keys.cc \
+//     src/config/settings.cc src/core/printable.cc \
+//     $(pkg-config --cflags --libs yaml-cpp simdjson) -lfmt -o /tmp/console_document_fuzz
+//   mkdir -p /tmp/console-corpus && cp tests/fuzz/corpus/console_document/* /tmp/console-corpus/
+//   /tmp/console_document_fuzz -max_len=4096 -timeout=5 -rss_limit_mb=512 /tmp/console-corpus
+//
+// Besides memory errors it checks the reader's bounds (console/document.h): a refused
+// document says why, its message is bounded and printable, no value is accepted for a
+// document larger than the limit, and reading the same text twice gives the same answer.
+// -rss_limit_mb and -timeout catch an expansion the bounds missed.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "console/document.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  namespace con = infertel::console;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const auto r = con::ParseConsoleDocument(text);
+  if (const auto* err = std::get_if<con::DocumentError>(&r)) {
+    if (err->message.empty() || err->message.size() > 8192) std::abort();
+    for (char c : err->message)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) std::abort();
+    if (static_cast<std::size_t>(err->reason) >= con::kRefusalCount) std::abort();
+  } else {
+    if (size > con::kMaxDocumentBytes) std::abort();
+  }
+  const auto again = con::ParseConsoleDocument(text);
+  if (r.index() != again.index()) std::abort();
+  if (const auto* v = std::get_if<con::ConsoleValues>(&r)) {
+    if (*v != std::get<con::ConsoleValues>(again)) std::abort();
+  }
+  return 0;
+}
