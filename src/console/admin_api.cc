@@ -1,11 +1,11 @@
 #include "console/admin_api.h"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cctype>
 
 #include "core/json.h"
+#include "core/printable.h"
 
 namespace infertel::console {
 namespace {
@@ -63,45 +63,32 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-// The typed value of a PUT body, or the message of a 400.
-std::variant<config::Value, std::string> ValueFromBody(const config::KeySpec& spec,
-                                                       std::string_view body) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc, v;
-  simdjson::dom::object obj;
-  if (parser.parse(body.data(), body.size()).get(doc) || doc.get(obj) || obj["value"].get(v)) {
-    return fmt::format(R"(body must be a JSON object {{"value": …}} setting {}: expected {})",
-                       spec.console_key, config::AcceptedValues(spec));
+constexpr std::size_t kMaxEchoBytes = 64;  // of a key quoted back in a 404
+
+std::string_view ApiRefusalName(ApiRefusal reason) {
+  switch (reason) {
+    case ApiRefusal::kUnauthorized:
+      return "unauthorized";
+    case ApiRefusal::kDuplicateAuthorization:
+      return "duplicate_authorization";
+    case ApiRefusal::kInvalidValue:
+      return "invalid_value";
+    case ApiRefusal::kUnknownKey:
+      return "unknown_key";
   }
-  auto mismatch = [&] {
-    return fmt::format("invalid value {} for {}: expected {}", simdjson::minify(v),
-                       spec.console_key, config::AcceptedValues(spec));
-  };
-  std::string text;
-  switch (v.type()) {
-    case simdjson::dom::element_type::BOOL:
-      if (spec.type != config::ValueType::kBool) return mismatch();
-      return config::Value{v.get_bool().value_unsafe()};
-    case simdjson::dom::element_type::INT64:
-    case simdjson::dom::element_type::UINT64:
-      if (spec.type != config::ValueType::kInt) return mismatch();
-      text = simdjson::minify(v);
-      break;
-    case simdjson::dom::element_type::STRING:
-      text = std::string(v.get_string().value_unsafe());
-      break;
-    case simdjson::dom::element_type::NULL_VALUE:
-      return fmt::format("null is not a value for {}: DELETE /api/config/{} removes it",
-                         spec.console_key, spec.console_key);
-    default:
-      return mismatch();
-  }
-  auto parsed = config::ParseValue(spec, text);
-  if (auto* err = std::get_if<std::string>(&parsed)) return *err;
-  return std::get<config::Value>(std::move(parsed));
+  return "unknown";
 }
 
 }  // namespace
+
+void ApiStats::Register(StatsRegistry* registry) const {
+  for (std::size_t i = 0; i < kApiRefusalCount; ++i) {
+    registry->Add(
+        "infertel_admin_refused_requests",
+        "Admin API requests refused (answered 4xx without acting)", StatsRegistry::Type::kCounter,
+        fmt::format(R"(reason="{}")", ApiRefusalName(static_cast<ApiRefusal>(i))), &refused[i]);
+  }
+}
 
 std::vector<KeyReport> BuildReports(const LayeredConfig& config, const KnobController* knobs) {
   std::vector<KeyReport> out;
@@ -115,6 +102,11 @@ std::vector<KeyReport> BuildReports(const LayeredConfig& config, const KnobContr
 
 ConfigApi::ConfigApi(LayeredConfig* config, KnobController* knobs, std::string token)
     : config_(config), knobs_(knobs), token_(std::move(token)) {}
+
+http::StringResponse ConfigApi::Refuse(ApiRefusal reason, http::StringResponse res) const {
+  stats_.refused[static_cast<std::size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  return res;
+}
 
 bool ConfigApi::Authorized(const http::StringRequest& req) const {
   if (token_.empty()) return true;
@@ -138,12 +130,18 @@ http::StringResponse ConfigApi::Handle(const http::StringRequest& req) const {
   std::string_view rest = target.substr(kApiPrefix.size());
   if (!rest.empty() && rest.front() != '/')
     return Error(404, "not_found", "no such admin endpoint");
+  // Two credentials are ambiguous (a proxy and its client may each have added one): refused,
+  // token or not, rather than reading the first.
+  if (req.count(bhttp::field::authorization) > 1) {
+    return Refuse(ApiRefusal::kDuplicateAuthorization,
+                  Error(400, "duplicate_authorization", "more than one Authorization header"));
+  }
   if (!Authorized(req)) {
     auto res = Error(401, "unauthorized",
                      "this admin address needs Authorization: Bearer <token> (--admin-token or "
                      "INFERTEL_ADMIN_TOKEN)");
     res.set(bhttp::field::www_authenticate, R"(Bearer realm="infertel")");
-    return res;
+    return Refuse(ApiRefusal::kUnauthorized, std::move(res));
   }
   const auto method = req.method();
   auto statuses = [&] {
@@ -161,7 +159,11 @@ http::StringResponse ConfigApi::Handle(const http::StringRequest& req) const {
   }
   const std::string name = PercentDecode(rest.substr(1));
   auto key = config::FindByConsoleKey(name);
-  if (!key) return Error(404, "unknown_key", fmt::format("unknown key '{}'", name), name);
+  if (!key) {
+    const std::string shown = Excerpt(name, kMaxEchoBytes);
+    return Refuse(ApiRefusal::kUnknownKey,
+                  Error(404, "unknown_key", fmt::format("unknown key '{}'", shown), shown));
+  }
   const config::KeySpec& spec = config::Spec(*key);
   auto report = [&] {
     KeyReport r{config_->KeyOf(*key), {}};
@@ -173,8 +175,10 @@ http::StringResponse ConfigApi::Handle(const http::StringRequest& req) const {
       return report();
     case bhttp::verb::put: {
       auto v = ValueFromBody(spec, req.body());
-      if (auto* err = std::get_if<std::string>(&v))
-        return Error(400, "invalid_value", *err, spec.console_key, config::AcceptedValues(spec));
+      if (auto* err = std::get_if<std::string>(&v)) {
+        return Refuse(ApiRefusal::kInvalidValue, Error(400, "invalid_value", *err, spec.console_key,
+                                                       config::AcceptedValues(spec)));
+      }
       config_->SetApiValue(*key, std::get<config::Value>(std::move(v)));
       return report();
     }

@@ -9,6 +9,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <atomic>
+#include <optional>
+
 namespace infertel::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -17,17 +21,71 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler) {
+// The answer to a request past a limit, or none when `ec` is not about a limit. Beast's
+// header_limit covers the request line and the fields together: a request line that has no
+// end within the limit is the target's fault (414), anything else the fields' (431).
+std::optional<StringResponse> RefusalFor(const boost::system::error_code& ec,
+                                         const beast::flat_buffer& buffer, ServerStats* stats) {
+  auto refuse = [](unsigned status, std::string_view type, std::string_view message,
+                   std::atomic<std::uint64_t>* counter) {
+    counter->fetch_add(1, std::memory_order_relaxed);
+    // At most one line per 10 s for all servers: a flood must not flood the log too.
+    static std::atomic<std::int64_t> last_log{0};
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    std::int64_t last = last_log.load(std::memory_order_relaxed);
+    if (now - last >= 10 && last_log.compare_exchange_strong(last, now))
+      spdlog::warn("admin HTTP: refused a request: {} {}", status, message);
+    auto res = MakeResponse(status, JsonErrorBody(status, type, message), "application/json");
+    res.keep_alive(false);
+    return std::optional<StringResponse>(std::move(res));
+  };
+  if (ec == bhttp::error::body_limit)
+    return refuse(413, "body_too_large", "request body too large", &stats->body_too_large);
+  if (ec != bhttp::error::header_limit) return std::nullopt;
+  const std::string_view head(static_cast<const char*>(buffer.data().data()), buffer.data().size());
+  if (head.find("\r\n") == std::string_view::npos)
+    return refuse(414, "target_too_long", "request target too long", &stats->target_too_long);
+  return refuse(431, "header_too_large", "request header fields too large",
+                &stats->header_too_large);
+}
+
+// Answers a refused request and closes: the answer, then a half-close, then what the client
+// still sends is read and dropped for up to 2 s, so that closing with unread data does not
+// reset the connection before the client has read the answer.
+asio::awaitable<void> RefuseAndClose(beast::tcp_stream& stream, StringResponse res) {
+  boost::system::error_code ec;
+  res.prepare_payload();
+  stream.expires_after(std::chrono::seconds(5));
+  co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(std::chrono::seconds(2));
+  std::array<char, 16384> scratch;
+  while (!ec)
+    co_await stream.async_read_some(asio::buffer(scratch),
+                                    asio::redirect_error(asio::use_awaitable, ec));
+}
+
+asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler,
+                            std::shared_ptr<ServerStats> stats, ServerLimits limits) {
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.body_limit(1 << 20);
+    parser.body_limit(limits.body_bytes);
+    parser.header_limit(static_cast<std::uint32_t>(limits.header_bytes));
     stream.expires_after(std::chrono::seconds(60));
     co_await bhttp::async_read(stream, buffer, parser,
                                asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) break;
+    if (ec) {
+      auto res = RefusalFor(ec, buffer, stats.get());
+      if (!res) break;
+      co_await RefuseAndClose(stream, *std::move(res));
+      co_return;
+    }
     StringRequest req = parser.release();
     StringResponse res;
     try {
@@ -45,21 +103,34 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-asio::awaitable<void> Accept(tcp::acceptor acceptor, std::shared_ptr<Handler> handler) {
+asio::awaitable<void> Accept(tcp::acceptor acceptor, std::shared_ptr<Handler> handler,
+                             std::shared_ptr<ServerStats> stats, ServerLimits limits) {
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket =
         co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;
-    asio::co_spawn(acceptor.get_executor(), Serve(std::move(socket), handler), asio::detached);
+    asio::co_spawn(acceptor.get_executor(), Serve(std::move(socket), handler, stats, limits),
+                   asio::detached);
   }
 }
 
 }  // namespace
 
+void ServerStats::Register(StatsRegistry* registry, std::string_view family) const {
+  constexpr std::string_view kHelp = "Admin API requests refused (answered 4xx without acting)";
+  for (const auto& [reason, counter] : {std::pair{"body_too_large", &body_too_large},
+                                        std::pair{"target_too_long", &target_too_long},
+                                        std::pair{"header_too_large", &header_too_large}}) {
+    registry->Add(std::string(family), std::string(kHelp), StatsRegistry::Type::kCounter,
+                  fmt::format(R"(reason="{}")", reason), counter);
+  }
+}
+
 std::unique_ptr<SimpleServer> SimpleServer::Start(const HostPort& address, Handler handler,
-                                                  std::string* error, int threads) {
+                                                  std::string* error, int threads,
+                                                  ServerLimits limits) {
   std::unique_ptr<SimpleServer> s(new SimpleServer());
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(address.host == "localhost" ? "127.0.0.1" : address.host, ec);
@@ -79,8 +150,10 @@ std::unique_ptr<SimpleServer> SimpleServer::Start(const HostPort& address, Handl
   }
   s->port_ = acceptor.local_endpoint().port();
   s->host_ = address.host;
-  asio::co_spawn(s->io_, Accept(std::move(acceptor), std::make_shared<Handler>(std::move(handler))),
-                 asio::detached);
+  asio::co_spawn(
+      s->io_,
+      Accept(std::move(acceptor), std::make_shared<Handler>(std::move(handler)), s->stats_, limits),
+      asio::detached);
   for (int i = 0; i < std::max(1, threads); ++i)
     s->threads_.emplace_back([io = &s->io_] {
       NameThisThread("admin-http");

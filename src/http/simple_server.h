@@ -1,20 +1,39 @@
 #pragma once
 // A small HTTP/1.1 server for request/response endpoints that need no streaming: the admin
 // address (/healthz, /metrics, /api/config) and test peers. One io_context on its own
-// thread(s); keep-alive; bodies up to 1 MiB.
+// thread(s); keep-alive; bodies and headers bounded (ServerLimits). A request past a bound is
+// answered (413, 414 or 431), counted, and its connection closed once the client has had
+// time to read the answer.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/stats.h"
 #include "http/url.h"
 
 namespace infertel::http {
+
+struct ServerLimits {
+  std::size_t body_bytes = 1u << 20;    // 413 past it (from Content-Length when there is one)
+  std::size_t header_bytes = 8u << 10;  // request line and fields: 414 or 431 past it
+};
+
+// Requests refused before they reached the handler.
+struct ServerStats {
+  std::atomic<std::uint64_t> body_too_large{0};    // 413
+  std::atomic<std::uint64_t> target_too_long{0};   // 414: the request line alone is too long
+  std::atomic<std::uint64_t> header_too_large{0};  // 431
+  // `family`{reason="body_too_large"|"target_too_long"|"header_too_large"}.
+  void Register(StatsRegistry* registry, std::string_view family) const;
+};
 
 using StringRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using StringResponse = boost::beast::http::response<boost::beast::http::string_body>;
@@ -26,13 +45,15 @@ class SimpleServer {
  public:
   // Binds and starts serving; nullptr and *error on failure (e.g. address in use).
   static std::unique_ptr<SimpleServer> Start(const HostPort& address, Handler handler,
-                                             std::string* error, int threads = 1);
+                                             std::string* error, int threads = 1,
+                                             ServerLimits limits = {});
   ~SimpleServer();
   SimpleServer(const SimpleServer&) = delete;
   SimpleServer& operator=(const SimpleServer&) = delete;
 
   std::uint16_t port() const { return port_; }
   const std::string& host() const { return host_; }
+  const ServerStats& stats() const { return *stats_; }
   void Stop();
 
  private:
@@ -41,6 +62,7 @@ class SimpleServer {
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
   std::string host_;
+  std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
   bool stopped_ = false;
 };
 

@@ -210,3 +210,63 @@ TEST_F(ConfigApiTest, TextRowsFromTheJsonMatchTheLocalOnes) {
 
 }  // namespace
 }  // namespace infertel::console
+
+namespace infertel::console {
+namespace {
+
+// A 400 used to quote the whole bad value back (500 KB in, 500 KB out).
+TEST_F(ConfigApiTest, BadValuesAreQuotedCutAndEscaped) {
+  for (const std::string& value :
+       {"\"" + std::string(500 * 1024, 'x') + "\"", "[" + std::string(100000, '1') + "]",
+        std::string("\"\\u001b]0;owned\\u0007\"")}) {
+    auto res = api_.Handle(Req(bhttp::verb::put, kLevel, R"({"value": )" + value + "}"));
+    ASSERT_EQ(res.result_int(), 400u);
+    EXPECT_LT(res.body().size(), 1024u) << res.body().substr(0, 2000);
+    std::string_view message = Parse(res.body())["error"]["message"].get_string().value();
+    EXPECT_EQ(message.find('\x1b'), std::string_view::npos) << message;
+  }
+  EXPECT_EQ(api_.stats().refused[static_cast<std::size_t>(ApiRefusal::kInvalidValue)], 3u);
+}
+
+// A number past 64 bits was answered "body must be a JSON object".
+TEST_F(ConfigApiTest, HugeNumbersAreSaidToBeOutOfRange) {
+  for (std::string_view n : {"99999999999999999999999999", "1e999", "-99999999999999999999999"}) {
+    auto res = api_.Handle(
+        Req(bhttp::verb::put, kLevel, std::string(R"({"value": )") + std::string(n) + "}"));
+    ASSERT_EQ(res.result_int(), 400u);
+    std::string_view message = Parse(res.body())["error"]["message"].get_string().value();
+    EXPECT_EQ(message.find("must be a JSON object"), std::string_view::npos) << message;
+    EXPECT_NE(message.find("out of range"), std::string_view::npos) << message;
+  }
+  // Within 64 bits but outside the key's range: the value and the accepted range.
+  auto res = api_.Handle(Req(bhttp::verb::put, kLevel, R"({"value": 18446744073709551615})"));
+  ASSERT_EQ(res.result_int(), 400u);
+  std::string_view message = Parse(res.body())["error"]["message"].get_string().value();
+  EXPECT_NE(message.find("an integer from 0 to 2"), std::string_view::npos) << message;
+}
+
+// Two Authorization headers used to be read as the first; now neither is.
+TEST_F(ConfigApiTest, TwoAuthorizationHeadersAreRefused) {
+  ConfigApi guarded(&config_, nullptr, "s3cret");
+  for (ConfigApi* api : {&guarded, &api_}) {
+    auto req = Req(bhttp::verb::put, kLevel, R"({"value":0})", "Bearer s3cret");
+    req.insert(bhttp::field::authorization, "Bearer other");
+    auto res = api->Handle(req);
+    EXPECT_EQ(res.result_int(), 400u) << res.body();
+    EXPECT_NE(res.body().find("more than one Authorization header"), std::string::npos);
+    EXPECT_EQ(api->stats().refused[static_cast<std::size_t>(ApiRefusal::kDuplicateAuthorization)],
+              1u);
+  }
+  EXPECT_EQ(config_.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(guarded.Handle(Req(bhttp::verb::get, "/api/config")).result_int(), 401u);
+  EXPECT_EQ(guarded.stats().refused[static_cast<std::size_t>(ApiRefusal::kUnauthorized)], 1u);
+}
+
+TEST_F(ConfigApiTest, LongUnknownKeysAreQuotedCut) {
+  auto res = api_.Handle(Req(bhttp::verb::get, "/api/config/" + std::string(6000, 'k')));
+  EXPECT_EQ(res.result_int(), 404u);
+  EXPECT_LT(res.body().size(), 1024u);
+}
+
+}  // namespace
+}  // namespace infertel::console
