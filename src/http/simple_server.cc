@@ -22,10 +22,11 @@ using tcp = asio::ip::tcp;
 namespace {
 
 // The answer to a request past a limit, or none when `ec` is not about a limit. Beast's
-// header_limit covers the request line and the fields together: a request line that has no
-// end within the limit is the target's fault (414), anything else the fields' (431).
+// header_limit covers the request line and the fields together: when it is passed before the
+// request line was read (no target yet), the target is at fault (414), otherwise the fields
+// (431).
 std::optional<StringResponse> RefusalFor(const boost::system::error_code& ec,
-                                         const beast::flat_buffer& buffer, ServerStats* stats) {
+                                         bool request_line_read, ServerStats* stats) {
   auto refuse = [](unsigned status, std::string_view type, std::string_view message,
                    std::atomic<std::uint64_t>* counter) {
     counter->fetch_add(1, std::memory_order_relaxed);
@@ -44,8 +45,7 @@ std::optional<StringResponse> RefusalFor(const boost::system::error_code& ec,
   if (ec == bhttp::error::body_limit)
     return refuse(413, "body_too_large", "request body too large", &stats->body_too_large);
   if (ec != bhttp::error::header_limit) return std::nullopt;
-  const std::string_view head(static_cast<const char*>(buffer.data().data()), buffer.data().size());
-  if (head.find("\r\n") == std::string_view::npos)
+  if (!request_line_read)
     return refuse(414, "target_too_long", "request target too long", &stats->target_too_long);
   return refuse(431, "header_too_large", "request header fields too large",
                 &stats->header_too_large);
@@ -81,7 +81,7 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
     co_await bhttp::async_read(stream, buffer, parser,
                                asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      auto res = RefusalFor(ec, buffer, stats.get());
+      auto res = RefusalFor(ec, !parser.get().target().empty(), stats.get());
       if (!res) break;
       co_await RefuseAndClose(stream, *std::move(res));
       co_return;
