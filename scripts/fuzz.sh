@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
       seed "$corpus" '\x41\x20' tests/fixtures/*sse*.txt ;;
   esac
   log="$OUT/$t.log"
-  if "$OUT/$t" -max_total_time="$SECONDS_EACH" -max_len="${FUZZ_MAX_LEN:-8192}" -timeout=10 -rss_limit_mb=2048 \
+  if "$OUT/$t" -max_total_time="$SECONDS_EACH" -max_len="${FUZZ_MAX_LEN:-8192}" -timeout=30 -rss_limit_mb=2048 \
     -artifact_prefix="$OUT/artifacts/$t-" -print_final_stats=1 "$corpus" >"$log" 2>&1; then
     runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' | tail -1)
     secs=$(grep -o 'in [0-9]* second' "$log" | grep -o '[0-9]*' | tail -1)

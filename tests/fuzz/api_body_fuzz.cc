@@ -1,13 +1,7 @@
 // libFuzzer target for the admin API's PUT body ({"value": …}, console/api_body.h), against
-// every key of the registry. Not part of the CMake build (it needs clang's -fsanitize=fuzzer).
-// Build and run from the repository root:
-//
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     tests/fuzz/api_body_fuzz.cc src/console/api_body.cc src/config/keys.cc \
-//     src/config/settings.cc src/core/printable.cc \
-//     $(pkg-config --cflags --libs yaml-cpp simdjson) -lfmt -o /tmp/api_body_fuzz
-//   mkdir -p /tmp/api-body-corpus && cp tests/fuzz/corpus/api_body/* /tmp/api-body-corpus/
-//   /tmp/api_body_fuzz -max_len=1024 -timeout=5 /tmp/api-body-corpus
+// every key of the registry.
+// Built and run by scripts/fuzz.sh (`make fuzz`), from the seeds in
+// tests/fuzz/corpus/api_body_fuzz/.
 //
 // The first byte picks the key, the rest is the body. Besides memory errors it checks that a
 // 400's message is bounded (a bad value is quoted cut) and printable, and that an accepted

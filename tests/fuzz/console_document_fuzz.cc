@@ -1,13 +1,7 @@
 // libFuzzer target for the console document reader (the watched file, the console URL,
-// `infertel config --console-file`). Not part of the CMake build (it needs clang's
-// -fsanitize=fuzzer). Build and run from the repository root:
-//
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     tests/fuzz/console_document_fuzz.cc src/console/document.cc src/config/keys.cc \
-//     src/config/settings.cc src/core/printable.cc \
-//     $(pkg-config --cflags --libs yaml-cpp simdjson) -lfmt -o /tmp/console_document_fuzz
-//   mkdir -p /tmp/console-corpus && cp tests/fuzz/corpus/console_document/* /tmp/console-corpus/
-//   /tmp/console_document_fuzz -max_len=4096 -timeout=5 -rss_limit_mb=512 /tmp/console-corpus
+// `infertel config --console-file`).
+// Built and run by scripts/fuzz.sh (`make fuzz`), from the seeds in
+// tests/fuzz/corpus/console_document_fuzz/.
 //
 // Besides memory errors it checks the reader's bounds (console/document.h): a refused
 // document says why, its message is bounded and printable, no value is accepted for a
