@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iostream>
 
@@ -25,6 +26,40 @@ std::string g_who = "infertel agent";  // prefix of messages: the running comman
   throw CLI::RuntimeError(code);
 }
 
+// The flags that set a live key stand for its environment variable: a flag wins over the
+// variable, and the console (file, URL, API) over both.
+struct KeyFlag {
+  std::string_view name;
+  config::Key key;
+  std::int64_t AgentFlags::*value;
+};
+constexpr std::array<KeyFlag, 3> kKeyFlags{{
+    {"--upstream-connect-timeout-ms", config::Key::kUpstreamConnectTimeoutMs,
+     &AgentFlags::upstream_connect_timeout_ms},
+    {"--upstream-first-byte-timeout-ms", config::Key::kUpstreamFirstByteTimeoutMs,
+     &AgentFlags::upstream_first_byte_timeout_ms},
+    {"--upstream-idle-timeout-ms", config::Key::kUpstreamIdleTimeoutMs,
+     &AgentFlags::upstream_idle_timeout_ms},
+}};
+
+config::EnvLookup KeyFlagsOverEnv(config::EnvLookup env, const AgentFlags& f) {
+  return [env = std::move(env), f](std::string_view name) -> std::optional<std::string> {
+    for (const KeyFlag& k : kKeyFlags)
+      if (f.*k.value > 0 && config::Spec(k.key).env_var == name) return std::to_string(f.*k.value);
+    return env(name);
+  };
+}
+
+void AddKeyFlags(CLI::App* sub, AgentFlags* flags) {
+  for (const KeyFlag& k : kKeyFlags) {
+    const config::KeySpec& spec = config::Spec(k.key);
+    sub->add_option(std::string(k.name), flags->*k.value,
+                    fmt::format("{} Default {}; console key {}, env {}", spec.description,
+                                spec.default_value, spec.console_key, spec.env_var))
+        ->check(CLI::Range(spec.min, spec.max));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_view who,
@@ -33,7 +68,7 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   AgentOptions opts;
   std::string error;
   if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) Fail(2, error);
-  auto env = config::ProcessEnv();
+  auto env = KeyFlagsOverEnv(config::ProcessEnv(), f);
   opts.exports = f.exports;
   if (f.export_delay_ms >= 0)
     opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
@@ -232,6 +267,7 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
                   "before it is answered retry-later (0: at once)")
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
+  AddKeyFlags(sub, flags);
 }
 
 void AddAgentCommand(CLI::App& app) {

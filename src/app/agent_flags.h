@@ -2,6 +2,7 @@
 // The agent's command-line flags, shared by `infertel agent` and `infertel launch`, and
 // starting an agent from them.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,6 +46,10 @@ struct AgentFlags {
   std::string console_url;
   int console_url_interval_ms = 5000;
   std::string admin_token;  // default: INFERTEL_ADMIN_TOKEN
+  // The upstream timeouts' keys (infertel.upstream.*-timeout-ms); 0: not given.
+  std::int64_t upstream_connect_timeout_ms = 0;
+  std::int64_t upstream_first_byte_timeout_ms = 0;
+  std::int64_t upstream_idle_timeout_ms = 0;
 };
 
 // Registers every agent flag on `sub`.

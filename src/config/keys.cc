@@ -219,13 +219,16 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
     {Key::kUpstreamFirstByteTimeoutMs, "infertel.upstream.first-byte-timeout-ms",
      "INFERTEL_UPSTREAM_FIRST_BYTE_TIMEOUT_MS", kInt, "600000", kLive, Engine::kAny, 1,
      24 * 3600 * 1000, {}, false, "infertel",
-     "Milliseconds from the request sent to the engine's response header. Long: a request may "
-     "wait minutes in the engine's queue. On expiry: 504 in OpenAI's error shape, ERROR span."},
+     "Milliseconds from the request sent to the engine's first answer: its response header, and "
+     "for a stream its first event (engines send a stream's header before the request leaves "
+     "their queue). Long: a request may wait minutes in the queue. On expiry: 504 in OpenAI's "
+     "error shape (an SSE error event once a stream's header went out), ERROR span."},
     {Key::kUpstreamIdleTimeoutMs, "infertel.upstream.idle-timeout-ms",
      "INFERTEL_UPSTREAM_IDLE_TIMEOUT_MS", kInt, "300000", kLive, Engine::kAny, 1,
      24 * 3600 * 1000, {}, false, "infertel",
-     "Milliseconds the engine may stay silent between two pieces of a response body or stream. "
-     "On expiry a stream ends with an SSE error event, a body with a 504; ERROR span."},
+     "Milliseconds the engine may stay silent between two pieces of a response body or stream, "
+     "once it began. On expiry a stream ends with an SSE error event and [DONE], a body not yet "
+     "sent gets a 504; ERROR span."},
     {Key::kDrainTimeoutMs, "infertel.shutdown.drain-timeout-ms", "INFERTEL_DRAIN_TIMEOUT_MS",
      kInt, "30000", kLive, Engine::kAny, 0, 24 * 3600 * 1000, {}, false, "infertel",
      "On SIGTERM or SIGINT: milliseconds in-flight requests may take to finish after the agent "

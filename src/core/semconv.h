@@ -45,6 +45,10 @@ inline constexpr std::string_view kGenAiUsageTotalTokens = "gen_ai.usage.total_t
 inline constexpr std::string_view kGenAiInputMessages = "gen_ai.input.messages";
 inline constexpr std::string_view kGenAiOutputMessages = "gen_ai.output.messages";
 inline constexpr std::string_view kErrorType = "error.type";
+// error.type values the gateway sets for failures on the engine's side (docs/operations.md).
+inline constexpr std::string_view kErrorTimeout = "timeout";
+inline constexpr std::string_view kErrorUpstreamConnection = "upstream_connection_error";
+inline constexpr std::string_view kErrorUpstreamClosed = "upstream_closed";
 
 // M4.1 (SGLang entry span) additions.
 inline constexpr std::string_view kGenAiRequestId = "gen_ai.request.id";

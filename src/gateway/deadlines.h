@@ -40,6 +40,11 @@ class Deadline {
     at_ = Clock::now() + d;
     fired_ = false;
   }
+  // The socket's operations started from now on must end by `t`.
+  void At(Clock::time_point t) {
+    at_ = t;
+    fired_ = false;
+  }
   void Never() {
     at_ = Clock::time_point::max();
     fired_ = false;

@@ -51,6 +51,16 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
          T::kCounter, labels, &unparsed_bodies);
   r->Add("infertel_gateway_upstream_errors", "Connect or I/O failures toward the engine",
          T::kCounter, labels, &upstream_errors);
+  for (std::size_t i = 0; i < kUpstreamFailureCount; ++i) {
+    const auto f = static_cast<UpstreamFailure>(i);
+    r->Add("infertel_gateway_upstream_failures",
+           "Requests failed on the engine's side (timeouts, refused or closed connections), by "
+           "reason",
+           T::kCounter,
+           fmt::format("{}{}reason=\"{}\"", labels, labels.empty() ? "" : ",",
+                       UpstreamFailureReason(f)),
+           &upstream_failures.count(f));
+  }
   r->Add("infertel_gateway_client_aborts", "Clients gone before the response was complete",
          T::kCounter, labels, &client_aborts);
   r->Add("infertel_gateway_rejected", "Requests refused by the gateway (too large, malformed)",
@@ -272,7 +282,12 @@ struct Gateway::Impl {
   // Returns true when the client connection may carry another request.
   Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
                        bhttp::request<bhttp::string_body>& req);
-  Task<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh, error_code& ec);
+  Task<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh,
+                                      std::chrono::milliseconds connect_timeout, error_code& ec);
+  // Counts and logs a failure on the engine's side and sets the exchange's outcome from it.
+  FailureReport NoteUpstreamFailure(std::size_t ui, UpstreamFailure f,
+                                    const UpstreamTimeouts& timeouts, const error_code& cause,
+                                    Exchange& ex);
   void Release(std::size_t ui, Worker* w, Pooled&& c);
   void Finish(Exchange& ex);
   Task<void> WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
@@ -497,6 +512,7 @@ Task<void> Gateway::Impl::WriteSimple(WorkerSocket& client, Deadline& deadline, 
 }
 
 Task<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bool fresh,
+                                                   std::chrono::milliseconds connect_timeout,
                                                    error_code& ec) {
   auto& idle = w->idle[ui];
   if (!fresh) {
@@ -511,7 +527,7 @@ Task<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bo
   }
   Pooled c;
   c.conn = std::make_unique<UpstreamConn>(w->io, &w->deadlines);
-  c.conn->deadline.After(opts().connect_timeout);
+  c.conn->deadline.After(connect_timeout);
   co_await asio::async_connect(c.conn->stream, upstreams[ui].endpoints,
                                asio::redirect_error(kUseTask, ec));
   MapTimeout(ec, c.conn->deadline);
@@ -528,6 +544,19 @@ void Gateway::Impl::Release(std::size_t ui, Worker* w, Pooled&& c) {
   c.conn->deadline.Never();
   c.conn->buffer.clear();
   idle.push_back(std::move(c));
+}
+
+FailureReport Gateway::Impl::NoteUpstreamFailure(std::size_t ui, UpstreamFailure f,
+                                                 const UpstreamTimeouts& timeouts,
+                                                 const error_code& cause, Exchange& ex) {
+  const UpstreamConfig& uc = upstreams[ui].config;
+  FailureReport r = DescribeFailure(f, timeouts, uc.url.HostPort(), cause.message());
+  stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
+  stats().upstream_failures.Record(f, uc.name, r);
+  ex.outcome = IsTimeout(f) ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
+  ex.error_type = std::string(r.error_type);
+  ex.error_message = r.message;
+  return r;
 }
 
 void Gateway::Impl::Finish(Exchange& ex) {
@@ -586,6 +615,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
                                     bhttp::request<bhttp::string_body>& req) {
   const UpstreamConfig& uc = upstreams[ui].config;
   auto settings = gw->config_->Current();
+  const UpstreamTimeouts timeouts = UpstreamTimeouts::From(*settings);
   namespace oa = openai;
 
   bool instrumented = settings->GetBool(
@@ -699,17 +729,28 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
 
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
-  auto fail = [&](unsigned status, std::string_view type, std::string message,
-                  Outcome outcome) -> Task<bool> {
+  // Answers the client with an error in OpenAI's shape and ends the exchange, whose outcome
+  // is set.
+  auto answer_error = [&](unsigned status, std::string_view type,
+                          std::string_view message) -> Task<bool> {
     ex.http_status = status;
-    ex.outcome = outcome;
-    ex.error_type = std::string(type);
-    ex.error_message = message;
     co_await WriteSimple(client, cdl, client_version, status,
                          http::JsonErrorBody(status, type, message), client_keep_alive);
     ex.end_mono_ns = MonoNanos();
     if (observe) Finish(ex);
     co_return client_keep_alive;
+  };
+  auto fail = [&](unsigned status, std::string_view type, std::string message,
+                  Outcome outcome) -> Task<bool> {
+    ex.outcome = outcome;
+    ex.error_type = std::string(type);
+    ex.error_message = std::move(message);
+    co_return co_await answer_error(status, type, ex.error_message);
+  };
+  // The engine failed before any of its answer reached the client: a clean 502 or 504.
+  auto fail_upstream = [&](UpstreamFailure f, error_code cause) -> Task<bool> {
+    const FailureReport r = NoteUpstreamFailure(ui, f, timeouts, cause, ex);
+    co_return co_await answer_error(r.status, r.json_type, r.message);
   };
 
   if (!upstreams[ui].ready->load(std::memory_order_acquire)) {
@@ -739,15 +780,18 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   bool watching = false;
   error_code ec;
   bool dispatched = false;
+  // The first-byte timeout runs from the request's sending to the engine's first answer.
+  Deadline::Clock::time_point first_byte_at{};
   for (int attempt = 0; attempt < 2; ++attempt) {
     ec = {};
     parser.emplace();
     parser->body_limit((std::numeric_limits<std::uint64_t>::max)());
     if (req.method() == bhttp::verb::head) parser->skip(true);
-    conn = co_await Acquire(ui, w, attempt > 0, ec);
+    conn = co_await Acquire(ui, w, attempt > 0, timeouts.connect, ec);
     if (!conn) break;
     UpstreamConn& up = *conn->conn;
-    up.deadline.After(opts().response_timeout);
+    first_byte_at = Deadline::Clock::now() + timeouts.first_byte;
+    up.deadline.At(first_byte_at);
     co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
     if (!ec) {
       ex.upstream_sent_mono_ns = MonoNanos();
@@ -777,15 +821,13 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   }
   if (!conn || ec) {
     guard.Stop();
-    stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
-    if (ec == beast::error::timeout) {
-      co_return co_await fail(504, "GatewayTimeout", "engine did not answer in time",
-                              Outcome::kUpstreamTimeout);
+    const bool timed_out = ec == beast::error::timeout;
+    if (!conn) {
+      co_return co_await fail_upstream(
+          timed_out ? UpstreamFailure::kConnectTimeout : UpstreamFailure::kConnectError, ec);
     }
-    co_return co_await fail(
-        502, "BadGateway",
-        fmt::format("engine at {} unavailable: {}", uc.url.HostPort(), ec.message()),
-        Outcome::kUpstreamUnavailable);
+    co_return co_await fail_upstream(
+        timed_out ? UpstreamFailure::kFirstByteTimeout : UpstreamFailure::kClosed, ec);
   }
   ex.response_header_mono_ns = MonoNanos();
   UpstreamConn& up = *conn->conn;
@@ -827,6 +869,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   bool observed_overflow = false;
   bool client_write_failed = false;
   error_code uec;
+  // Set when the engine failed after its response header: the relay stopped there.
+  std::optional<UpstreamFailure> failure;
 
   // A body of known, moderate length is read whole and leaves with its header in one write
   // (one system call instead of three). A non-stream response whose logprobs only the
@@ -841,7 +885,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     observed_body.resize(static_cast<std::size_t>(*rp.content_length()));
     ures.body().data = observed_body.data();
     ures.body().size = observed_body.size();
-    up.deadline.After(opts().stream_idle_timeout);
+    up.deadline.After(timeouts.idle);
     if (!rp.is_done()) {
       // A body longer than the connection's 8 KiB buffer (long completions, logprobs,
       // embeddings) in 64 KiB reads; a typical answer is already whole and needs no room.
@@ -858,14 +902,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     if (uec) {
       // Nothing reached the client yet: it gets a clean error instead of a cut body.
       guard.Stop();
-      stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
-      if (uec == beast::error::timeout) {
-        co_return co_await fail(504, "GatewayTimeout", "engine response did not finish in time",
-                                Outcome::kUpstreamTimeout);
-      }
-      co_return co_await fail(502, "BadGateway",
-                              fmt::format("engine response interrupted: {}", uec.message()),
-                              Outcome::kUpstreamUnavailable);
+      co_return co_await fail_upstream(
+          BodyFailure(uec == beast::error::timeout, /*sse=*/false, /*body_started=*/true), uec);
     }
     if (ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
@@ -964,16 +1002,22 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       if (wec) client_write_failed = true;
     };
 
+    bool body_started = false;
     while (!client_write_failed && !rp.is_done()) {
       ures.body().data = buf;
       ures.body().size = piece;
-      up.deadline.After(opts().stream_idle_timeout);
+      if (sse && !body_started) {
+        up.deadline.At(first_byte_at);  // a stream's header came before the queue
+      } else {
+        up.deadline.After(timeouts.idle);
+      }
       co_await bhttp::async_read_some(up.stream, up.buffer, rp,
                                       asio::redirect_error(kUseTask, uec));
       MapTimeout(uec, up.deadline);
       if (uec == bhttp::error::need_buffer) uec = {};
       std::size_t n = piece - ures.body().size;
       if (n > 0) {
+        body_started = true;
         std::string_view bytes(buf, n);
         if (modify) {
           out.clear();
@@ -1029,7 +1073,19 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       relay.Finish(&out);
       if (!write_now(out)) co_await write_rest();
     }
-    if (!uec && !client_write_failed && chunked_out) {
+    bool told_client = false;  // the failure went to the client as an SSE error event
+    if (uec && !client_write_failed && !watch.client_gone) {
+      failure = BodyFailure(uec == beast::error::timeout, sse, body_started);
+      const FailureReport report = NoteUpstreamFailure(ui, *failure, timeouts, uec, ex);
+      // A stream the client can still be told about: an error event, [DONE], a clean end (an
+      // incomplete line the relay held back is dropped). A plain body can only be cut.
+      if (sse && !head_only && (chunked_out || close_delimited_out)) {
+        const std::string event = SseErrorEvent(report);
+        if (!write_now(event)) co_await write_rest();
+        told_client = !client_write_failed;
+      }
+    }
+    if ((!uec || told_client) && !client_write_failed && chunked_out) {
       error_code wec;
       cdl.After(kClientWriteTimeout);
       co_await asio::async_write(client, bhttp::make_chunk_last(),
@@ -1060,6 +1116,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     up.stream.close(cec);
   }
 
+  // The engine's failure is the cause even when telling the client about it failed too.
+  const bool aborted = !failure && (client_write_failed || (watch.client_gone && !delivered));
+  if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   if (observe) {
     if (!body_parsed && !observed_overflow && !ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
@@ -1071,17 +1130,12 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
                upstreams[ui].reports_cached->load(std::memory_order_relaxed)) {
       usage.cached_tokens = 0;
     }
-    if (client_write_failed || (watch.client_gone && !delivered)) {
-      stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
+    if (failure) {
+      // Outcome set by NoteUpstreamFailure.
+    } else if (aborted) {
       ex.outcome = Outcome::kClientAborted;
       ex.error_type = "client_disconnected";
       ex.error_message = "client closed the connection before the response was complete";
-    } else if (uec) {
-      stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
-      ex.outcome =
-          uec == beast::error::timeout ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
-      ex.error_type = uec == beast::error::timeout ? "timeout" : "upstream_connection_error";
-      ex.error_message = fmt::format("engine response interrupted: {}", uec.message());
     } else if (ex.http_status >= 400) {
       ex.outcome = Outcome::kEngineError;
       ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
@@ -1095,8 +1149,6 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
           ex.response.error_message.value_or("engine reported an error in the stream");
     }
     Finish(ex);
-  } else if (client_write_failed || (watch.client_gone && !delivered)) {
-    stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   }
   co_return complete&& keep_client;
 }

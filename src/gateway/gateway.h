@@ -15,6 +15,7 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "gateway/exchange.h"
+#include "gateway/upstream_failure.h"
 #include "http/url.h"
 
 namespace infertel::gateway {
@@ -43,12 +44,11 @@ struct GatewayOptions {
   int threads = 2;
   std::size_t max_request_body = 32u << 20;   // above it: 413 with a JSON error
   std::size_t max_observed_body = 16u << 20;  // response bytes kept for parsing
-  std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds response_timeout{600'000};     // request sent → response header
-  std::chrono::milliseconds stream_idle_timeout{600'000};  // between two body reads
-  std::chrono::milliseconds client_idle_timeout{75'000};   // keep-alive wait for a request
-  std::size_t max_idle_upstream_connections = 64;          // per worker and upstream
-  std::size_t max_delta_timestamps = 4096;                 // per exchange
+  // The upstream timeouts are live keys (infertel.upstream.*-timeout-ms), read per request:
+  // see UpstreamTimeouts.
+  std::chrono::milliseconds client_idle_timeout{75'000};  // keep-alive wait for a request
+  std::size_t max_idle_upstream_connections = 64;         // per worker and upstream
+  std::size_t max_delta_timestamps = 4096;                // per exchange
   // Level-2 token detail kept per exchange: OTEL_SPAN_EVENT_COUNT_LIMIT (default 128).
   std::size_t max_span_events = 128;
 };
@@ -59,6 +59,7 @@ struct GatewayStats {
   std::atomic<std::uint64_t> observed{0};            // OpenAI-API exchanges observed
   std::atomic<std::uint64_t> unparsed_bodies{0};     // request bodies that were not JSON
   std::atomic<std::uint64_t> upstream_errors{0};     // connect/IO failures toward engines
+  UpstreamFailureLog upstream_failures;              // the same, by reason
   std::atomic<std::uint64_t> client_aborts{0};       // clients gone before the response end
   std::atomic<std::uint64_t> rejected{0};            // refused by the gateway (413, 400)
   std::atomic<std::uint64_t> upstream_connects{0};   // new upstream connections opened

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <list>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -96,8 +98,11 @@ constexpr char kRequestBody[] = R"({"model":"m","messages":[{"role":"user","cont
 
 class GatewayIoTest : public ::testing::Test {
  protected:
+  // `env`: environment variables of the key registry the gateway's settings start from, e.g.
+  // the upstream timeouts.
   void StartGateway(std::uint16_t engine_port,
-                    const std::function<void(GatewayOptions&)>& tune = {}) {
+                    const std::function<void(GatewayOptions&)>& tune = {},
+                    const std::map<std::string, std::string>& env = {}) {
     GatewayOptions opts;
     UpstreamConfig uc;
     uc.url = *http::ParseUrl("http://127.0.0.1:" + std::to_string(engine_port));
@@ -105,8 +110,13 @@ class GatewayIoTest : public ::testing::Test {
     opts.upstreams.push_back(uc);
     opts.threads = 1;
     if (tune) tune(opts);
-    gateway_ = std::make_unique<Gateway>(
-        opts, std::make_shared<config::ConfigStore>(config::Resolve(nullptr).settings));
+    store_ = std::make_shared<config::ConfigStore>(
+        config::Resolve([&env](std::string_view name) -> std::optional<std::string> {
+          auto it = env.find(std::string(name));
+          if (it == env.end()) return std::nullopt;
+          return it->second;
+        }).settings);
+    gateway_ = std::make_unique<Gateway>(opts, store_);
     gateway_->AddListener(&recorder_);
     std::string error;
     ASSERT_TRUE(gateway_->Start(&error)) << error;
@@ -134,11 +144,12 @@ class GatewayIoTest : public ::testing::Test {
     return std::move(p.get().body());
   }
 
-  bhttp::response<bhttp::string_body> Post(boost::system::error_code* read_error = nullptr) {
+  bhttp::response<bhttp::string_body> Post(boost::system::error_code* read_error = nullptr,
+                                           std::string_view body = kRequestBody) {
     asio::io_context io;
     tcp::socket s(io);
     s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
-    WriteAll(s, RawRequest());
+    WriteAll(s, RawRequest(body));
     beast::flat_buffer buf;
     bhttp::response<bhttp::string_body> res;
     boost::system::error_code ec;
@@ -147,7 +158,12 @@ class GatewayIoTest : public ::testing::Test {
     return res;
   }
 
+  std::uint64_t Failures(UpstreamFailure f) const {
+    return gateway_->stats().upstream_failures.count(f).load();
+  }
+
   ExchangeRecorder recorder_;
+  std::shared_ptr<config::ConfigStore> store_;
   std::unique_ptr<Gateway> gateway_;
   std::uint16_t port_ = 0;
 };
@@ -196,22 +212,62 @@ TEST(DeadlinesTest, SweepCancelsOnlyExpiredSockets) {
   b.close();
 }
 
-TEST_F(GatewayIoTest, EngineThatNeverAnswersGets504AfterTheResponseTimeout) {
-  RawEngine engine([](tcp::socket& s) {
+// Reads until the gateway closes the connection; true when it did (EOF or reset), within the
+// socket's blocking read.
+bool WaitForClose(tcp::socket& s) {
+  char c;
+  boost::system::error_code ec;
+  while (!ec) s.read_some(asio::buffer(&c, 1), ec);
+  return true;
+}
+
+constexpr char kFirstByteEnv[] = "INFERTEL_UPSTREAM_FIRST_BYTE_TIMEOUT_MS";
+constexpr char kIdleEnv[] = "INFERTEL_UPSTREAM_IDLE_TIMEOUT_MS";
+constexpr char kConnectEnv[] = "INFERTEL_UPSTREAM_CONNECT_TIMEOUT_MS";
+
+TEST_F(GatewayIoTest, EngineThatNeverAnswersGets504AfterTheFirstByteTimeout) {
+  std::atomic<bool> closed{false};
+  RawEngine engine([&](tcp::socket& s) {
     beast::flat_buffer buf;
     ReadRequest(s, buf);
-    std::this_thread::sleep_for(2s);  // never answers in time
+    closed = WaitForClose(s);  // never answers; the gateway gives up and closes
   });
-  StartGateway(engine.port(), [](GatewayOptions& o) { o.response_timeout = 300ms; });
+  StartGateway(engine.port(), {}, {{kFirstByteEnv, "300"}});
   auto t0 = std::chrono::steady_clock::now();
   auto res = Post();
   auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(res.result_int(), 504);
-  EXPECT_NE(res.body().find("GatewayTimeout"), std::string::npos);
+  EXPECT_EQ(res[bhttp::field::content_type], "application/json");
+  EXPECT_NE(res.body().find(R"({"error":{"message":)"), std::string::npos) << res.body();
+  EXPECT_NE(res.body().find(R"("type":"GatewayTimeout","param":null,"code":504}})"),
+            std::string::npos)
+      << res.body();
+  EXPECT_NE(res.body().find("first-byte timeout"), std::string::npos) << res.body();
   EXPECT_GE(waited, 250ms);
   EXPECT_LT(waited, 1500ms);
   Exchange ex = recorder_.WaitOne();
   EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  EXPECT_EQ(ex.error_type, "timeout");
+  EXPECT_EQ(ex.http_status, 504u);
+  EXPECT_EQ(Failures(UpstreamFailure::kFirstByteTimeout), 1u);
+  EXPECT_EQ(gateway_->stats().upstream_errors.load(), 1u);
+}
+
+TEST_F(GatewayIoTest, TheFirstByteTimeoutIsReadLiveFromTheSettings) {
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WaitForClose(s);
+  });
+  StartGateway(engine.port(), {}, {{kFirstByteEnv, "60000"}});
+  config::Settings next = *store_->Current();
+  next.Mutable(config::Key::kUpstreamFirstByteTimeoutMs) = {std::int64_t{300},
+                                                            config::Source::kConsole};
+  store_->Publish(next);
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = Post();
+  EXPECT_EQ(res.result_int(), 504);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
 }
 
 TEST_F(GatewayIoTest, BodyThatStallsGetsAClean504NotACutBody) {
@@ -220,14 +276,17 @@ TEST_F(GatewayIoTest, BodyThatStallsGetsAClean504NotACutBody) {
     ReadRequest(s, buf);
     WriteAll(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
     WriteAll(s, "{\"id\":");  // and then nothing
-    std::this_thread::sleep_for(2s);
+    WaitForClose(s);
   });
-  StartGateway(engine.port(), [](GatewayOptions& o) { o.stream_idle_timeout = 300ms; });
+  StartGateway(engine.port(), {}, {{kIdleEnv, "300"}});
   auto res = Post();
   EXPECT_EQ(res.result_int(), 504);
   EXPECT_EQ(res[bhttp::field::content_type], "application/json");
+  EXPECT_NE(res.body().find("idle timeout"), std::string::npos) << res.body();
   Exchange ex = recorder_.WaitOne();
   EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  EXPECT_EQ(ex.error_type, "timeout");
+  EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 1u);
 }
 
 TEST_F(GatewayIoTest, EngineClosingMidBodyGets502) {
@@ -241,8 +300,184 @@ TEST_F(GatewayIoTest, EngineClosingMidBodyGets502) {
   StartGateway(engine.port());
   auto res = Post();
   EXPECT_EQ(res.result_int(), 502);
+  EXPECT_NE(res.body().find(R"("type":"BadGateway","param":null,"code":502}})"), std::string::npos)
+      << res.body();
   Exchange ex = recorder_.WaitOne();
   EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  EXPECT_EQ(ex.error_type, "upstream_closed");
+  EXPECT_EQ(Failures(UpstreamFailure::kClosed), 1u);
+}
+
+constexpr char kStreamRequest[] =
+    R"({"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]})";
+constexpr char kSseHeader[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+// One SSE event as one chunk of a chunked body.
+std::string SseChunk(std::string_view event) {
+  return fmt::format("{:x}\r\n{}\r\n", event.size(), event);
+}
+
+constexpr char kDeltaEvent[] =
+    R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]})"
+    "\n\n";
+
+TEST_F(GatewayIoTest, StreamCutByTheEngineEndsWithAnSseErrorEventAndDone) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk("data: {\"id\":\"c1\",\"obj"));  // an event cut in its middle
+    s.close();                                            // the engine died
+  });
+  StartGateway(engine.port());
+  boost::system::error_code read_error;
+  auto res = Post(&read_error, kStreamRequest);
+  EXPECT_FALSE(read_error) << read_error.message();  // a complete chunked body, not a cut one
+  EXPECT_EQ(res.result_int(), 200);
+  const std::string& body = res.body();
+  EXPECT_EQ(body.find(kDeltaEvent), 0u) << body;
+  EXPECT_EQ(body.find(R"(data: {"id":"c1")", 1), std::string::npos)
+      << "the cut event is dropped: " << body;
+  const std::string tail = body.substr(std::string_view(kDeltaEvent).size());
+  EXPECT_EQ(tail.rfind("\ndata: {\"error\":{\"message\":", 0), 0u) << tail;
+  EXPECT_NE(tail.find(R"("type":"BadGateway","param":null,"code":502}})"), std::string::npos)
+      << tail;
+  EXPECT_TRUE(tail.ends_with("}}\n\ndata: [DONE]\n\n")) << tail;
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  EXPECT_EQ(ex.error_type, "upstream_closed");
+  EXPECT_EQ(ex.http_status, 200u);
+  EXPECT_EQ(ex.stream_deltas, 1);
+  EXPECT_EQ(Failures(UpstreamFailure::kClosed), 1u);
+  EXPECT_EQ(gateway_->stats().client_aborts.load(), 0u);
+}
+
+TEST_F(GatewayIoTest, StreamThatStallsEndsWithAnSseErrorEventAfterTheIdleTimeout) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WaitForClose(s);
+  });
+  StartGateway(engine.port(), {}, {{kIdleEnv, "300"}});
+  boost::system::error_code read_error;
+  auto res = Post(&read_error, kStreamRequest);
+  EXPECT_FALSE(read_error) << read_error.message();
+  EXPECT_NE(res.body().find(R"("type":"GatewayTimeout","param":null,"code":504}})"),
+            std::string::npos)
+      << res.body();
+  EXPECT_NE(res.body().find("idle timeout"), std::string::npos) << res.body();
+  EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  EXPECT_EQ(ex.error_type, "timeout");
+  EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 1u);
+}
+
+TEST_F(GatewayIoTest, StreamSilentAfterItsHeaderIsUnderTheFirstByteTimeout) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);  // as vLLM: the header at once, the first event after the queue
+    WaitForClose(s);
+  });
+  // An idle timeout shorter than the wait must not cut a request waiting in the queue.
+  StartGateway(engine.port(), {}, {{kFirstByteEnv, "600"}, {kIdleEnv, "100"}});
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = Post(nullptr, kStreamRequest);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 550ms);
+  EXPECT_NE(res.body().find("first-byte timeout"), std::string::npos) << res.body();
+  EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  EXPECT_EQ(Failures(UpstreamFailure::kFirstByteTimeout), 1u);
+  EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 0u);
+}
+
+TEST_F(GatewayIoTest, StreamWhoseFirstEventWaitsLongerThanTheIdleTimeoutIsRelayed) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    std::this_thread::sleep_for(500ms);  // the queue: longer than the idle timeout
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk("data: [DONE]\n\n"));
+    WriteAll(s, "0\r\n\r\n");
+    WaitForClose(s);
+  });
+  StartGateway(engine.port(), {}, {{kFirstByteEnv, "5000"}, {kIdleEnv, "200"}});
+  auto res = Post(nullptr, kStreamRequest);
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body().find("error"), std::string::npos) << res.body();
+  EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
+  EXPECT_EQ(recorder_.WaitOne().outcome, Outcome::kOk);
+}
+
+TEST_F(GatewayIoTest, ClosedPortGets502AsAConnectionError) {
+  std::uint16_t port;
+  {
+    asio::io_context io;
+    tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    port = a.local_endpoint().port();
+  }
+  StartGateway(port);
+  auto res = Post();
+  EXPECT_EQ(res.result_int(), 502);
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  EXPECT_EQ(ex.error_type, "upstream_connection_error");
+  EXPECT_EQ(Failures(UpstreamFailure::kConnectError), 1u);
+}
+
+// A listening socket that never accepts, its accept queue filled: further SYNs are dropped,
+// so a connection attempt hangs as toward a host that does not answer.
+class FullBacklog {
+ public:
+  FullBacklog() : acceptor_(io_) {
+    acceptor_.open(tcp::v4());
+    acceptor_.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    acceptor_.listen(0);
+    // Connect until one attempt does not complete within 200 ms.
+    for (int i = 0; i < 16 && !full_; ++i) {
+      fillers_.emplace_back(io_);
+      auto& s = fillers_.back();
+      auto done = std::make_shared<bool>(false);
+      s.async_connect(acceptor_.local_endpoint(),
+                      [done](const boost::system::error_code&) { *done = true; });
+      io_.run_for(200ms);
+      io_.restart();
+      full_ = !*done;
+    }
+  }
+  bool full() const { return full_; }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::list<tcp::socket> fillers_;
+  bool full_ = false;
+};
+
+TEST_F(GatewayIoTest, EngineThatDoesNotAnswerTheConnectionGets504AfterTheConnectTimeout) {
+  FullBacklog blackhole;
+  ASSERT_TRUE(blackhole.full()) << "could not fill the accept queue";
+  StartGateway(blackhole.port(), {}, {{kConnectEnv, "300"}});
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = Post();
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(res.result_int(), 504);
+  EXPECT_NE(res.body().find("connect timeout"), std::string::npos) << res.body();
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 1500ms);
+  Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  EXPECT_EQ(ex.error_type, "timeout");
+  EXPECT_EQ(Failures(UpstreamFailure::kConnectTimeout), 1u);
 }
 
 TEST_F(GatewayIoTest, ClientLeavingWhileTheEngineThinksClosesTheEngineConnection) {

@@ -264,7 +264,7 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
   ASSERT_EQ(lines.size(), 2u) << LogText();  // received, then failed: never dispatched
   EXPECT_EQ(lines[1].rfind("warning Failed request " + ex.request_id + ": status=502", 0), 0u)
       << lines[1];
-  EXPECT_NE(lines[1].find("error.type=BadGateway"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("error.type=upstream_connection_error"), std::string::npos) << lines[1];
 }
 
 TEST_F(LiveSwitchTest, CaptureStrategyAndCaptureSwitchApplyLive) {
