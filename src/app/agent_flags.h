@@ -44,7 +44,8 @@ struct AgentFlags {
   std::string console_file;
   std::string console_url;
   int console_url_interval_ms = 5000;
-  std::string admin_token;  // default: INFERTEL_ADMIN_TOKEN
+  std::string admin_token;             // default: INFERTEL_ADMIN_TOKEN
+  std::int64_t drain_timeout_ms = -1;  // -1: INFERTEL_DRAIN_TIMEOUT_MS, else the key's default
 };
 
 // Registers every agent flag on `sub`.
@@ -54,6 +55,10 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags);
 struct AgentRun {
   std::unique_ptr<Agent> agent;
   std::unique_ptr<console::ConsoleService> console;
+  // Acts on a signal other than SIGINT/SIGTERM/SIGCHLD (app/signals.h): SIGHUP reloads the
+  // console's sources, the others are logged and ignored.
+  void OnControlSignal(int sig);
+  // Drains and stops (Agent::Stop), then stops the console.
   void Stop();
 };
 

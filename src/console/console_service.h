@@ -50,6 +50,9 @@ class ConsoleService {
   // knobs.
   void Start(std::shared_ptr<config::ConfigStore> store);
   void Stop();
+  // Re-reads the console file and polls the console URL now, on their own threads (SIGHUP);
+  // returns at once. After Start().
+  void Reload();
 
   LayeredConfig& config() { return config_; }
   KnobController& knobs() { return *knobs_; }

@@ -33,12 +33,23 @@ void Poller::Start(std::chrono::milliseconds interval, std::function<void()> pol
   thread_ = std::thread([this, interval, poll = std::move(poll)] {
     NameThisThread("console-poll");
     std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, interval, [&] { return stop_; })) {
+    for (;;) {
+      cv_.wait_for(lock, interval, [&] { return stop_ || wake_; });
+      if (stop_) break;
+      wake_ = false;
       lock.unlock();
       poll();
       lock.lock();
     }
   });
+}
+
+void Poller::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
 }
 
 void Poller::Stop() {
@@ -62,7 +73,8 @@ void FileSource::Start(std::chrono::milliseconds interval) {
 }
 
 void FileSource::Fail(std::string error) {
-  if (error != last_error_) {
+  // Before a first good read there are no values to keep: the caller reports the error.
+  if (error != last_error_ && loaded_once_) {
     spdlog::warn("console file {}: {}; keeping the last good values", path_, error);
     last_error_ = error;
   }
@@ -82,6 +94,7 @@ bool FileSource::PollOnce() {
       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   const auto size = static_cast<std::uint64_t>(st.st_size);
   ++polls_since_read_;
+  if (reread_.exchange(false)) polls_since_read_ = rehash_every_;
   if (have_stat_ && mtime_ns == mtime_ns_ && size == size_ && polls_since_read_ < rehash_every_) {
     if (last_ok_) config_->MarkLayerOk(Layer::kFile);
     return last_ok_;
@@ -122,6 +135,7 @@ bool FileSource::PollOnce() {
   }
   auto& values = std::get<ConsoleValues>(parsed);
   spdlog::info("console file {}: {} value(s) loaded", path_, values.size());
+  loaded_once_ = true;
   last_error_.clear();
   last_ok_ = true;
   config_->SetLayer(Layer::kFile, std::move(values));

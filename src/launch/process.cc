@@ -55,7 +55,8 @@ bool ChildProcess::Start(const std::vector<std::string>& argv,
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP}) sigaddset(&defaults, s);
+  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM})
+    sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
@@ -96,23 +97,6 @@ std::optional<ExitStatus> ChildProcess::WaitFor(std::chrono::milliseconds timeou
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-void BlockLaunchSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-int WaitLaunchSignal(std::chrono::milliseconds timeout) {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
-  timespec ts{static_cast<time_t>(timeout.count() / 1000),
-              static_cast<long>((timeout.count() % 1000) * 1000000)};
-  int sig = sigtimedwait(&set, nullptr, &ts);
-  return sig < 0 ? 0 : sig;
 }
 
 }  // namespace infertel::launch

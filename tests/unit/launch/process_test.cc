@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include "app/signals.h"
 #include "launch/process.h"
 
 namespace infertel::launch {
@@ -23,7 +24,7 @@ TEST(ChildProcess, ExitCodeAndEnvironment) {
 }
 
 TEST(ChildProcess, SignalsReachTheChildEvenWhenBlockedHere) {
-  BlockLaunchSignals();  // the launcher's state: the child must still get default handling
+  BlockHandledSignals();  // the launcher's state: the child must still get default handling
   ChildProcess p;
   std::string err;
   ASSERT_TRUE(p.Start({"sleep", "30"}, {}, &err)) << err;
@@ -35,7 +36,7 @@ TEST(ChildProcess, SignalsReachTheChildEvenWhenBlockedHere) {
   EXPECT_EQ(st->code, 128 + SIGTERM);
   EXPECT_NE(st->Describe().find("SIGTERM"), std::string::npos);
   // The SIGCHLD is pending for the launcher's wait.
-  EXPECT_EQ(WaitLaunchSignal(std::chrono::milliseconds(100)), SIGCHLD);
+  EXPECT_EQ(WaitForHandledSignal(std::chrono::milliseconds(100)), SIGCHLD);
 }
 
 TEST(ChildProcess, MissingProgram) {
