@@ -60,7 +60,13 @@ bool ChildProcess::Start(const std::vector<std::string>& argv,
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int rc = posix_spawnp(&pid_, argp[0], nullptr, &attr, argp.data(), envp.data());
+  // Only stdio passes to the engine: an inherited listening socket (the gateway's, on the
+  // user's port) would keep accepting connections in the engine after the agent closed it.
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
+  int rc = posix_spawnp(&pid_, argp[0], &files, &attr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     *error = "cannot start '" + argv[0] + "': " + std::strerror(rc);
