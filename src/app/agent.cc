@@ -279,9 +279,26 @@ bool Agent::Start(std::string* error) {
   return im.admin != nullptr;
 }
 
+void Agent::StopAccepting() {
+  if (drain_deadline_) return;
+  const auto timeout =
+      std::chrono::milliseconds(config_->Current()->GetInt(config::Key::kDrainTimeoutMs));
+  drain_deadline_ = std::chrono::steady_clock::now() + timeout;
+  if (!impl_->gateway) return;
+  spdlog::info("stopping: no new connections; requests in flight have {} ms to finish",
+               timeout.count());
+  impl_->gateway->StopAccepting();
+}
+
 void Agent::Stop() {
   Impl& im = *impl_;
-  if (im.gateway) im.gateway->Stop();
+  if (im.gateway) {
+    StopAccepting();
+    if (std::size_t cut = im.gateway->Drain(*drain_deadline_); cut > 0) {
+      spdlog::warn("stopping: {} request(s) still in flight at the drain timeout were cut", cut);
+    }
+    im.gateway->Stop();
+  }
   if (im.receiver) im.receiver->Stop();
   if (im.metrics) im.metrics->Stop();
   im.probes.clear();  // each stops and joins its thread

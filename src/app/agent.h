@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ class Agent {
   }
   // Starts pipelines, gateways and the admin server; false and *error on failure.
   bool Start(std::string* error);
+  // A graceful stop, first step: the gateways stop accepting (new connections are refused)
+  // and close their idle connections; requests in flight go on, and so do the receivers. The
+  // drain timeout (infertel.shutdown.drain-timeout-ms) counts from here. Idempotent.
+  void StopAccepting();
+  // Waits for the requests in flight up to the drain timeout (from StopAccepting, or from now
+  // if it was not called), cuts the rest (span status ERROR, error.type "shutdown"), then
+  // stops the receivers, the scraper and the admin address and flushes every exporter.
   void Stop();
 
   std::vector<std::uint16_t> GatewayPorts() const;
@@ -81,6 +89,7 @@ class Agent {
   std::vector<gateway::ExchangeListener*> extra_listeners_;
   std::vector<std::pair<std::string, http::Handler>> admin_routes_;
   std::unique_ptr<Impl> impl_;
+  std::optional<std::chrono::steady_clock::time_point> drain_deadline_;
 };
 
 }  // namespace infertel

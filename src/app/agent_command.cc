@@ -3,9 +3,15 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <charconv>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "app/agent.h"
@@ -33,19 +39,20 @@ struct KeyFlag {
   config::Key key;
   std::int64_t AgentFlags::*value;
 };
-constexpr std::array<KeyFlag, 3> kKeyFlags{{
+constexpr std::array<KeyFlag, 4> kKeyFlags{{
     {"--upstream-connect-timeout-ms", config::Key::kUpstreamConnectTimeoutMs,
      &AgentFlags::upstream_connect_timeout_ms},
     {"--upstream-first-byte-timeout-ms", config::Key::kUpstreamFirstByteTimeoutMs,
      &AgentFlags::upstream_first_byte_timeout_ms},
     {"--upstream-idle-timeout-ms", config::Key::kUpstreamIdleTimeoutMs,
      &AgentFlags::upstream_idle_timeout_ms},
+    {"--drain-timeout-ms", config::Key::kDrainTimeoutMs, &AgentFlags::drain_timeout_ms},
 }};
 
 config::EnvLookup KeyFlagsOverEnv(config::EnvLookup env, const AgentFlags& f) {
   return [env = std::move(env), f](std::string_view name) -> std::optional<std::string> {
     for (const KeyFlag& k : kKeyFlags)
-      if (f.*k.value > 0 && config::Spec(k.key).env_var == name) return std::to_string(f.*k.value);
+      if (f.*k.value >= 0 && config::Spec(k.key).env_var == name) return std::to_string(f.*k.value);
     return env(name);
   };
 }
@@ -113,10 +120,14 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
   opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
   opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
+  // A bare number is refused: "2000" would be read as seconds by one reader and as
+  // milliseconds by another (OTEL_METRIC_EXPORT_INTERVAL is in milliseconds).
   auto duration = [](const std::string& flag, const std::string& text) {
     auto d = exporting::ParseDuration(text);
-    if (!d || d->count() <= 0)
-      Fail(2, fmt::format("{}: expected a duration such as 5s or 500ms, got '{}'", flag, text));
+    const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
+    if (!d || d->count() <= 0 || !has_unit)
+      Fail(2, fmt::format("{}: expected a duration with its unit, such as 5s or 500ms, got '{}'",
+                          flag, text));
     return *d;
   };
   opts.metrics.scrape_interval = duration("--scrape-interval", f.scrape_interval);
@@ -124,17 +135,23 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.metrics.scrape_limits.max_series = f.scrape_max_series;
   opts.metrics.scrape_limits.stale_after = duration("--scrape-stale-after", f.scrape_stale_after);
   opts.metrics.model_bound.cap = f.metric_model_cap;
+  constexpr std::chrono::milliseconds kMinExport{100}, kMaxExport{24 * 3600 * 1000};
   if (!f.metric_export_interval.empty()) {
     opts.metrics.export_interval = duration("--metric-export-interval", f.metric_export_interval);
+    if (opts.metrics.export_interval < kMinExport || opts.metrics.export_interval > kMaxExport)
+      Fail(2, fmt::format("--metric-export-interval: expected from 100ms to 24h, got '{}'",
+                          f.metric_export_interval));
   } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
     // The SDK variable is in milliseconds.
-    try {
-      long ms = std::stol(v);
-      if (ms > 0) opts.metrics.export_interval = std::chrono::milliseconds(ms);
-    } catch (const std::exception&) {
-      Fail(2,
-           fmt::format("{}: expected milliseconds, got '{}'", otel_env::kMetricExportInterval, v));
+    std::int64_t ms = 0;
+    const std::string_view text(v);
+    auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), ms);
+    if (err != std::errc() || end != text.data() + text.size() || ms < kMinExport.count() ||
+        ms > kMaxExport.count()) {
+      Fail(2, fmt::format("{}: expected milliseconds from 100 to 86400000, got '{}'",
+                          otel_env::kMetricExportInterval, v));
     }
+    opts.metrics.export_interval = std::chrono::milliseconds(ms);
   }
 
   // The console: env < console file < console URL < admin API (docs/configuration.md).
@@ -150,7 +167,7 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
                         opts.admin.host));
   }
   auto console = console::ConsoleService::Create(copts, env, opts.upstreams, &error);
-  if (!console) Fail(2, "invalid configuration: " + error);
+  if (!console) Fail(2, error);
 
   auto run = std::make_unique<AgentRun>();
   run->agent = std::make_unique<Agent>(std::move(opts), console->InitialSettings());
@@ -188,9 +205,21 @@ void PrintAgentAddresses(Agent& agent, std::string_view who) {
   std::fflush(stdout);
 }
 
+void AgentRun::OnControlSignal(int sig) {
+  const char* name = sigabbrev_np(sig);
+  if (ActionOf(sig) == SignalAction::kReload && console) {
+    spdlog::info("SIG{} received: reading the console file and polling the console URL again",
+                 name);
+    console->Reload();
+  } else {
+    spdlog::info("SIG{} received: ignored (SIGINT or SIGTERM stops the agent)", name);
+  }
+}
+
 void AgentRun::Stop() {
-  if (console) console->Stop();
+  // The console keeps serving /api/config while requests drain; it stops last.
   if (agent) agent->Stop();
+  if (console) console->Stop();
 }
 
 void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
@@ -237,7 +266,8 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--metrics-url", flags->metrics_url,
                   "Engine metrics URL of --upstream (default: the upstream's /metrics; off: none)");
   sub->add_option("--metric-export-interval", flags->metric_export_interval,
-                  "OTLP metric export interval (default OTEL_METRIC_EXPORT_INTERVAL ms, else 60s)");
+                  "OTLP metric export interval with its unit, e.g. 60s or 500ms, from 100ms to 24h "
+                  "(default: OTEL_METRIC_EXPORT_INTERVAL, in milliseconds, else 60s)");
   std::vector<std::string> env_errors;
   flags->exports = exporting::FromEnv(config::ProcessEnv(), &env_errors);
   for (const auto& e : env_errors) std::fprintf(stderr, "infertel: %s\n", e.c_str());
@@ -276,11 +306,21 @@ void AddAgentCommand(CLI::App& app) {
       app.add_subcommand("agent", "Run the gateway and telemetry pipelines in front of an engine");
   AddAgentFlags(sub, flags.get());
   sub->callback([flags] {
-    BlockTerminationSignals();
+    BlockHandledSignals();
     auto run = StartAgentFromFlags(*flags, "infertel agent", {});
     PrintAgentAddresses(*run->agent, "infertel agent");
-    WaitForTerminationSignal();
+    for (;;) {
+      const int sig = WaitForHandledSignal(std::chrono::seconds(1));
+      const SignalAction action = ActionOf(sig);
+      if (action == SignalAction::kStop) {
+        spdlog::info("SIG{} received: stopping", sigabbrev_np(sig));
+        break;
+      }
+      if (action == SignalAction::kReload || action == SignalAction::kIgnore)
+        run->OnControlSignal(sig);
+    }
     run->Stop();
+    spdlog::info("stopped: requests drained, exporters flushed");
   });
 }
 

@@ -46,10 +46,11 @@ struct AgentFlags {
   std::string console_url;
   int console_url_interval_ms = 5000;
   std::string admin_token;  // default: INFERTEL_ADMIN_TOKEN
-  // The upstream timeouts' keys (infertel.upstream.*-timeout-ms); 0: not given.
-  std::int64_t upstream_connect_timeout_ms = 0;
-  std::int64_t upstream_first_byte_timeout_ms = 0;
-  std::int64_t upstream_idle_timeout_ms = 0;
+  // The flags that stand for live keys (upstream timeouts, drain); -1: not given.
+  std::int64_t upstream_connect_timeout_ms = -1;
+  std::int64_t upstream_first_byte_timeout_ms = -1;
+  std::int64_t upstream_idle_timeout_ms = -1;
+  std::int64_t drain_timeout_ms = -1;
 };
 
 // Registers every agent flag on `sub`.
@@ -59,6 +60,10 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags);
 struct AgentRun {
   std::unique_ptr<Agent> agent;
   std::unique_ptr<console::ConsoleService> console;
+  // Acts on a signal other than SIGINT/SIGTERM/SIGCHLD (app/signals.h): SIGHUP reloads the
+  // console's sources, the others are logged and ignored.
+  void OnControlSignal(int sig);
+  // Drains and stops (Agent::Stop), then stops the console.
   void Stop();
 };
 

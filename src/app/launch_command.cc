@@ -17,6 +17,7 @@
 
 #include "app/agent_flags.h"
 #include "app/commands.h"
+#include "app/signals.h"
 #include "config/settings.h"
 #include "http/sync_client.h"
 #include "launch/engine_command.h"
@@ -67,7 +68,7 @@ struct EngineState {
 };
 
 void Run(const LaunchFlags& f) {
-  launch::BlockLaunchSignals();  // before any thread starts: threads inherit the mask
+  BlockHandledSignals();  // before any thread starts: threads inherit the mask
   std::string why;
   auto cmd = launch::Recognise(f.command, &why);
   if (!cmd) Fail(2, why);
@@ -185,14 +186,20 @@ void Run(const LaunchFlags& f) {
   std::optional<launch::ExitStatus> status;
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (!status) {
-    int sig = launch::WaitLaunchSignal(std::chrono::milliseconds(200));
-    if (sig == SIGINT || sig == SIGTERM) {
+    int sig = WaitForHandledSignal(std::chrono::milliseconds(200));
+    const SignalAction action = ActionOf(sig);
+    if (action == SignalAction::kStop) {
       if (!asked_to_stop) {
         spdlog::info("launch: SIG{} received; forwarding it to the engine", sigabbrev_np(sig));
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.stop_timeout_s);
+        // New connections are refused from now on; requests in flight go on while the engine
+        // finishes them, and the drain timeout counts from here.
+        agent.StopAccepting();
       }
       asked_to_stop = true;
       child.Signal(sig);
+    } else if (action == SignalAction::kReload || action == SignalAction::kIgnore) {
+      run->OnControlSignal(sig);  // the engine does not get them: SIGHUP would end vLLM
     }
     status = child.Poll();
     if (!status && std::chrono::steady_clock::now() > deadline) {

@@ -81,6 +81,11 @@ void ConsoleService::Start(std::shared_ptr<config::ConfigStore> store) {
   if (url_) url_->Start(options_.url_interval);
 }
 
+void ConsoleService::Reload() {
+  if (file_) file_->ReadNow();
+  if (url_) url_->PollNow();
+}
+
 void ConsoleService::Stop() {
   if (file_) file_->Stop();
   if (url_) url_->Stop();

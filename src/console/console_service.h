@@ -50,6 +50,9 @@ class ConsoleService {
   // knobs.
   void Start(std::shared_ptr<config::ConfigStore> store);
   void Stop();
+  // Re-reads the console file and polls the console URL now, on their own threads (SIGHUP);
+  // returns at once. After Start().
+  void Reload();
 
   // Registers the console's counters (refused documents, refused admin API requests).
   void RegisterStats(StatsRegistry* registry) const;

@@ -102,12 +102,23 @@ void Poller::Start(std::chrono::milliseconds interval, std::function<void()> pol
   thread_ = std::thread([this, interval, poll = std::move(poll)] {
     NameThisThread("console-poll");
     std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, interval, [&] { return stop_; })) {
+    for (;;) {
+      cv_.wait_for(lock, interval, [&] { return stop_ || wake_; });
+      if (stop_) break;
+      wake_ = false;
       lock.unlock();
       poll();
       lock.lock();
     }
   });
+}
+
+void Poller::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
 }
 
 void Poller::Stop() {
@@ -133,8 +144,10 @@ void FileSource::Start(std::chrono::milliseconds interval) {
 
 void FileSource::Fail(std::string error, std::optional<Refusal> refusal) {
   if (error != last_error_) {
-    spdlog::warn("console file {}: {}{}; keeping the last good values", path_,
-                 refusal ? "refused: " : "", error);
+    // Before a first good read there are no values to keep: the caller reports the error.
+    if (loaded_once_)
+      spdlog::warn("console file {}: {}{}; keeping the last good values", path_,
+                   refusal ? "refused: " : "", error);
     Count(stats_ ? &stats_->file : nullptr, refusal);
     last_error_ = error;
   }
@@ -155,6 +168,7 @@ bool FileSource::PollOnce() {
       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   const auto size = static_cast<std::uint64_t>(st.st_size);
   ++polls_since_read_;
+  if (reread_.exchange(false)) polls_since_read_ = rehash_every_;
   if (have_stat_ && mtime_ns == mtime_ns_ && size == size_ && polls_since_read_ < rehash_every_) {
     if (last_ok_) config_->MarkLayerOk(Layer::kFile);
     return last_ok_;
@@ -184,6 +198,7 @@ bool FileSource::PollOnce() {
   }
   auto& values = std::get<ConsoleValues>(parsed);
   spdlog::info("console file {}: {} value(s) loaded", path_, values.size());
+  loaded_once_ = true;
   last_error_.clear();
   last_ok_ = true;
   config_->SetLayer(Layer::kFile, std::move(values));

@@ -42,11 +42,14 @@ class Poller {
   Poller& operator=(const Poller&) = delete;
   void Start(std::chrono::milliseconds interval, std::function<void()> poll);
   void Stop();
+  // Runs `poll` now rather than at the end of the interval (SIGHUP); the interval restarts.
+  void Wake();
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
+  bool wake_ = false;  // guarded by mu_
   std::thread thread_;
 };
 
@@ -63,6 +66,11 @@ class FileSource {
   bool PollOnce();
   void Start(std::chrono::milliseconds interval);
   void Stop() { poller_.Stop(); }
+  // Reads the file whole now on the watcher's thread, whatever its mtime and size (SIGHUP).
+  void ReadNow() {
+    reread_.store(true);
+    poller_.Wake();
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -79,8 +87,10 @@ class FileSource {
   std::uint64_t size_ = 0;
   std::optional<std::uint64_t> hash_;  // of the content last handled
   bool last_ok_ = false;
+  bool loaded_once_ = false;  // a good document was read once: there are values to keep
   int polls_since_read_ = 0;
   std::string last_error_;
+  std::atomic<bool> reread_{false};  // ReadNow() was called
   Poller poller_;
 };
 
@@ -94,6 +104,8 @@ class UrlSource {
   bool PollOnce();
   void Start(std::chrono::milliseconds interval);
   void Stop() { poller_.Stop(); }
+  // Polls now on the poller's thread (SIGHUP).
+  void PollNow() { poller_.Wake(); }
   const std::string& etag() const { return etag_; }
 
  private:

@@ -195,6 +195,8 @@ inline constexpr std::string_view kTelemetrySdkName = "telemetry.sdk.name";
 
 // infertel's own attribute (not in the spec): why an entry span has less detail than usual.
 inline constexpr std::string_view kInfertelParseError = "infertel.request.parse_error";
+// error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
+inline constexpr std::string_view kErrorShutdown = "shutdown";
 
 // The instrumentation scope of spans the agent makes itself.
 inline constexpr std::string_view kAgentScopeName = "infertel";

@@ -25,6 +25,7 @@ enum class Outcome {
   kUpstreamUnavailable,  // connecting to or talking with the engine failed
   kUpstreamTimeout,      // the engine did not answer in time
   kRejected,             // the gateway refused the request (e.g. body too large)
+  kShutdown,             // still in flight when the agent's drain timeout ran out: cut
 };
 
 struct Exchange {

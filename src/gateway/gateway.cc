@@ -11,10 +11,12 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <future>
 #include <limits>
 #include <thread>
 
 #include "core/hex.h"
+#include "core/semconv.h"
 #include "core/thread_name.h"
 #include "gateway/content_events.h"
 #include "gateway/deadlines.h"
@@ -71,6 +73,8 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
          &active_connections);
   r->Add("infertel_gateway_active_streams", "SSE responses in flight now", T::kGauge, labels,
          &active_streams);
+  r->Add("infertel_gateway_drain_cut", "Requests still in flight when the drain timeout ran out",
+         T::kCounter, labels, &drain_cut);
 }
 
 namespace {
@@ -226,6 +230,15 @@ void ArmWatch(std::shared_ptr<ClientWatch> watch) {
                        });
 }
 
+// A client connection, listed on its worker (an intrusive list: no allocation) so that a
+// graceful stop can close the idle ones and, at the drain deadline, cut the busy ones.
+struct SessionSlot {
+  WorkerSocket* client = nullptr;
+  bool busy = false;  // from a request's header read until its response is done
+  SessionSlot* prev = nullptr;
+  SessionSlot* next = nullptr;
+};
+
 }  // namespace
 
 struct Gateway::Impl {
@@ -252,6 +265,31 @@ struct Gateway::Impl {
     // Relay buffers not in use (kReadChunk bytes each), so a relayed response does not
     // allocate one.
     std::vector<std::unique_ptr<char[]>> chunks;
+    SessionSlot* sessions = nullptr;  // the worker's client connections
+
+    void Link(SessionSlot* s) {
+      s->next = sessions;
+      if (sessions != nullptr) sessions->prev = s;
+      sessions = s;
+    }
+    void Unlink(SessionSlot* s) {
+      if (s->prev != nullptr) s->prev->next = s->next;
+      if (s->next != nullptr) s->next->prev = s->prev;
+      if (sessions == s) sessions = s->next;
+    }
+    // Shuts down and cancels the connections that are busy (`busy`) or idle (`!busy`);
+    // returns how many. On the worker's thread.
+    std::size_t CloseSessions(bool busy) {
+      std::size_t n = 0;
+      for (SessionSlot* s = sessions; s != nullptr; s = s->next) {
+        if (s->busy != busy) continue;
+        error_code ec;
+        s->client->shutdown(WorkerSocket::shutdown_both, ec);
+        s->client->cancel(ec);
+        ++n;
+      }
+      return n;
+    }
 
     void ArmSweep() {
       sweep.expires_after(kDeadlineTick);
@@ -271,6 +309,9 @@ struct Gateway::Impl {
   std::vector<ExchangeListener*> listeners;
   std::atomic<std::size_t> next_worker{0};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> draining{false};      // StopAccepting() was called
+  std::atomic<bool> cutting{false};       // the drain deadline passed: what ends now was cut
+  std::atomic<std::size_t> in_flight{0};  // busy sessions, every worker
 
   explicit Impl(Gateway* g) : gw(g) {}
 
@@ -290,6 +331,8 @@ struct Gateway::Impl {
                                     Exchange& ex);
   void Release(std::size_t ui, Worker* w, Pooled&& c);
   void Finish(Exchange& ex);
+  // Runs `fn(worker)` on every worker's thread and returns the sum of what it returned.
+  std::size_t OnEveryWorker(const std::function<std::size_t(Worker&)>& fn);
   Task<void> WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
                          unsigned status, std::string body, bool keep_alive);
 };
@@ -396,6 +439,54 @@ bool Gateway::Start(std::string* error) {
   return true;
 }
 
+std::size_t Gateway::Impl::OnEveryWorker(const std::function<std::size_t(Worker&)>& fn) {
+  std::vector<std::future<std::size_t>> results;
+  for (auto& w : workers) {
+    auto task =
+        std::make_shared<std::packaged_task<std::size_t()>>([&fn, w = w.get()] { return fn(*w); });
+    results.push_back(task->get_future());
+    asio::post(w->io, [task] { (*task)(); });
+  }
+  std::size_t sum = 0;
+  for (auto& r : results) sum += r.get();
+  return sum;
+}
+
+void Gateway::StopAccepting() {
+  Impl& im = *impl_;
+  if (im.workers.empty() || im.stopping.load() || im.draining.exchange(true)) return;
+  std::promise<void> closed;
+  asio::post(im.accept_io, [&im, &closed] {
+    for (auto& u : im.upstreams) {
+      error_code ec;
+      if (u.acceptor) u.acceptor->close(ec);
+    }
+    closed.set_value();
+  });
+  closed.get_future().wait();
+  // A connection between two requests ends now; one that is busy ends after its response
+  // (Session sees `draining`).
+  im.OnEveryWorker([](Impl::Worker& w) { return w.CloseSessions(false); });
+}
+
+std::size_t Gateway::Drain(std::chrono::steady_clock::time_point deadline) {
+  Impl& im = *impl_;
+  StopAccepting();
+  if (im.workers.empty() || im.stopping.load()) return 0;
+  constexpr auto kPoll = std::chrono::milliseconds(10);
+  while (im.in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(kPoll);
+  if (im.in_flight.load() == 0) return 0;
+  im.cutting = true;
+  const std::size_t cut = im.OnEveryWorker([](Impl::Worker& w) { return w.CloseSessions(true); });
+  stats_.drain_cut.fetch_add(cut, std::memory_order_relaxed);
+  // The cut exchanges end (and reach the listeners) within a turn or two of their loops.
+  const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (im.in_flight.load() > 0 && std::chrono::steady_clock::now() < grace)
+    std::this_thread::sleep_for(kPoll);
+  return cut;
+}
+
 void Gateway::Stop() {
   Impl& im = *impl_;
   if (im.stopping.exchange(true)) return;
@@ -437,9 +528,21 @@ Task<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
 Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client) {
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
   Deadline deadline(&w->deadlines, &client);
+  SessionSlot slot{&client};
+  w->Link(&slot);
+  auto set_busy = [&](bool busy) {
+    if (slot.busy == busy) return;
+    slot.busy = busy;
+    if (busy)
+      in_flight.fetch_add(1, std::memory_order_relaxed);
+    else
+      in_flight.fetch_sub(1, std::memory_order_relaxed);
+  };
   beast::flat_buffer buffer;
   buffer.reserve(kClientBufferRoom);
   for (;;) {
+    set_busy(false);
+    if (draining.load(std::memory_order_relaxed)) break;
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(opts().max_request_body);
     parser.header_limit(64 * 1024);
@@ -448,6 +551,7 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
     // Header first: a body larger than what the first read brought (a long prompt) is read
     // with room made for it, in 64 KiB reads rather than 2 KiB ones (http/body_room.h).
     co_await bhttp::async_read_header(client, buffer, parser, asio::redirect_error(kUseTask, ec));
+    if (!ec) set_busy(true);
     if (!ec && !parser.is_done()) {
       // A client that asked to wait (curl does for bodies over 1 MiB) would otherwise wait
       // about a second before sending. The gateway has the whole body before the engine sees
@@ -496,6 +600,8 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
   error_code ec;
   client.shutdown(WorkerSocket::shutdown_both, ec);
   client.close(ec);
+  w->Unlink(&slot);
+  set_busy(false);
   stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -560,6 +666,14 @@ FailureReport Gateway::Impl::NoteUpstreamFailure(std::size_t ui, UpstreamFailure
 }
 
 void Gateway::Impl::Finish(Exchange& ex) {
+  // After the drain deadline every exchange still in flight was cut, whatever error its
+  // cut surfaced as.
+  if (cutting.load(std::memory_order_relaxed) && ex.outcome != Outcome::kOk &&
+      ex.outcome != Outcome::kEngineError) {
+    ex.outcome = Outcome::kShutdown;
+    ex.error_type = std::string(semconv::kErrorShutdown);
+    ex.error_message = "cut: still in flight when the agent's drain timeout ran out";
+  }
   for (ExchangeListener* l : listeners) l->OnExchangeFinished(ex);
 }
 

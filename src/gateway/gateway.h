@@ -65,6 +65,7 @@ struct GatewayStats {
   std::atomic<std::uint64_t> upstream_connects{0};   // new upstream connections opened
   std::atomic<std::uint64_t> active_connections{0};  // client connections open now
   std::atomic<std::uint64_t> active_streams{0};      // SSE responses in flight now
+  std::atomic<std::uint64_t> drain_cut{0};           // in flight at the drain deadline: cut
   void Register(StatsRegistry* registry, const std::string& labels) const;
 };
 
@@ -85,7 +86,14 @@ class Gateway {
   std::vector<std::uint16_t> Ports() const;
   // Whether requests for upstream `index` are forwarded (true) or answered 503 (after Start).
   void SetUpstreamReady(std::size_t index, bool ready);
-  // Stops accepting, closes connections and joins the workers.
+  // A graceful stop, first step: closes the listeners (new connections are refused) and the
+  // client connections waiting for a request. Requests in flight go on. Idempotent.
+  void StopAccepting();
+  // Second step: waits until every request in flight has finished or `deadline` has passed,
+  // then cuts what remains (counted in stats().drain_cut; their exchanges end with outcome
+  // kShutdown) and returns how many were cut. Calls StopAccepting() first.
+  std::size_t Drain(std::chrono::steady_clock::time_point deadline);
+  // Stops accepting, closes connections and joins the workers (without draining).
   void Stop();
 
   const GatewayStats& stats() const { return stats_; }

@@ -55,11 +55,18 @@ bool ChildProcess::Start(const std::vector<std::string>& argv,
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP}) sigaddset(&defaults, s);
+  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM})
+    sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int rc = posix_spawnp(&pid_, argp[0], nullptr, &attr, argp.data(), envp.data());
+  // Only stdio passes to the engine: an inherited listening socket (the gateway's, on the
+  // user's port) would keep accepting connections in the engine after the agent closed it.
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
+  int rc = posix_spawnp(&pid_, argp[0], &files, &attr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     *error = "cannot start '" + argv[0] + "': " + std::strerror(rc);
@@ -96,23 +103,6 @@ std::optional<ExitStatus> ChildProcess::WaitFor(std::chrono::milliseconds timeou
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-void BlockLaunchSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-int WaitLaunchSignal(std::chrono::milliseconds timeout) {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
-  timespec ts{static_cast<time_t>(timeout.count() / 1000),
-              static_cast<long>((timeout.count() % 1000) * 1000000)};
-  int sig = sigtimedwait(&set, nullptr, &ts);
-  return sig < 0 ? 0 : sig;
 }
 
 }  // namespace infertel::launch

@@ -1,7 +1,7 @@
 #pragma once
 // The engine as a child process of `infertel launch`: started with the caller's stdio (its
 // output passes through), extra environment variables and signals unblocked; waited for
-// together with the termination signals the caller receives.
+// with the signals the caller handles (app/signals.h).
 //
 // Thread-safety: one ChildProcess per launch, used from the thread that started it.
 
@@ -25,7 +25,7 @@ class ChildProcess {
  public:
   // Starts argv[0] (searched in PATH) with the current environment plus `env` (which
   // overrides). The child gets the default signal mask and dispositions even when the caller
-  // blocks SIGINT/SIGTERM/SIGCHLD. False and *error when it cannot be started.
+  // blocks the signals it handles itself. False and *error when it cannot be started.
   bool Start(const std::vector<std::string>& argv,
              const std::vector<std::pair<std::string, std::string>>& env, std::string* error);
   pid_t pid() const { return pid_; }
@@ -39,11 +39,5 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::optional<ExitStatus> status_;
 };
-
-// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (call before starting threads, so
-// they inherit the mask) and returns once one of them arrives or `timeout` passes: the signal
-// number, or 0 on timeout.
-void BlockLaunchSignals();
-int WaitLaunchSignal(std::chrono::milliseconds timeout);
 
 }  // namespace infertel::launch

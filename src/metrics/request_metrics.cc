@@ -50,7 +50,9 @@ std::vector<MetricPoint> ExchangeMeasures::Points() const {
 bool Measurable(const gateway::Exchange& ex) {
   const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
                    ex.op == Operation::kEmbeddings;
-  return api && (ex.outcome == Outcome::kOk || ex.outcome == Outcome::kClientAborted);
+  // A request cut short by its client or by the drain timeout still generated tokens.
+  return api && (ex.outcome == Outcome::kOk || ex.outcome == Outcome::kClientAborted ||
+                 ex.outcome == Outcome::kShutdown);
 }
 
 std::string_view ModelOf(const gateway::Exchange& ex) {

@@ -169,6 +169,13 @@ void HttpServer::Stop() {
   threads_.clear();
 }
 
+void HttpServer::StopAccepting() {
+  net::post(ioc_, [this] {
+    error_code ec;
+    acceptor_->close(ec);
+  });
+}
+
 net::awaitable<void> HttpServer::AcceptLoop() {
   for (;;) {
     error_code ec;
@@ -196,7 +203,9 @@ net::awaitable<void> HttpServer::Session(tcp::socket socket) {
     conn.stream().expires_never();
     if (ec) break;
     HttpRequest req = parser.release();
+    in_flight_.fetch_add(1);
     bool keep = co_await handler_(conn, req);
+    in_flight_.fetch_sub(1);
     co_await conn.StopDisconnectWatch();
     if (!keep || conn.peer_closed() || !req.keep_alive()) break;
   }

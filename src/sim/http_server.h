@@ -3,6 +3,7 @@
 // one coroutine per connection (keep-alive), calling a surface-specific handler per request.
 // Kept inside sim/ so the simulator shares nothing with the agent's data path.
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -91,6 +92,10 @@ class HttpServer {
   std::uint16_t port() const { return port_; }
   // Stops accepting and stops the io threads; idempotent. Open connections are dropped.
   void Stop();
+  // Closes the listener only: requests being handled go on (a draining shutdown).
+  void StopAccepting();
+  // Requests being handled now.
+  std::size_t InFlight() const { return in_flight_.load(); }
 
  private:
   HttpServer() = default;
@@ -103,6 +108,7 @@ class HttpServer {
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
   bool stopped_ = false;
+  std::atomic<std::size_t> in_flight_{0};
 };
 
 }  // namespace infertel::sim

@@ -28,6 +28,7 @@ struct SimFlags {
   std::string listen;
   std::string host;
   int port = -1;
+  int shutdown_timeout_s = 0;  // vLLM's --shutdown-timeout
 };
 
 bool SplitHostPort(const std::string& s, std::string* host, int* port) {
@@ -90,6 +91,7 @@ void RunSim(SimFlags& f) {
   char byte;
   while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
   }
+  if (f.shutdown_timeout_s > 0) server->Drain(std::chrono::seconds(f.shutdown_timeout_s));
   server->Stop();
 }
 
@@ -174,6 +176,11 @@ void AddSimCommand(CLI::App& app) {
                   "--served-model-name)")
       ->capture_default_str();
   cmd->add_option("--seed", e.seed, "Seed for generated text")->capture_default_str();
+  cmd->add_option("--shutdown-timeout", flags->shutdown_timeout_s,
+                  "On SIGTERM/SIGINT: seconds the requests being served may take to finish, no "
+                  "new connection accepted meanwhile (vLLM's flag; 0: cut them at once)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--speed", e.speed, "Speed factor dividing every step time")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

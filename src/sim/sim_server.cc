@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "sim/http_server.h"
 #include "sim/sglang/sglang_metrics.h"
@@ -308,6 +310,14 @@ const std::string& SimServer::kv_role() const { return impl_->kv_role; }
 
 int SimServer::sglang_trace_level() const {
   return impl_->sg_surface ? impl_->sg_surface->trace_level() : -1;
+}
+
+void SimServer::Drain(std::chrono::milliseconds timeout) {
+  if (!impl_ || !impl_->http) return;
+  impl_->http->StopAccepting();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl_->http->InFlight() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 void SimServer::Stop() {

@@ -6,6 +6,7 @@
 // Thread-safety: Start/Stop/port are called from the owning thread; the server runs on its
 // own threads.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,6 +59,9 @@ class SimServer {
   std::uint16_t port() const;
   // Stops serving and the engine; idempotent.
   void Stop();
+  // vLLM's --shutdown-timeout: stops accepting, then waits up to `timeout` for the requests
+  // being served to finish (before Stop()).
+  void Drain(std::chrono::milliseconds timeout);
   // The engine, for introspection in tests.
   Engine& engine();
   // The effective PD role ("" when none).

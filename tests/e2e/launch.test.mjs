@@ -3,14 +3,16 @@
 // `python3 -m sglang.launch_server …`), found first in PATH. One command; then the `openai`
 // client at the user's original port gets its answers, the trace (entry span + the engine's
 // native spans) reaches the OTLP backend and metrics appear; user-set flags are kept; signals
-// and exit codes pass through; an engine dying mid-load; the plugin switch off.
+// and exit codes pass through, with the gateway draining what is in flight; an engine dying
+// mid-load; the plugin switch off.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { startGrpcReceiver } from './lib/otlp.mjs';
+import { contentDeltas, exitOf, parseSse, refused, startRawStream } from './lib/drain.mjs';
+import { STATUS_CODE, startGrpcReceiver } from './lib/otlp.mjs';
 import { closedPort, pollUntil, requireBin, startInfertel, stopAll, tempDir } from './lib/proc.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
@@ -183,6 +185,33 @@ describe('launch: vLLM', () => {
     const exit = await p.exited;
     assert.equal(exit.code, 0, p.describe());
     assert.match(p.stderr + p.stdout, /SIGINT received; forwarding it to the engine/);
+  });
+
+  test('SIGTERM: forwarded, new connections refused, a stream in flight ends whole, then the drain and exit 0', async () => {
+    // The engine drains too, as vLLM does with --shutdown-timeout.
+    const p = await launch((port) => ['vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port), '--shutdown-timeout', '30'], {
+      agentArgs: ['--otlp-endpoint', rx.endpoint, '--otlp-protocol', 'grpc'],
+      env: { LAUNCH_TEST_SPEED: '1' },
+    });
+    try {
+      await waitHealthy(p.url);
+      // 1,000 tokens take about 2.5 s at speed 1.
+      const stream = await startRawStream(p.url, MODEL, 1000);
+      p.child.kill('SIGTERM');
+      assert.ok(await pollUntil(() => refused(p.url), { timeoutMs: 2000, intervalMs: 20 }), `the gateway refuses new connections at once\n${p.describe()}`);
+      const { text, error } = await stream.rest;
+      assert.equal(error, undefined, `the stream was cut: ${error}\n${p.describe()}`);
+      const { chunks, done } = parseSse(text);
+      assert.ok(done, 'the stream ends with [DONE]');
+      assert.equal(contentDeltas(chunks), 1000);
+      const exit = await exitOf(p, 20000);
+      assert.equal(exit.code, 0, p.describe());
+      assert.match(p.stderr + p.stdout, /SIGTERM received; forwarding it to the engine/);
+      const entry = await rx.waitForSpan((s) => s.name === `chat ${MODEL}` && s.attributes['gen_ai.response.id'] === chunks[0].id, 5000);
+      assert.notEqual(entry.status?.code, STATUS_CODE.ERROR);
+    } finally {
+      await p.stop();
+    }
   });
 
   test('plugin off: the engine is started untouched and the gateway only forwards', async () => {

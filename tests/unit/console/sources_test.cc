@@ -122,6 +122,30 @@ TEST(FileSourceTest, StartedWatcherAppliesWithinTheInterval) {
   EXPECT_EQ(lc.KeyOf(Key::kMessageContentMaxLength).value, Value{std::int64_t{77}});
 }
 
+// SIGHUP: the file is read whole at once, although stat says nothing changed and the
+// watcher's next poll is an hour away.
+TEST(FileSourceTest, ReadNowReadsAtOnceWhateverTheMtime) {
+  TempFile f;
+  f.Write("otel.instrumentation.vllm.tracing.level: 1\n");
+  LayeredConfig lc(NoEnv(), nullptr);
+  FileSource src(f.path(), &lc, /*rehash_every=*/1000);
+  ASSERT_TRUE(src.PollOnce());
+  src.Start(std::chrono::hours(1));
+  struct stat before {};
+  ASSERT_EQ(::stat(f.path().c_str(), &before), 0);
+  f.Write("otel.instrumentation.vllm.tracing.level: 2\n");  // same size
+  timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, f.path().c_str(), times, 0), 0);
+  src.ReadNow();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (lc.KeyOf(Key::kVllmTracingLevel).value != Value{std::int64_t{2}} &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  src.Stop();
+  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+}
+
 // A console peer: serves `doc` with ETag "v<version>", 304 on a matching If-None-Match.
 class ConsolePeer {
  public:

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
+#include "app/signals.h"
 #include "launch/process.h"
 
 namespace infertel::launch {
@@ -23,7 +25,7 @@ TEST(ChildProcess, ExitCodeAndEnvironment) {
 }
 
 TEST(ChildProcess, SignalsReachTheChildEvenWhenBlockedHere) {
-  BlockLaunchSignals();  // the launcher's state: the child must still get default handling
+  BlockHandledSignals();  // the launcher's state: the child must still get default handling
   ChildProcess p;
   std::string err;
   ASSERT_TRUE(p.Start({"sleep", "30"}, {}, &err)) << err;
@@ -35,7 +37,23 @@ TEST(ChildProcess, SignalsReachTheChildEvenWhenBlockedHere) {
   EXPECT_EQ(st->code, 128 + SIGTERM);
   EXPECT_NE(st->Describe().find("SIGTERM"), std::string::npos);
   // The SIGCHLD is pending for the launcher's wait.
-  EXPECT_EQ(WaitLaunchSignal(std::chrono::milliseconds(100)), SIGCHLD);
+  EXPECT_EQ(WaitForHandledSignal(std::chrono::milliseconds(100)), SIGCHLD);
+}
+
+// The engine gets stdio only: a listening socket of the agent left open in it would keep
+// taking connections after the agent closed its own (a graceful stop).
+TEST(ChildProcess, OnlyStdioIsInherited) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);  // without O_CLOEXEC, as asio opens its sockets
+  ChildProcess p;
+  std::string err;
+  const std::string check = "[ -e /proc/self/fd/" + std::to_string(fds[0]) + " ] && exit 9; exit 0";
+  ASSERT_TRUE(p.Start({"sh", "-c", check}, {}, &err)) << err;
+  auto st = p.WaitFor(std::chrono::seconds(10));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 0) << "fd " << fds[0] << " was inherited";
 }
 
 TEST(ChildProcess, MissingProgram) {
