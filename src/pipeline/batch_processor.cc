@@ -33,6 +33,12 @@ void RegisterExporterStats(StatsRegistry& registry, std::string_view exporter,
         &ExporterStats::queue_items);
   gauge("infertel_exporter_queue_bytes", "Bytes waiting in the exporter's queue",
         &ExporterStats::queue_bytes);
+  registry.AddFn("infertel_exporter_failing",
+                 "1 while the exporter's last attempt failed (it then takes no part in admission)",
+                 T::kGauge, labels, [stats] {
+                   return stats->consecutive_failures.load(std::memory_order_relaxed) > 0 ? 1.0
+                                                                                          : 0.0;
+                 });
 }
 
 template class BatchProcessor<TracesRequest>;

@@ -5,6 +5,7 @@
 // lane's queue: it never slows the caller or the other exporters.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -54,6 +55,7 @@ struct BatchOptions {
 //   infertel_exporter_sent_items_total{exporter,signal}
 //   infertel_exporter_dropped_items_total{exporter,signal,reason="queue_full"|"export_failed"|"rejected"}
 //   infertel_exporter_failures_total{exporter,signal}   (failed export attempts)
+//   infertel_exporter_failing{exporter,signal}          (gauge: 1 while the last attempt failed)
 //   infertel_exporter_retries_total{exporter,signal}
 //   infertel_exporter_queue_items{exporter,signal}      (gauge)
 //   infertel_exporter_queue_bytes{exporter,signal}      (gauge)
@@ -67,6 +69,23 @@ struct ExporterStats {
   std::atomic<std::uint64_t> retries{0};
   std::atomic<std::uint64_t> queue_items{0};
   std::atomic<std::uint64_t> queue_bytes{0};
+  // Failed attempts since the last success: the lane is failing while this is not 0. A failing
+  // lane takes no part in admission (Reserve): a dead backend must not make the agent refuse
+  // what the other destinations would take; what it cannot hold is dropped there, counted.
+  std::atomic<std::uint64_t> consecutive_failures{0};
+  // The last failure's message, for /healthz.
+  std::string LastError() const {
+    std::lock_guard lock(error_mu);
+    return last_error;
+  }
+  void SetLastError(std::string message) {
+    std::lock_guard lock(error_mu);
+    last_error = std::move(message);
+  }
+
+ private:
+  mutable std::mutex error_mu;
+  std::string last_error;  // guarded by error_mu
 };
 
 // Registers `stats` (kept alive by the registry's closures) under the names above.
@@ -79,6 +98,8 @@ void RegisterExporterStats(StatsRegistry& registry, std::string_view exporter,
 // each lane's mutex for a push only.
 template <typename Request>
 class BatchProcessor final : public Sink<Request> {
+  struct Lane;
+
  public:
   using ExporterPtr = std::unique_ptr<Exporter<Request>>;
 
@@ -119,8 +140,10 @@ class BatchProcessor final : public Sink<Request> {
   BatchProcessor(const BatchProcessor&) = delete;
   BatchProcessor& operator=(const BatchProcessor&) = delete;
 
-  // Enqueues on every lane (a copy per extra lane). On overflow (items or bytes) the lane
-  // drops its oldest queued requests, counted as dropped{reason="queue_full"}.
+  // Enqueues on every lane (a copy per extra lane), unadmitted: on overflow (items or bytes,
+  // reserved room included) the lane drops its oldest unadmitted requests, or this one when
+  // admitted ones are in front, counted as dropped{reason="queue_full"}. Admitted requests
+  // (SubmitReserved) are never dropped to make room.
   void Submit(Request&& request) noexcept override {
     if (lanes_.empty()) return;
     SubmitHeld(Hold(std::move(request)));
@@ -130,29 +153,75 @@ class BatchProcessor final : public Sink<Request> {
   // copying, and freed with its arena after the export.
   void SubmitHeld(Held<Request>&& request) noexcept override {
     if (lanes_.empty()) return;
-    // A request larger than one batch is cut into batch-sized pieces first, so that the
-    // queue's drop-oldest bound works piece by piece: one large request (e.g. thousands of
-    // engine spans released together) must not push itself out of the queue whole.
-    while (CountItems(*request.request) > options_.max_batch_items) {
-      std::size_t moved = 0;
-      SubmitOne(TakeItems(&request, options_.max_batch_items, &moved));
-    }
-    SubmitOne(std::move(request));
+    SubmitPieces(std::move(request), Reservation{}, 0);
   }
 
-  // Saturated when every lane is three-quarters full (items, `coming` included, or bytes):
-  // `coming` are items the stage in front holds and is about to submit. The last quarter stays
-  // for what cannot be refused (the gateway's entry spans, content events); one dead backend
-  // fills only its own lane and does not make the others refuse.
-  bool Saturated(std::size_t coming = 0) const noexcept override {
-    if (lanes_.empty()) return false;
-    for (const auto& lane : lanes_) {
-      const std::uint64_t items = lane->stats->queue_items.load(std::memory_order_relaxed) + coming;
-      const std::uint64_t bytes = lane->stats->queue_bytes.load(std::memory_order_relaxed);
-      if (items * 4 < options_.max_queue_items * 3 && bytes * 4 < options_.max_queue_bytes * 3)
-        return false;
+  // Admission (see Sink): reserves `items` and `bytes` in every lane that is not failing, up to
+  // three quarters of its bound (items and bytes, queued and reserved): the last quarter stays
+  // for what cannot be refused (entry spans, content events). A request larger than that is
+  // admitted while the lane is at most half way to it, so that it is not refused for ever.
+  // All or nothing. A failing lane (its last export attempt failed) is left out: it receives
+  // the request unadmitted, and drops it, counted, if it has no room.
+  std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes) noexcept override {
+    Reservation r{items, bytes, 0};
+    for (std::size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& lane = *lanes_[i];
+      if (lane.stats->consecutive_failures.load(std::memory_order_relaxed) > 0) continue;
+      std::lock_guard lock(lane.mu);
+      if (lane.stopping) continue;
+      if (!HasRoom(lane, items, bytes)) {
+        Cancel(r);
+        return std::nullopt;
+      }
+      lane.r_items += items;
+      lane.r_bytes += bytes;
+      PublishDepth(lane);
+      r.lanes |= std::uint64_t{1} << i;
     }
+    return r;
+  }
+
+  void Cancel(const Reservation& r) noexcept override {
+    for (std::size_t i = 0; i < lanes_.size(); ++i) {
+      if ((r.lanes & (std::uint64_t{1} << i)) == 0) continue;
+      Lane& lane = *lanes_[i];
+      std::lock_guard lock(lane.mu);
+      lane.r_items -= r.items;
+      lane.r_bytes -= r.bytes;
+      PublishDepth(lane);
+    }
+  }
+
+  void SubmitReserved(Held<Request>&& request, const Reservation& r) noexcept override {
+    if (lanes_.empty()) return;
+    SubmitPieces(std::move(request), r, 0);
+  }
+
+  bool Offer(Held<Request>&& request) noexcept override {
+    Held<Request> taken = std::move(request);
+    const std::size_t items = CountItems(*taken.request);
+    const std::size_t bytes = taken.request->ByteSizeLong();  // kept sizes: SubmitOne reuses them
+    auto r = Reserve(items, bytes);
+    if (!r) return false;
+    SubmitPieces(std::move(taken), *r, items <= options_.max_batch_items ? bytes : 0);
     return true;
+  }
+
+  // Saturated when a lane that is not failing is three-quarters full (items, queued, reserved
+  // and `coming`, or bytes): Reserve would then refuse. `coming` are items the stage in front
+  // holds and is about to submit. A failing lane (a dead backend) fills only itself and does
+  // not make the others refuse. A hint, read without locks: Reserve decides.
+  bool Saturated(std::size_t coming = 0) const noexcept override {
+    for (const auto& lane : lanes_) {
+      if (lane->stats->consecutive_failures.load(std::memory_order_relaxed) > 0) continue;
+      const std::uint64_t items = lane->stats->queue_items.load(std::memory_order_relaxed) +
+                                  lane->reserved_items.load(std::memory_order_relaxed) + coming;
+      const std::uint64_t bytes = lane->stats->queue_bytes.load(std::memory_order_relaxed) +
+                                  lane->reserved_bytes.load(std::memory_order_relaxed);
+      if (items * 4 >= options_.max_queue_items * 3 || bytes * 4 >= options_.max_queue_bytes * 3)
+        return true;
+    }
+    return false;
   }
 
   // Rung each time a lane takes a batch out of its queue: the only moment Saturated() can turn
@@ -160,12 +229,43 @@ class BatchProcessor final : public Sink<Request> {
   RoomBell* Room() noexcept override { return &room_; }
 
  private:
-  void SubmitOne(Held<Request>&& request) noexcept {
+  // Room for an admitted request of `items` and `bytes` within three quarters of the bounds
+  // (see Reserve). With lane.mu held.
+  bool HasRoom(const Lane& lane, std::size_t items, std::size_t bytes) const {
+    const std::size_t limit_items = options_.max_queue_items * 3 / 4;
+    const std::size_t limit_bytes = options_.max_queue_bytes * 3 / 4;
+    const std::size_t want_items = std::min(items, std::max<std::size_t>(limit_items / 2, 1));
+    const std::size_t want_bytes = std::min(bytes, limit_bytes / 2);
+    return lane.q_items + lane.r_items + want_items <= limit_items &&
+           lane.q_bytes + lane.r_bytes + want_bytes <= limit_bytes;
+  }
+
+  // A request larger than one batch is cut into batch-sized pieces first, so that the queue's
+  // bound works piece by piece: one large unadmitted request must not push itself out of the
+  // queue whole. The reservation `r` (empty: unadmitted) is given back with the last piece.
+  // `bytes`: the request's size when already computed, else 0.
+  void SubmitPieces(Held<Request>&& request, const Reservation& r, std::size_t bytes) noexcept {
+    while (CountItems(*request.request) > options_.max_batch_items) {
+      std::size_t moved = 0;
+      SubmitOne(TakeItems(&request, options_.max_batch_items, &moved), r.lanes, Reservation{}, 0);
+    }
+    SubmitOne(std::move(request), r.lanes, r, bytes);
+  }
+
+  // Queues `request` on every lane: admitted on the lanes in `admitted` (never dropped for room;
+  // `release` is given back there), unadmitted elsewhere (see Submit).
+  void SubmitOne(Held<Request>&& request, std::uint64_t admitted, const Reservation& release,
+                 std::size_t known_bytes) noexcept {
     const std::size_t items = CountItems(*request.request);
-    if (items == 0) return;
-    const std::size_t bytes = request.request->ByteSizeLong();
+    const std::size_t bytes = known_bytes != 0 ? known_bytes : request.request->ByteSizeLong();
     for (std::size_t i = 0; i < lanes_.size(); ++i) {
       Lane& lane = *lanes_[i];
+      const bool is_admitted = (admitted & (std::uint64_t{1} << i)) != 0;
+      if (items == 0) {
+        if (is_admitted && release.items != 0)
+          Cancel(Reservation{release.items, release.bytes, std::uint64_t{1} << i});
+        continue;
+      }
       Entry entry;
       // Each lane its own items: a lane's encoder relies on sizes no other thread changes.
       if (i + 1 == lanes_.size())
@@ -174,31 +274,53 @@ class BatchProcessor final : public Sink<Request> {
         entry.request = Hold(CopyOut(request));
       entry.items = items;
       entry.bytes = bytes;
+      entry.admitted = is_admitted;
       entry.enqueued = Clock::now();
       bool wake = false;
       {
         std::lock_guard lock(lane.mu);
+        if (is_admitted) {
+          lane.r_items -= release.items;
+          lane.r_bytes -= release.bytes;
+        }
         if (lane.stopping) {
           lane.stats->dropped_queue_full.fetch_add(items, std::memory_order_relaxed);
+          PublishDepth(lane);
+          continue;
+        }
+        if (!is_admitted && !MakeRoom(lane, items, bytes)) {
+          lane.stats->dropped_queue_full.fetch_add(items, std::memory_order_relaxed);
+          PublishDepth(lane);
           continue;
         }
         lane.queue.push_back(std::move(entry));
         lane.q_items += items;
         lane.q_bytes += bytes;
-        while (
-            (lane.q_items > options_.max_queue_items || lane.q_bytes > options_.max_queue_bytes) &&
-            !lane.queue.empty()) {
-          const Entry& old = lane.queue.front();
-          lane.q_items -= old.items;
-          lane.q_bytes -= old.bytes;
-          lane.stats->dropped_queue_full.fetch_add(old.items, std::memory_order_relaxed);
-          lane.queue.pop_front();
-        }
         PublishDepth(lane);
         wake = lane.q_items >= lane.batch_items || lane.queue.size() == 1;
       }
       if (wake) lane.cv.notify_all();
     }
+  }
+
+  // Room for an unadmitted request within the whole bound, reserved room counted: the oldest
+  // unadmitted requests at the front of the queue go (counted) while there is none; false, and
+  // nothing more dropped, when an admitted one is in front or this one is larger than the
+  // bound. With lane.mu held.
+  bool MakeRoom(Lane& lane, std::size_t items, std::size_t bytes) {
+    auto fits = [&] {
+      return lane.q_items + lane.r_items + items <= options_.max_queue_items &&
+             lane.q_bytes + lane.r_bytes + bytes <= options_.max_queue_bytes;
+    };
+    if (items > options_.max_queue_items || bytes > options_.max_queue_bytes) return false;
+    while (!fits() && !lane.queue.empty() && !lane.queue.front().admitted) {
+      const Entry& old = lane.queue.front();
+      lane.q_items -= old.items;
+      lane.q_bytes -= old.bytes;
+      lane.stats->dropped_queue_full.fetch_add(old.items, std::memory_order_relaxed);
+      lane.queue.pop_front();
+    }
+    return fits();
   }
 
  public:
@@ -248,6 +370,8 @@ class BatchProcessor final : public Sink<Request> {
   // Items per export on lane `i` (Exporter::BatchItems, as granted).
   std::size_t BatchItems(std::size_t i) const { return lanes_.at(i)->batch_items; }
   std::size_t LaneCount() const { return lanes_.size(); }
+  // The name of lane `i`'s exporter (as in the metrics' `exporter` label).
+  std::string_view ExporterName(std::size_t i) const { return lanes_.at(i)->exporter->Name(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -256,6 +380,7 @@ class BatchProcessor final : public Sink<Request> {
     Held<Request> request;
     std::size_t items = 0;
     std::size_t bytes = 0;
+    bool admitted = false;  // reserved before it came (SubmitReserved): never dropped for room
     Clock::time_point enqueued;
   };
 
@@ -269,6 +394,9 @@ class BatchProcessor final : public Sink<Request> {
     std::condition_variable idle_cv;  // queue drained
     std::deque<Entry> queue;
     std::size_t q_items = 0, q_bytes = 0;
+    std::size_t r_items = 0, r_bytes = 0;  // reserved (Reserve), not yet queued
+    // r_items and r_bytes for Saturated(), which reads without the lock.
+    std::atomic<std::uint64_t> reserved_items{0}, reserved_bytes{0};
     bool in_flight = false;
     bool stopping = false;
     bool exited = false;
@@ -279,6 +407,8 @@ class BatchProcessor final : public Sink<Request> {
   static void PublishDepth(Lane& lane) {
     lane.stats->queue_items.store(lane.q_items, std::memory_order_relaxed);
     lane.stats->queue_bytes.store(lane.q_bytes, std::memory_order_relaxed);
+    lane.reserved_items.store(lane.r_items, std::memory_order_relaxed);
+    lane.reserved_bytes.store(lane.r_bytes, std::memory_order_relaxed);
   }
 
   // Takes up to the lane's batch_items from the front of the queue, splitting the last
@@ -370,6 +500,7 @@ class BatchProcessor final : public Sink<Request> {
     for (int attempt = 1;; ++attempt) {
       ExportResult r = lane.exporter->Export(batch);
       if (r.ok()) {
+        lane.stats->consecutive_failures.store(0, std::memory_order_relaxed);
         const auto rejected = static_cast<std::uint64_t>(std::max<std::int64_t>(r.rejected, 0));
         const auto accepted = items > rejected ? items - rejected : 0;
         lane.stats->sent.fetch_add(accepted, std::memory_order_relaxed);
@@ -380,6 +511,10 @@ class BatchProcessor final : public Sink<Request> {
         return;
       }
       lane.stats->failures.fetch_add(1, std::memory_order_relaxed);
+      if (lane.stats->consecutive_failures.fetch_add(1, std::memory_order_relaxed) == 0)
+        spdlog::warn("exporter {} ({}): failing: {}", lane.exporter->Name(),
+                     SignalTraits<Request>::kName, r.message);
+      lane.stats->SetLastError(r.message);
       bool give_up = r.code == ExportCode::kPermanent || attempt >= rp.max_attempts;
       // Jitter in [50%, 100%] of the backoff, so lanes retrying together spread out.
       std::uniform_real_distribution<double> jitter(0.5, 1.0);

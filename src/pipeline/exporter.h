@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,13 +56,53 @@ class Exporter {
   virtual std::size_t BatchItems(std::size_t configured) const noexcept { return configured; }
 };
 
-// Accepts requests from any thread without blocking. Overflow drops the oldest queued
-// telemetry, never the caller's work, and counts the drop.
+// Room promised by a sink (Sink::Reserve) to a request about to be submitted with
+// SubmitReserved: so many items and bytes, in the lanes whose bit is set in `lanes` (the sink's
+// own bookkeeping). A reservation must end in exactly one SubmitReserved or Cancel.
+struct Reservation {
+  std::size_t items = 0;
+  std::size_t bytes = 0;
+  std::uint64_t lanes = 0;
+};
+
+// Accepts requests from any thread without blocking. Two ways in:
+//  - Submit/SubmitHeld, for producers that cannot be told to retry (the gateway's entry spans,
+//    content events, the agent's metrics): when full, the oldest such telemetry is shed, or
+//    the new one, counted; never telemetry that was admitted.
+//  - Offer, or Reserve then SubmitReserved, for senders that can be told to retry (the OTLP
+//    receiver): all or nothing. What is taken is never shed to make room: it reaches every
+//    destination, or is counted as lost there with a reason (export failed, shutdown, a
+//    destination that is failing).
 template <typename Request>
 class Sink {
  public:
   virtual ~Sink() = default;
   virtual void Submit(Request&& request) noexcept = 0;
+  // Reserves room for `items` items of about `bytes` bytes in every destination that is
+  // keeping up; nullopt when one of them has no room (nothing reserved then). The default
+  // keeps nothing: room is what Saturated says.
+  virtual std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes) noexcept {
+    if (Saturated(items)) return std::nullopt;
+    return Reservation{items, bytes, 0};
+  }
+  // Gives back a reservation that will not be used.
+  virtual void Cancel(const Reservation& /*reservation*/) noexcept {}
+  // Submits a request whose room was reserved (it may hold fewer items than reserved, or
+  // somewhat more bytes: the reservation is given back whole and the request counted as it is).
+  virtual void SubmitReserved(Held<Request>&& request, const Reservation& reservation) noexcept {
+    Cancel(reservation);
+    SubmitHeld(std::move(request));
+  }
+  // Takes the request if there is room for all of it now (Reserve + SubmitReserved); false, and
+  // nothing of it taken, otherwise: the caller answers "retry later". `request` is consumed
+  // either way.
+  virtual bool Offer(Held<Request>&& request) noexcept {
+    Held<Request> taken = std::move(request);
+    auto r = Reserve(CountItems(*taken.request), taken.request->ByteSizeLong());
+    if (!r) return false;
+    SubmitReserved(std::move(taken), *r);
+    return true;
+  }
   // A request on an arena (pipeline/held.h). Stages that pass requests on override this to do
   // so without copying; the default hands on a heap copy.
   virtual void SubmitHeld(Held<Request>&& request) noexcept {
