@@ -162,17 +162,26 @@ void Assembler::Submit(TracesRequest&& request) noexcept {
 }
 
 void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
+  Take(Split(std::move(in)), /*admit=*/false);
+}
+
+bool Assembler::Offer(pipeline::Held<TracesRequest>&& in) noexcept {
+  return Take(Split(std::move(in)), /*admit=*/true);
+}
+
+Assembler::Incoming Assembler::Split(pipeline::Held<TracesRequest>&& in) {
   // Everything below stays on `memory`'s arena: spans are moved between containers by
   // pointer, never copied (pipeline/held.h). Taken, so that the caller holds nothing after.
-  pipeline::Held<TracesRequest> held = std::move(in);
-  TracesRequest& request = *held.request;
-  const std::shared_ptr<pipeline::Memory>& memory = held.memory;
+  Incoming result;
+  result.held = std::move(in);
+  TracesRequest& request = *result.held.request;
+  const std::shared_ptr<pipeline::Memory>& memory = result.held.memory;
   auto settings = config_->Current();
   const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
   const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
   const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
-  TracesRequest* sglang_out = nullptr;  // made on the arena for the first SGLang scope
-  std::vector<Waiting> early;
+  TracesRequest*& sglang_out = result.sglang_out;  // made on the arena for the first SGLang scope
+  std::vector<Waiting>& early = result.engine;
   // Split: engine request spans are taken out; everything else stays where it is.
   for (auto& rs : *request.mutable_resource_spans()) {
     otlp_trace::ResourceSpans* sglang_rs = nullptr;
@@ -180,10 +189,11 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
       // SGLang's native spans: filtered by level, PD-linked, and moved under the agent's
       // resource, one scope at a time.
       if (sglang_on && IsSglangGroup(rs.resource(), ss)) {
-        stats_.sglang_spans.fetch_add(ss.spans_size(), std::memory_order_relaxed);
+        result.sglang_spans += ss.spans_size();
         sglang::ProcessResult pr = sglang_.Process(ss.mutable_spans(), sglang_level);
-        stats_.sglang_level_dropped.fetch_add(pr.dropped, std::memory_order_relaxed);
-        stats_.sglang_pd_links.fetch_add(pr.pd_links, std::memory_order_relaxed);
+        result.sglang_level_dropped += pr.dropped;
+        result.sglang_pd_links += pr.pd_links;
+        result.sglang_kept += ss.spans_size();
         if (ss.spans_size() > 0) {
           if (!sglang_rs) {
             if (!sglang_out)
@@ -216,7 +226,6 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
           ++keep;
           continue;
         }
-        stats_.engine_spans.fetch_add(1, std::memory_order_relaxed);
         if (!origin) {
           auto o = std::make_shared<Origin>();
           o->resource = &rs.resource();
@@ -236,9 +245,8 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
       pipeline::Unlink(spans, keep, spans->size() - keep);
     }
   }
-  std::size_t passthrough = CountSpans(request);
-  if (passthrough > 0) {
-    stats_.passthrough.fetch_add(passthrough, std::memory_order_relaxed);
+  result.passthrough = CountSpans(request);
+  if (result.passthrough > 0) {
     // Drop emptied scopes and resources so the pass-through request stays well formed.
     for (auto& rs : *request.mutable_resource_spans()) {
       auto* scopes = rs.mutable_scope_spans();
@@ -248,41 +256,87 @@ void Assembler::SubmitHeld(pipeline::Held<TracesRequest>&& in) noexcept {
     auto* rss = request.mutable_resource_spans();
     for (int i = rss->size() - 1; i >= 0; --i)
       if (rss->Get(i).scope_spans_size() == 0) rss->DeleteSubrange(i, 1);
-    out_->SubmitHeld({&request, memory});
   }
-  if (sglang_out != nullptr) out_->SubmitHeld({sglang_out, memory});
-  if (early.empty()) return;
+  return result;
+}
 
+std::optional<pipeline::Reservation> Assembler::ReserveForEngineSpans(std::size_t spans) noexcept {
+  const std::size_t items = spans * kMaxSpansOutPerEngineSpan;
+  return out_->Reserve(items, items * kReservedBytesPerSpan);
+}
+
+bool Assembler::Take(Incoming&& in, bool admit) {
+  const std::shared_ptr<pipeline::Memory> memory = in.held.memory;
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
+  // What leaves at once, reserved in the output when admitted: one part per request sent.
+  pipeline::Reservation pass_room, sglang_room, ready_room;
   bool wake_timer = false;
   {
     std::lock_guard lock(mu_);
-    wake_timer = waiting_.empty();  // the timer sleeps without a deadline to wait for
-    auto deadline = std::chrono::steady_clock::now() + options_.join_window;
-    for (auto& w : early) {
-      if (auto rec = Lookup(w.keys)) {
+    std::vector<Waiting> wait;
+    for (auto& w : in.engine) {
+      if (auto rec = Lookup(w.keys))
         ready.emplace_back(std::move(w), std::move(rec));
-        continue;
+      else
+        wait.push_back(std::move(w));
+    }
+    if (admit) {
+      // All or nothing: a slot for every span that waits, and output room for the rest.
+      if (waiting_.size() + wait.size() > options_.max_waiting_spans) return false;
+      const std::size_t now_items =
+          in.passthrough + in.sglang_kept + ready.size() * kMaxSpansOutPerEngineSpan;
+      if (now_items > 0) {
+        auto room = out_->Reserve(now_items, now_items * kReservedBytesPerSpan);
+        if (!room) return false;
+        pass_room = sglang_room = ready_room = *room;
+        pass_room.items = in.passthrough;
+        sglang_room.items = in.sglang_kept;
+        ready_room.items = ready.size() * kMaxSpansOutPerEngineSpan;
+        pass_room.bytes = pass_room.items * kReservedBytesPerSpan;
+        sglang_room.bytes = sglang_room.items * kReservedBytesPerSpan;
+        ready_room.bytes = ready_room.items * kReservedBytesPerSpan;
       }
+    }
+    wake_timer = waiting_.empty() && !wait.empty();  // the timer sleeps without a deadline
+    auto deadline = std::chrono::steady_clock::now() + options_.join_window;
+    for (auto& w : wait) {
       while (waiting_.size() >= options_.max_waiting_spans) {
-        // Bounded: the oldest waiting span goes out unmatched rather than being lost.
+        // Unadmitted only (admission made room): the oldest waiting span goes out unmatched
+        // rather than being lost.
         Waiting old;
         if (!PopWaiting(&old)) continue;  // already matched: only its slot was left
-        ready.emplace_back(std::move(old), nullptr);
+        std::shared_ptr<const JoinRecord> rec = std::move(old.record);
+        ready.emplace_back(std::move(old), std::move(rec));
         stats_.released_early.fetch_add(1, std::memory_order_relaxed);
       }
       w.deadline = deadline;
       PushWaiting(std::move(w));
     }
     stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
-    wake_timer = wake_timer && !waiting_.empty();
   }
   if (wake_timer) cv_.notify_all();
-  if (ready.empty()) return;
+  stats_.engine_spans.fetch_add(in.engine.size(), std::memory_order_relaxed);
+  stats_.passthrough.fetch_add(in.passthrough, std::memory_order_relaxed);
+  stats_.sglang_spans.fetch_add(in.sglang_spans, std::memory_order_relaxed);
+  stats_.sglang_level_dropped.fetch_add(in.sglang_level_dropped, std::memory_order_relaxed);
+  stats_.sglang_pd_links.fetch_add(in.sglang_pd_links, std::memory_order_relaxed);
+  if (in.passthrough > 0)
+    out_->SubmitReserved({in.held.request, memory}, pass_room);
+  else
+    out_->Cancel(pass_room);
+  if (in.sglang_out != nullptr)
+    out_->SubmitReserved({in.sglang_out, memory}, sglang_room);
+  else
+    out_->Cancel(sglang_room);
+  if (ready.empty()) {
+    out_->Cancel(ready_room);
+    return true;
+  }
   Output joined;
   BeginOutput(&joined);
   for (auto& [w, rec] : ready) Emit(std::move(w), rec.get(), &joined);
-  out_->SubmitHeld(std::move(joined.held));
+  out_->SubmitReserved(std::move(joined.held), ready_room);
+  return true;
 }
 
 bool Assembler::Saturated(std::size_t coming) const noexcept {
@@ -309,6 +363,7 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
   if (ex.request_id.empty()) return;
   auto record = std::make_shared<const JoinRecord>(MakeJoinRecord(ex));
   std::vector<Waiting> matched;
+  pipeline::Reservation room;
   {
     std::lock_guard lock(mu_);
     auto now = std::chrono::steady_clock::now();
@@ -321,14 +376,16 @@ void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
       stats_.records_evicted.fetch_add(1, std::memory_order_relaxed);
     }
     stats_.records.store(records_.size(), std::memory_order_relaxed);
-    TakeWaiting(ex.request_id, &matched);
+    // The matched spans leave now if the output has room for them; otherwise they stay in the
+    // table with their exchange and leave, joined, with the others into room (TimerLoop).
+    TakeWaiting(ex.request_id, record, &matched, &room);
     stats_.waiting.store(waiting_live_, std::memory_order_relaxed);
   }
   if (matched.empty()) return;
   Output out;
   BeginOutput(&out);
   for (auto& w : matched) Emit(std::move(w), record.get(), &out);
-  out_->SubmitHeld(std::move(out.held));
+  out_->SubmitReserved(std::move(out.held), room);
 }
 
 void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
@@ -357,19 +414,32 @@ bool Assembler::PopWaiting(Waiting* out) {
   return live;
 }
 
-void Assembler::TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched) {
+void Assembler::TakeWaiting(std::string_view request_id,
+                            const std::shared_ptr<const JoinRecord>& record,
+                            std::vector<Waiting>* matched, pipeline::Reservation* room) {
   std::vector<std::uint64_t> seqs;
   waiting_index_.ForEach(RecordKey(request_id), [&](std::uint64_t seq) { seqs.push_back(seq); });
   if (seqs.empty()) return;
   std::sort(seqs.begin(), seqs.end());  // released in arrival order, as before
+  std::vector<Waiting*> found;
   for (std::uint64_t seq : seqs) {
     // The index still holds spans that have left the table, released or matched.
     if (seq < waiting_front_seq_) continue;
     Waiting& w = waiting_[static_cast<std::size_t>(seq - waiting_front_seq_)];
     // A hash collision or a second key of the same span: the id itself decides.
     if (w.taken || std::find(w.keys.begin(), w.keys.end(), request_id) == w.keys.end()) continue;
-    matched->push_back(std::move(w));
-    w.taken = true;
+    found.push_back(&w);
+  }
+  if (found.empty()) return;
+  auto reserved = ReserveForEngineSpans(found.size());
+  if (!reserved) {
+    for (Waiting* w : found) w->record = record;
+    return;
+  }
+  *room = *reserved;
+  for (Waiting* w : found) {
+    matched->push_back(std::move(*w));
+    w->taken = true;
     --waiting_live_;
   }
   // A matched span's slot is freed when it reaches the front (it counts towards the bound
@@ -391,8 +461,11 @@ void Assembler::FlushWaiting() {
   if (all.empty()) return;
   Output out;
   BeginOutput(&out);
-  for (auto& w : all)
-    if (!w.taken) Emit(std::move(w), nullptr, &out);
+  for (auto& w : all) {
+    if (w.taken) continue;
+    const std::shared_ptr<const JoinRecord> record = std::move(w.record);
+    Emit(std::move(w), record.get(), &out);
+  }
   out_->SubmitHeld(std::move(out.held));
 }
 
@@ -428,20 +501,32 @@ void Assembler::TimerLoop() {
       expiry_.pop_front();
     }
     stats_.records.store(records_.size(), std::memory_order_relaxed);
-    // Due spans leave only into room: released into a full queue they would push older spans
-    // out of it, after the receiver had accepted them. The room is looked at before each span,
-    // counting those already taken (a few loads per lane, against about a microsecond to emit
-    // the span): any coarser step would overshoot a small configured queue's last quarter.
+    // Due spans leave only into room reserved for them: released into a full queue they would
+    // be dropped there after the receiver had accepted them. As many as fit: a reservation
+    // for all that are due, else for fewer, halving (a due span's slot in the table is its
+    // promise until then).
     std::vector<Waiting> due;
+    std::size_t due_live = 0;
+    for (std::size_t i = 0;
+         i < waiting_.size() && waiting_[i].deadline <= now && due_live < kMaxReleasedAtOnce; ++i)
+      if (!waiting_[i].taken) ++due_live;
+    pipeline::Reservation release_room;
     bool room = true;
-    while (!waiting_.empty() && waiting_.front().deadline <= now) {
-      if (out_->Saturated((due.size() + 1) * kSpansOutPerEngineSpan)) {
+    for (std::size_t want = due_live; want > 0; want /= 2) {
+      auto r = ReserveForEngineSpans(want);
+      if (!r) {
         room = false;
-        break;
+        continue;
       }
-      Waiting w;
-      if (PopWaiting(&w)) due.push_back(std::move(w));
+      release_room = *r;
+      room = want == due_live;
+      while (due.size() < want) {
+        Waiting w;
+        if (PopWaiting(&w)) due.push_back(std::move(w));
+      }
+      break;
     }
+    if (due_live == 0) room = true;
     // Spans released after a look that found no room waited for it.
     if (held_back_) stats_.held_for_room.fetch_add(due.size(), std::memory_order_relaxed);
     if (!room && !held_back_) {
@@ -456,8 +541,11 @@ void Assembler::TimerLoop() {
     lock.unlock();
     Output out;
     BeginOutput(&out);
-    for (auto& w : due) Emit(std::move(w), nullptr, &out);
-    out_->SubmitHeld(std::move(out.held));
+    for (auto& w : due) {
+      const std::shared_ptr<const JoinRecord> record = std::move(w.record);
+      Emit(std::move(w), record.get(), &out);
+    }
+    out_->SubmitReserved(std::move(out.held), release_room);
     lock.lock();
   }
   if (held_back_ && bell != nullptr) bell->EndWait();

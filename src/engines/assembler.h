@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -84,8 +85,15 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // From the receiver: engine spans are joined and normalized, the rest passes through.
   void Submit(TracesRequest&& request) noexcept override;
   // The same without copying (pipeline/held.h): a waiting span stays on the arena it was
-  // received on, its phases are made there, and everything leaves as views of it.
+  // received on, its phases are made there, and everything leaves as views of it. Unadmitted:
+  // when the waiting table is full the oldest span leaves early, room or not (counted).
   void SubmitHeld(pipeline::Held<TracesRequest>&& request) noexcept override;
+  // Admission (pipeline::Sink): takes the request only if the output has room now for what
+  // leaves at once (pass-through spans, SGLang's, engine spans whose exchange is known, with
+  // their phases) and the waiting table has a slot for every engine span that must wait; all
+  // or nothing. A waiting span's room in the output is reserved when it leaves: until then it
+  // stays in the table, so nothing taken here is shed (see TimerLoop).
+  bool Offer(pipeline::Held<TracesRequest>&& request) noexcept override;
   // True while spans past their wait are held back for want of room in the output (they leave
   // only into room, so that they never push queued spans out: see TimerLoop), while the
   // waiting table is three-quarters full (beyond it spans leave early, room or not), and
@@ -95,6 +103,14 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // The output's: spans leave here into its queue, so only its lanes free room.
   pipeline::RoomBell* Room() noexcept override { return out_->Room(); }
   static constexpr std::size_t kSpansOutPerEngineSpan = 4;  // llm_request, wait, prefill, decode
+  // Reserved in the output per engine span: the span and at most four phases (wait, kv
+  // transfer, prefill, decode); what is not used is given back when the span leaves.
+  static constexpr std::size_t kMaxSpansOutPerEngineSpan = 5;
+  // Bytes reserved in the output per span leaving the assembler: an estimate (a normalized
+  // vLLM span is about 1 KiB on the wire, a phase less), counted exactly once queued.
+  static constexpr std::size_t kReservedBytesPerSpan = 1024;
+  // Due spans released by the timer in one request at most (one reservation).
+  static constexpr std::size_t kMaxReleasedAtOnce = 1024;
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
   void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
@@ -121,6 +137,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
     std::shared_ptr<pipeline::Memory> memory;  // what the span was received in
     vllm::JoinKeyList keys;                    // views into *span's request id
     std::chrono::steady_clock::time_point deadline;
+    // The exchange, when it finished while the output had no room for the span: the span then
+    // stays here, joined, and leaves with the others into room (see OnExchangeFinished).
+    std::shared_ptr<const JoinRecord> record;
     bool taken = false;  // matched and moved out; leaves the table when it reaches the front
   };
   // An outgoing request being filled: a view (pipeline/held.h) of the released spans and
@@ -138,6 +157,21 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
     std::chrono::steady_clock::time_point expires;
   };
 
+  // A received request split (Split): its pass-through spans stay in `held`, SGLang's native
+  // spans move to `sglang_out` (on the same arena), vLLM request spans to `engine`. The
+  // counts are added to the stats once the request is taken.
+  struct Incoming {
+    pipeline::Held<TracesRequest> held;
+    TracesRequest* sglang_out = nullptr;
+    std::vector<Waiting> engine;
+    std::size_t passthrough = 0, sglang_spans = 0, sglang_kept = 0;
+    std::size_t sglang_level_dropped = 0, sglang_pd_links = 0;
+  };
+  Incoming Split(pipeline::Held<TracesRequest>&& in);
+  // Takes a split request: admitted (all or nothing; false when refused) or not.
+  bool Take(Incoming&& in, bool admit);
+  // Reserves output room for `spans` engine spans leaving with their phases; mu_ may be held.
+  std::optional<pipeline::Reservation> ReserveForEngineSpans(std::size_t spans) noexcept;
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
   void BeginOutput(Output* out) const;
@@ -146,7 +180,10 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // key so that a finished exchange finds its spans without walking every waiting span.
   void PushWaiting(Waiting&& w);
   bool PopWaiting(Waiting* out);  // false when the front had been taken (nothing to release)
-  void TakeWaiting(std::string_view request_id, std::vector<Waiting>* matched);
+  // Moves the spans waiting for `request_id` to `matched` with their output room reserved in
+  // `room`; when the output has none, leaves them in the table with `record` attached.
+  void TakeWaiting(std::string_view request_id, const std::shared_ptr<const JoinRecord>& record,
+                   std::vector<Waiting>* matched, pipeline::Reservation* room);
   void TimerLoop();
 
   AssemblerOptions options_;
