@@ -80,12 +80,7 @@ class RawExportService final : public Base {
     // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in
     // the OTLP specification, and retried by the Python exporters of vLLM and SGLang after the
     // RetryInfo delay (the JS gRPC exporter reports it as a failure instead).
-    if (may_refuse && ingestor_->Throttle(Transport::kGrpc, signal_)) {
-      static constexpr auto kRetryInfo = RetryInfoBytes(kRetryAfterSeconds);
-      context->AddTrailingMetadata(std::string(kRetryInfoTrailer),
-                                   std::string(kRetryInfo.data(), kRetryInfo.size()));
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
-    }
+    if (may_refuse && ingestor_->Throttle(Transport::kGrpc, signal_)) return Throttled(context);
     // Decoded onto an arena that travels with the spans (pipeline/held.h).
     pipeline::Held<Request> decoded;
     std::vector<grpc::Slice> slices;
@@ -97,6 +92,9 @@ class RawExportService final : public Base {
           fmt::format("cannot decode {} as protobuf", Request::descriptor()->name()));
     }
     IngestResult result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
+    // No room for all of it after all (another request took the room since the look before
+    // decoding): nothing was taken, and the sender is told to retry as above.
+    if (result.refused) return Throttled(context);
     if (result.all_rejected())
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, result.error_message);
     const std::string body = ResponseProto(result);
@@ -104,6 +102,13 @@ class RawExportService final : public Base {
     grpc::ByteBuffer out(&slice, 1);
     response->Swap(&out);
     return grpc::Status::OK;
+  }
+
+  static grpc::Status Throttled(grpc::CallbackServerContext* context) {
+    static constexpr auto kRetryInfo = RetryInfoBytes(kRetryAfterSeconds);
+    context->AddTrailingMetadata(std::string(kRetryInfoTrailer),
+                                 std::string(kRetryInfo.data(), kRetryInfo.size()));
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
   }
 
   // The message's bytes in one piece (nullopt when gRPC cannot read it): its one slice, or a

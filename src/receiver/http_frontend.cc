@@ -83,6 +83,15 @@ Response PlainError(bhttp::status status, std::string_view message) {
   return Make(status, "text/plain; charset=utf-8", std::string(message) + "\n");
 }
 
+// 503 with Retry-After: retryable for every OTLP/HTTP exporter (OTLP specification,
+// "Retryable Response Codes").
+Response Throttled(Encoding enc) {
+  Response r =
+      StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
+  r.set(bhttp::field::retry_after, std::to_string(kRetryAfterSeconds));
+  return r;
+}
+
 template <typename Request>
 Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ingestor* ingestor) {
   // Decoded onto an arena that travels with the items (pipeline/held.h).
@@ -102,6 +111,9 @@ Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ing
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, error);
   }
   IngestResult result = ingestor->Accept(Transport::kHttp, std::move(held));
+  // No room for all of it after all (another request took the room since the look before the
+  // body was read): nothing was taken; the sender retries after Retry-After.
+  if (result.refused) return Throttled(enc);
   if (result.all_rejected())
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, result.error_message);
   if (enc == Encoding::kJson)
@@ -144,15 +156,6 @@ std::optional<Response> CheckHeader(const bhttp::request_parser<bhttp::string_bo
                           fmt::format("body larger than {} bytes", max_bytes));
   }
   return std::nullopt;
-}
-
-// 503 with Retry-After: retryable for every OTLP/HTTP exporter (OTLP specification,
-// "Retryable Response Codes").
-Response Throttled(Encoding enc) {
-  Response r =
-      StatusResponse(bhttp::status::service_unavailable, enc, kUnavailable, kThrottledMessage);
-  r.set(bhttp::field::retry_after, std::to_string(kRetryAfterSeconds));
-  return r;
 }
 
 Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string_view body,

@@ -124,6 +124,9 @@ void ReceiverStats::Register(StatsRegistry* r) const {
       r->Add("infertel_receiver_throttled_requests",
              "Requests answered 'retry later' because the export queues were full", T::kCounter,
              labels, &c.throttled_requests);
+      r->Add("infertel_receiver_throttled_items",
+             "Items of requests answered 'retry later' after decoding (no room for all of them)",
+             T::kCounter, labels, &c.throttled_items);
       r->Add("infertel_receiver_waited_requests",
              "Requests that found the export queues full and waited for room (then taken, or "
              "answered 'retry later')",
@@ -203,13 +206,21 @@ IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::
                     result.rejected + result.accepted, ItemNoun(signal), first_error);
   }
   if (result.accepted == 0) return result;
-  c.items.fetch_add(static_cast<std::uint64_t>(result.accepted), std::memory_order_relaxed);
   if (sink == nullptr) {
+    c.items.fetch_add(static_cast<std::uint64_t>(result.accepted), std::memory_order_relaxed);
     c.dropped_items.fetch_add(static_cast<std::uint64_t>(result.accepted),
                               std::memory_order_relaxed);
     return result;
   }
-  sink->SubmitHeld(std::move(request));
+  if (!sink->Offer(std::move(request))) {
+    c.throttled_requests.fetch_add(1, std::memory_order_relaxed);
+    c.throttled_items.fetch_add(static_cast<std::uint64_t>(result.accepted),
+                                std::memory_order_relaxed);
+    result.refused = true;
+    result.accepted = 0;
+    return result;
+  }
+  c.items.fetch_add(static_cast<std::uint64_t>(result.accepted), std::memory_order_relaxed);
   return result;
 }
 

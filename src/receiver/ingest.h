@@ -29,6 +29,7 @@ struct ReceiverCounters {
   std::atomic<std::uint64_t> malformed_requests{0};  // undecodable, too large, wrong type
   std::atomic<std::uint64_t> dropped_items{0};       // accepted, but no sink for the signal
   std::atomic<std::uint64_t> throttled_requests{0};  // answered "retry later": queue full
+  std::atomic<std::uint64_t> throttled_items{0};     // items of those decoded before the refusal
   std::atomic<std::uint64_t> waited_requests{0};     // found the queue full, waited for room
 };
 
@@ -61,9 +62,13 @@ struct IngestResult {
   std::int64_t rejected = 0;  // invalid items removed
   // Empty when nothing was rejected; otherwise how many and why the first one was refused.
   std::string error_message;
+  // True when the pipeline had no room for the request (Sink::Offer): nothing of it was taken,
+  // and the transport answers "retry later" (gRPC UNAVAILABLE with RetryInfo, HTTP 503 with
+  // Retry-After), as it does when the sink was found saturated before decoding.
+  bool refused = false;
   // True when the request held items and every one was invalid: the transport answers with
   // INVALID_ARGUMENT / 400 instead of a partial success.
-  bool all_rejected() const { return rejected > 0 && accepted == 0; }
+  bool all_rejected() const { return !refused && rejected > 0 && accepted == 0; }
 };
 
 // Validity rules (OTLP trace.proto / logs.proto):
@@ -79,7 +84,8 @@ std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error);
 std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error);
 std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error);
 
-// Validates, forwards and counts. Thread-safe; never blocks (sinks never block); noexcept.
+// Validates, forwards and counts. Thread-safe; never blocks (sinks never block); noexcept. A
+// request is offered to its sink whole (Sink::Offer): taken, or refused for want of room.
 class Ingestor {
  public:
   Ingestor(ReceiverSinks sinks, ReceiverStats* stats) : sinks_(sinks), stats_(stats) {}
