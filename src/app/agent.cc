@@ -263,7 +263,14 @@ bool Agent::Start(std::string* error) {
         std::string_view target = req.target();
         for (const auto& [prefix, handler] : admin_routes_)
           if (target.substr(0, prefix.size()) == prefix) return handler(req);
-        if (target == "/healthz") return http::MakeResponse(200, "ok\n");
+        // 200 while the agent serves; a failing exporter makes it "degraded" (still 200: the
+        // gateway and the other destinations work, and restarting the agent would not bring a
+        // backend back). docs/operations.md, "Exporter queues and a failing backend".
+        if (target == "/healthz") {
+          const std::string failing =
+              impl_->pipelines ? impl_->pipelines->FailingExporters() : std::string();
+          return http::MakeResponse(200, failing.empty() ? "ok\n" : "degraded\n" + failing);
+        }
         if (target == "/metrics") {
           std::string body = impl_->metrics ? impl_->metrics->RenderPrometheus() : std::string();
           body += stats_.Render();

@@ -238,6 +238,12 @@ void AddExportFlags(CLI::App& cmd, ExportOptions* o) {
       "--otlp-timeout-ms", [o](std::uint64_t ms) { o->timeout = std::chrono::milliseconds(ms); },
       "OTLP export timeout per request, milliseconds");
   cmd.add_flag("--otlp-gzip", o->gzip, "gzip-compress OTLP requests");
+  cmd.add_option_function<std::uint64_t>(
+         "--export-queue-mb",
+         [o](std::uint64_t mb) { o->batch.max_queue_bytes = mb * 1024 * 1024; },
+         "bound of each exporter's queue in MiB (per exporter and signal; beyond it telemetry is "
+         "refused or dropped, counted)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4096}));
   cmd.add_option("--store", o->store_path, "embedded store file (SQLite)");
   cmd.add_flag_callback(
       "--no-store", [o] { o->store_enabled = false; }, "do not write the embedded store");
@@ -284,6 +290,35 @@ bool Pipelines::Flush(std::chrono::milliseconds timeout) {
   if (logs) ok &= logs->Flush(timeout);
   if (metrics) ok &= metrics->Flush(timeout);
   return ok;
+}
+
+namespace {
+
+template <typename Request>
+void DescribeFailing(const pipeline::BatchProcessor<Request>* p, std::string* out) {
+  if (p == nullptr) return;
+  for (std::size_t i = 0; i < p->LaneCount(); ++i) {
+    const pipeline::ExporterStats& s = p->Stats(i);
+    const std::uint64_t failures = s.consecutive_failures.load(std::memory_order_relaxed);
+    if (failures == 0) continue;
+    const std::uint64_t dropped = s.dropped_queue_full.load(std::memory_order_relaxed) +
+                                  s.dropped_export_failed.load(std::memory_order_relaxed);
+    *out += fmt::format(
+        "exporter {} ({}) failing: {} failed attempts in a row, {} items dropped, {} queued; last "
+        "error: {}\n",
+        p->ExporterName(i), pipeline::SignalTraits<Request>::kName, failures, dropped,
+        s.queue_items.load(std::memory_order_relaxed), s.LastError());
+  }
+}
+
+}  // namespace
+
+std::string Pipelines::FailingExporters() const {
+  std::string out;
+  DescribeFailing(traces.get(), &out);
+  DescribeFailing(logs.get(), &out);
+  DescribeFailing(metrics.get(), &out);
+  return out;
 }
 
 void Pipelines::Shutdown(std::chrono::milliseconds timeout) {

@@ -56,7 +56,8 @@ struct ExportOptions {
   bool debug = false;       // --debug-export
   bool debug_json = false;  // --debug-export-json
 
-  // Batching and queue limits (OTEL_BSP_*), applied to every lane of every signal.
+  // Batching and queue limits (OTEL_BSP_*, --export-queue-mb for the bytes), applied to every
+  // lane of every signal.
   pipeline::BatchOptions batch;
 };
 
@@ -109,6 +110,10 @@ struct Pipelines {
 
   bool Flush(std::chrono::milliseconds timeout);
   void Shutdown(std::chrono::milliseconds timeout);
+  // One line per failing exporter (its last attempt failed), for /healthz: the signal, the
+  // exporter, failed attempts in a row, items dropped there so far and the last error. Empty
+  // when every exporter is healthy.
+  std::string FailingExporters() const;
 };
 // nullptr and *error when an exporter cannot be built.
 std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& options, StatsRegistry* stats,
