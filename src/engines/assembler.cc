@@ -260,9 +260,10 @@ Assembler::Incoming Assembler::Split(pipeline::Held<TracesRequest>&& in) {
   return result;
 }
 
-std::optional<pipeline::Reservation> Assembler::ReserveForEngineSpans(std::size_t spans) noexcept {
+std::optional<pipeline::Reservation> Assembler::ReserveForEngineSpans(std::size_t spans,
+                                                                      bool divisible) noexcept {
   const std::size_t items = spans * kMaxSpansOutPerEngineSpan;
-  return out_->Reserve(items, items * kReservedBytesPerSpan);
+  return out_->Reserve(items, items * kReservedBytesPerSpan, divisible);
 }
 
 bool Assembler::Take(Incoming&& in, bool admit) {
@@ -513,7 +514,8 @@ void Assembler::TimerLoop() {
     pipeline::Reservation release_room;
     bool room = true;
     for (std::size_t want = due_live; want > 0; want /= 2) {
-      auto r = ReserveForEngineSpans(want);
+      // One span is asked for whole, so that a queue smaller than its phases still takes it.
+      auto r = ReserveForEngineSpans(want, /*divisible=*/want > 1);
       if (!r) {
         room = false;
         continue;

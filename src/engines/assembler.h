@@ -171,7 +171,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // Takes a split request: admitted (all or nothing; false when refused) or not.
   bool Take(Incoming&& in, bool admit);
   // Reserves output room for `spans` engine spans leaving with their phases; mu_ may be held.
-  std::optional<pipeline::Reservation> ReserveForEngineSpans(std::size_t spans) noexcept;
+  // `divisible`: the caller asks again for fewer when refused (Sink::Reserve).
+  std::optional<pipeline::Reservation> ReserveForEngineSpans(std::size_t spans,
+                                                             bool divisible = false) noexcept;
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
   void BeginOutput(Output* out) const;

@@ -159,17 +159,18 @@ class BatchProcessor final : public Sink<Request> {
   // Admission (see Sink): reserves `items` and `bytes` in every lane that is not failing, up to
   // three quarters of its bound (items and bytes, queued and reserved): the last quarter stays
   // for what cannot be refused (entry spans, content events). A request larger than that is
-  // admitted while the lane is at most half way to it, so that it is not refused for ever.
+  // admitted while the lane is at most half way to it (unless `divisible`: Sink::Reserve).
   // All or nothing. A failing lane (its last export attempt failed) is left out: it receives
   // the request unadmitted, and drops it, counted, if it has no room.
-  std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes) noexcept override {
+  std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes,
+                                     bool divisible = false) noexcept override {
     Reservation r{items, bytes, 0};
     for (std::size_t i = 0; i < lanes_.size(); ++i) {
       Lane& lane = *lanes_[i];
       if (lane.stats->consecutive_failures.load(std::memory_order_relaxed) > 0) continue;
       std::lock_guard lock(lane.mu);
       if (lane.stopping) continue;
-      if (!HasRoom(lane, items, bytes)) {
+      if (!HasRoom(lane, items, bytes, divisible)) {
         Cancel(r);
         return std::nullopt;
       }
@@ -231,11 +232,12 @@ class BatchProcessor final : public Sink<Request> {
  private:
   // Room for an admitted request of `items` and `bytes` within three quarters of the bounds
   // (see Reserve). With lane.mu held.
-  bool HasRoom(const Lane& lane, std::size_t items, std::size_t bytes) const {
+  bool HasRoom(const Lane& lane, std::size_t items, std::size_t bytes, bool divisible) const {
     const std::size_t limit_items = options_.max_queue_items * 3 / 4;
     const std::size_t limit_bytes = options_.max_queue_bytes * 3 / 4;
-    const std::size_t want_items = std::min(items, std::max<std::size_t>(limit_items / 2, 1));
-    const std::size_t want_bytes = std::min(bytes, limit_bytes / 2);
+    const std::size_t want_items =
+        divisible ? items : std::min(items, std::max<std::size_t>(limit_items / 2, 1));
+    const std::size_t want_bytes = divisible ? bytes : std::min(bytes, limit_bytes / 2);
     return lane.q_items + lane.r_items + want_items <= limit_items &&
            lane.q_bytes + lane.r_bytes + want_bytes <= limit_bytes;
   }

@@ -79,9 +79,12 @@ class Sink {
   virtual ~Sink() = default;
   virtual void Submit(Request&& request) noexcept = 0;
   // Reserves room for `items` items of about `bytes` bytes in every destination that is
-  // keeping up; nullopt when one of them has no room (nothing reserved then). The default
-  // keeps nothing: room is what Saturated says.
-  virtual std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes) noexcept {
+  // keeping up; nullopt when one of them has no room (nothing reserved then). `divisible`: the
+  // caller can ask again for less (the assembler's releases), so a request larger than the
+  // room is never granted; otherwise (a received request) it is, once the room is half free,
+  // so that it is not refused for ever. The default keeps nothing: room is what Saturated says.
+  virtual std::optional<Reservation> Reserve(std::size_t items, std::size_t bytes,
+                                             bool /*divisible*/ = false) noexcept {
     if (Saturated(items)) return std::nullopt;
     return Reservation{items, bytes, 0};
   }
