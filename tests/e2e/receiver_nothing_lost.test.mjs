@@ -93,7 +93,7 @@ describe('OTLP receiver flooded: accepted spans all reach the store', () => {
     tmp?.cleanup();
   });
 
-  test('gRPC, OTLP/HTTP protobuf and OTLP/JSON, 32 requests at a time each: accepted == delivered', async () => {
+  test('gRPC, OTLP/HTTP protobuf and OTLP/JSON, 32 requests at a time each: accepted == delivered', async (t) => {
     const count = { sent: 0, accepted: 0, refused: 0, rejected: 0 };
     const grpc = new OTLPGrpcExporter({ url: `http://${agent.receiverGrpc}`, timeoutMillis: 30000 });
     const proto = new OTLPProtoExporter({ url: `${agent.receiverHttp}/v1/traces`, timeoutMillis: 30000 });
@@ -157,6 +157,7 @@ describe('OTLP receiver flooded: accepted spans all reach the store', () => {
     const dropped = metricSum(s, 'infertel_exporter_dropped_items_total', (l) => l.signal === 'traces');
     const throttled = metricSum(s, 'infertel_receiver_throttled_requests_total', (l) => l.signal === 'traces');
     const summary = `${JSON.stringify(count)} delivered=${delivered} dropped=${dropped} throttled=${throttled}`;
+    t.diagnostic(summary);
     assert.notEqual(delivered, null, `the store never settled: ${summary}\n${agent.describe()}`);
     const distinct = (await sql(db, "select count(distinct name) as n from spans where name like 'flood-%'"))[0].n;
     assert.equal(distinct, delivered, `spans stored twice: ${summary}`);

@@ -177,7 +177,8 @@ TEST_F(AssemblerTest, ASmallQueueTakesEveryDueSpanWithoutDropping) {
   struct SlowExporter : pipeline::TraceExporter {
     std::string_view Name() const noexcept override { return "slow"; }
     pipeline::ExportResult Export(const TracesRequest& r) noexcept override {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Slower than the spans come due, so that some of them must wait for room.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
       spans.fetch_add(CountSpans(r));
       return pipeline::ExportResult::Ok();
     }
