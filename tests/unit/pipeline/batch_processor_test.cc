@@ -546,7 +546,11 @@ TEST(BatchProcessorTest, ADeadLaneAloneDoesNotSaturate) {
     FakeState* s;
     ~ReleaseAtEnd() { s->Release(); }
   } release{dead.get()};
-  for (std::size_t i = 1; i <= 20; ++i) {
+  p.Submit(MakeRequest(1, "d"));  // the dead lane's first attempt fails
+  ASSERT_TRUE(live->WaitFor([&] { return live->TotalSpans() == 1; }));
+  for (int i = 0; i < 2000 && p.Stats(0).consecutive_failures.load() == 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  for (std::size_t i = 2; i <= 20; ++i) {
     p.Submit(MakeRequest(1, "d"));
     ASSERT_TRUE(live->WaitFor([&] { return live->TotalSpans() == i; }));
   }
