@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "app/agent.h"
 #include "app/agent_flags.h"
@@ -50,9 +52,16 @@ constexpr std::array<KeyFlag, 4> kKeyFlags{{
 }};
 
 config::EnvLookup KeyFlagsOverEnv(config::EnvLookup env, const AgentFlags& f) {
-  return [env = std::move(env), f](std::string_view name) -> std::optional<std::string> {
-    for (const KeyFlag& k : kKeyFlags)
-      if (f.*k.value >= 0 && config::Spec(k.key).env_var == name) return std::to_string(f.*k.value);
+  // Only the given flags' values are kept, by variable name, not a copy of every flag.
+  std::vector<std::pair<std::string_view, std::string>> given;
+  for (const KeyFlag& k : kKeyFlags)
+    if (f.*k.value >= 0)
+      given.emplace_back(config::Spec(k.key).env_var, std::to_string(f.*k.value));
+  if (given.empty()) return env;
+  return [env = std::move(env),
+          given = std::move(given)](std::string_view name) -> std::optional<std::string> {
+    for (const auto& [var, value] : given)
+      if (var == name) return value;
     return env(name);
   };
 }
