@@ -3,7 +3,9 @@
 //
 // This header replaces the global operator new and delete of the test binary that includes it
 // (they only count, and only while AllocationsIn runs): include it from exactly one file of a
-// test binary.
+// test binary. Every form is replaced, nothrow and array ones too: a delete of ours (free) must
+// never meet a new of the library's (gRPC and simdjson allocate with `new (std::nothrow)`),
+// which AddressSanitizer reports as an alloc-dealloc mismatch.
 
 #include <cstddef>
 #include <cstdlib>
@@ -12,15 +14,30 @@
 namespace infertel::testing_alloc {
 inline thread_local bool counting = false;
 inline thread_local int allocations = 0;
+
+inline void* Allocate(std::size_t n) noexcept {
+  if (counting) ++allocations;
+  return std::malloc(n == 0 ? 1 : n);
+}
 }  // namespace infertel::testing_alloc
 
 void* operator new(std::size_t n) {
-  if (infertel::testing_alloc::counting) ++infertel::testing_alloc::allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  if (void* p = infertel::testing_alloc::Allocate(n)) return p;
   throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return infertel::testing_alloc::Allocate(n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return infertel::testing_alloc::Allocate(n);
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace infertel {
 

@@ -195,6 +195,26 @@ TEST(InternKeyTest, IsOneKeyPerNameForTheProcess) {
   ASSERT_NE(InternKey(std::string(kMaxInternedKeyLength, 'k')), nullptr);
 }
 
+// The counter replaces every form of new: one it left alone would come from the library and be
+// freed by the counter's delete (ASan: alloc-dealloc-mismatch, as gRPC's server start was).
+TEST(AllocationCounterTest, CountsAndPairsEveryFormOfNew) {
+  int* one = nullptr;
+  int* many = nullptr;
+  int* quiet = nullptr;
+  int* quiet_many = nullptr;
+  EXPECT_EQ(AllocationsIn([&] {
+              one = new int(1);
+              many = new int[3];
+              quiet = new (std::nothrow) int(2);
+              quiet_many = new (std::nothrow) int[4];
+            }),
+            4);
+  delete one;
+  delete[] many;
+  delete quiet;
+  delete[] quiet_many;
+}
+
 TEST(InternKeyTest, AKeyAlreadyMadeCostsNoAllocation) {
   const std::string name = "gen_ai.usage.completion_tokens";
   ASSERT_NE(InternKey(name), nullptr);
