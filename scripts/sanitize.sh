@@ -12,17 +12,31 @@ case "$kind" in
   thread) OUT=build-tsan; FLAGS="-fsanitize=thread" ;;
   *) echo "usage: $0 address|thread" >&2; exit 2 ;;
 esac
+launcher=$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache || true)
 cmake -S . -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERTEL_JEMALLOC=OFF \
   -DINFERTEL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer" \
-  -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" ${SANITIZE_CMAKE_FLAGS:-} >/dev/null
-cmake --build "$OUT" -j "$(nproc)"
+  -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" $launcher ${SANITIZE_CMAKE_FLAGS:-} >/dev/null
+cmake --build "$OUT" -j "${JOBS:-$(nproc)}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 status=0
 if [ "$kind" = address ]; then
   (cd "$OUT" && ctest --output-on-failure -j "$(nproc)") || status=1
-  INFERTEL_BIN="$(pwd)/$OUT/infertel" node --test --test-concurrency=1 tests/e2e/ || status=1
+  # The agents the end-to-end tests start write their reports to files: a test that never
+  # looks at the agent's stderr or exit status cannot hide one.
+  reports="$(pwd)/$OUT/e2e-reports"
+  rm -rf "$reports" && mkdir -p "$reports"
+  # Memory bounds of the tests scale (tests/e2e/lib/proc.mjs rssBoundMiB): ASan's memory is
+  # about three times the program's, plus its quarantine of freed memory (64 MiB here).
+  ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=64:log_path=$reports/asan" \
+    UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/ubsan" \
+    INFERTEL_E2E_MEMORY_FACTOR=3 INFERTEL_E2E_MEMORY_SLACK_MIB=64 \
+    INFERTEL_BIN="$(pwd)/$OUT/infertel" node --test --test-concurrency=1 tests/e2e/ || status=1
+  if [ -n "$(ls -A "$reports")" ]; then
+    echo "sanitizer reports from the agents under test:" && head -50 "$reports"/*
+    status=1
+  fi
 else
   for area in pipeline receiver gateway metrics console export; do
     echo "== unit_$area under TSan"

@@ -9,6 +9,18 @@ import path from 'node:path';
 
 export const INFERTEL_BIN = process.env.INFERTEL_BIN;
 
+// Under scripts/sanitize.sh the binary runs on the sanitizer's allocator, which keeps freed
+// memory in a quarantine and adds redzones and shadow memory: resident memory is about twice the
+// heap plus the quarantine. The script says so in INFERTEL_E2E_MEMORY_FACTOR and
+// INFERTEL_E2E_MEMORY_SLACK_MIB; a test's absolute memory bound goes through rssBoundMiB.
+const MEMORY_FACTOR = Number(process.env.INFERTEL_E2E_MEMORY_FACTOR) || 1;
+const MEMORY_SLACK_MIB = Number(process.env.INFERTEL_E2E_MEMORY_SLACK_MIB) || 0;
+
+/** A bound on the agent's resident memory (MiB) as it stands for this build of the binary. */
+export function rssBoundMiB(mib) {
+  return mib * MEMORY_FACTOR + MEMORY_SLACK_MIB;
+}
+
 /** Throws a clear message when the binary under test is not configured. */
 export function requireBin() {
   if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');
