@@ -49,6 +49,11 @@ inline constexpr std::string_view kErrorType = "error.type";
 inline constexpr std::string_view kErrorTimeout = "timeout";
 inline constexpr std::string_view kErrorUpstreamConnection = "upstream_connection_error";
 inline constexpr std::string_view kErrorUpstreamClosed = "upstream_closed";
+// The engine answered outside HTTP: a status outside 100–599, a framing error (client: 502), or
+// a 2xx body that is not JSON on a JSON endpoint (client: the body as it came).
+inline constexpr std::string_view kErrorUpstreamInvalidStatus = "upstream_invalid_status";
+inline constexpr std::string_view kErrorUpstreamMalformed = "upstream_malformed_response";
+inline constexpr std::string_view kErrorUpstreamInvalidJson = "upstream_invalid_json";
 
 // M4.1 (SGLang entry span) additions.
 inline constexpr std::string_view kGenAiRequestId = "gen_ai.request.id";
@@ -195,6 +200,9 @@ inline constexpr std::string_view kTelemetrySdkName = "telemetry.sdk.name";
 
 // infertel's own attribute (not in the spec): why an entry span has less detail than usual.
 inline constexpr std::string_view kInfertelParseError = "infertel.request.parse_error";
+// infertel's own attribute: the usage fields the engine sent that were not token counts
+// (negative, fractional, above 2^53), comma-separated; their gen_ai.usage.* are left out.
+inline constexpr std::string_view kInfertelInvalidUsage = "infertel.response.invalid_usage";
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";
 

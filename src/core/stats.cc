@@ -6,6 +6,34 @@
 
 namespace infertel {
 
+void AppendLabelValue(std::string* out, std::string_view value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      default:
+        *out += c;
+    }
+  }
+}
+
+std::string StatsLabel(std::string_view name, std::string_view value) {
+  std::string out;
+  out.reserve(name.size() + value.size() + 3);
+  out += name;
+  out += "=\"";
+  AppendLabelValue(&out, value);
+  out += '"';
+  return out;
+}
+
 void StatsRegistry::Add(std::string name, std::string help, Type type, std::string labels,
                         const std::atomic<std::uint64_t>* value) {
   AddFn(std::move(name), std::move(help), type, std::move(labels),

@@ -14,7 +14,7 @@ namespace {
 
 // The attributes a vLLM entry span can carry at most (BuildEntrySpan below); an SGLang span's
 // own attributes may grow the array once more.
-constexpr int kEntrySpanAttributes = 24;
+constexpr int kEntrySpanAttributes = 25;
 
 std::string SpanName(const Exchange& ex) {
   std::string name(openai::OperationName(ex.op));
@@ -127,6 +127,7 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
   if (rs.usage.output_tokens)
     AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);
   if (rs.usage.total_tokens) AddAttr(a, Key<sc::kGenAiUsageTotalTokens>(), *rs.usage.total_tokens);
+  if (!rs.usage.invalid.empty()) AddAttr(a, Key<sc::kInfertelInvalidUsage>(), rs.usage.invalid);
   if (sglang) AddSglangAttributes(ex, engine, a);
   if (ex.capture_content && ex.content_on_span) {
     if (!rq.input_messages_json.empty())

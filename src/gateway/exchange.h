@@ -20,7 +20,8 @@ std::string_view EngineKindName(EngineKind k);
 // How an exchange ended, from the client's point of view.
 enum class Outcome {
   kOk,                   // the engine answered with a 2xx and the client got all of it
-  kEngineError,          // the engine answered with a non-2xx status or a stream error event
+  kEngineError,          // the engine answered with a non-2xx status or a stream error event,
+                         // or a 2xx body on a JSON endpoint that is not JSON
   kClientAborted,        // the client went away before the response was complete
   kUpstreamUnavailable,  // connecting to or talking with the engine failed
   kUpstreamTimeout,      // the engine did not answer in time

@@ -63,6 +63,17 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
                        UpstreamFailureReason(f)),
            &upstream_failures.count(f));
   }
+  for (std::size_t i = 0; i < kInvalidAnswerCount; ++i) {
+    const auto a = static_cast<InvalidAnswer>(i);
+    r->Add(
+        "infertel_gateway_invalid_upstream_answers",
+        "Engine answers passed to the client whose values the gateway did not take (usage "
+        "counts that are not token counts, a 2xx body on a JSON endpoint that is not JSON), "
+        "by reason",
+        T::kCounter,
+        fmt::format("{}{}reason=\"{}\"", labels, labels.empty() ? "" : ",", InvalidAnswerReason(a)),
+        &invalid_answers.count(a));
+  }
   r->Add("infertel_gateway_client_aborts", "Clients gone before the response was complete",
          T::kCounter, labels, &client_aborts);
   r->Add("infertel_gateway_rejected", "Requests refused by the gateway (too large, malformed)",
@@ -198,6 +209,18 @@ void MapTimeout(error_code& ec, const Deadline& d) {
   if (ec == asio::error::operation_aborted && d.fired()) ec = beast::error::timeout;
 }
 
+// The engine's bytes broke HTTP/1.1 (a bad status line, header or chunk size), as opposed to
+// the connection ending or timing out.
+bool IsFramingError(const error_code& ec) {
+  using E = bhttp::error;
+  for (E e : {E::header_limit, E::bad_line_ending, E::bad_method, E::bad_target, E::bad_version,
+              E::bad_status, E::bad_reason, E::bad_field, E::bad_value, E::bad_content_length,
+              E::bad_transfer_encoding, E::bad_chunk, E::bad_chunk_extension, E::bad_obs_fold}) {
+    if (ec == e) return true;
+  }
+  return false;
+}
+
 // Watches the client socket while the gateway waits on the engine and relays its answer, so
 // that a client going away is noticed at once and the engine's request is closed (which
 // makes the engine abort it). A peek, so a pipelined next request stays in the socket for
@@ -327,8 +350,13 @@ struct Gateway::Impl {
                                       std::chrono::milliseconds connect_timeout, error_code& ec);
   // Counts and logs a failure on the engine's side and sets the exchange's outcome from it.
   FailureReport NoteUpstreamFailure(std::size_t ui, UpstreamFailure f,
-                                    const UpstreamTimeouts& timeouts, const error_code& cause,
+                                    const UpstreamTimeouts& timeouts, std::string_view detail,
                                     Exchange& ex);
+  // Counts and logs what the engine answered that reached the client but not the telemetry as
+  // it came: usage counts that are not token counts (the parser left them out), and a 2xx body
+  // on a JSON endpoint that is not JSON (`body_seen`: all of it was parsed), which makes the
+  // exchange an engine error.
+  void NoteInvalidAnswer(std::size_t ui, bool body_seen, Exchange& ex);
   void Release(std::size_t ui, Worker* w, Pooled&& c);
   void Finish(Exchange& ex);
   // Runs `fn(worker)` on every worker's thread and returns the sum of what it returned.
@@ -654,15 +682,32 @@ void Gateway::Impl::Release(std::size_t ui, Worker* w, Pooled&& c) {
 
 FailureReport Gateway::Impl::NoteUpstreamFailure(std::size_t ui, UpstreamFailure f,
                                                  const UpstreamTimeouts& timeouts,
-                                                 const error_code& cause, Exchange& ex) {
+                                                 std::string_view detail, Exchange& ex) {
   const UpstreamConfig& uc = upstreams[ui].config;
-  FailureReport r = DescribeFailure(f, timeouts, uc.url.HostPort(), cause.message());
+  FailureReport r = DescribeFailure(f, timeouts, uc.url.HostPort(), detail);
   stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
   stats().upstream_failures.Record(f, uc.name, r);
   ex.outcome = IsTimeout(f) ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
   ex.error_type = std::string(r.error_type);
   ex.error_message = r.message;
   return r;
+}
+
+void Gateway::Impl::NoteInvalidAnswer(std::size_t ui, bool body_seen, Exchange& ex) {
+  const std::string& upstream = upstreams[ui].config.name;
+  if (!ex.response.usage.invalid.empty()) {
+    stats().invalid_answers.Record(
+        InvalidAnswer::kUsage, upstream,
+        fmt::format("usage that is not token counts, left out: {}", ex.response.usage.invalid));
+  }
+  const bool success = ex.http_status >= 200 && ex.http_status < 300 && ex.http_status != 204;
+  if (ex.outcome != Outcome::kOk || ex.streamed || !body_seen || !success || ex.response.parsed)
+    return;
+  ex.outcome = Outcome::kEngineError;
+  ex.error_type = std::string(semconv::kErrorUpstreamInvalidJson);
+  ex.error_message = fmt::format("engine answered {} with a body that is not JSON: {}",
+                                 ex.http_status, ex.response.parse_error);
+  stats().invalid_answers.Record(InvalidAnswer::kNotJson, upstream, ex.error_message);
 }
 
 void Gateway::Impl::Finish(Exchange& ex) {
@@ -863,7 +908,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   };
   // The engine failed before any of its answer reached the client: a clean 502 or 504.
   auto fail_upstream = [&](UpstreamFailure f, error_code cause) -> Task<bool> {
-    const FailureReport r = NoteUpstreamFailure(ui, f, timeouts, cause, ex);
+    const FailureReport r = NoteUpstreamFailure(ui, f, timeouts, cause.message(), ex);
     co_return co_await answer_error(r.status, r.json_type, r.message);
   };
 
@@ -940,8 +985,10 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       co_return co_await fail_upstream(
           timed_out ? UpstreamFailure::kConnectTimeout : UpstreamFailure::kConnectError, ec);
     }
-    co_return co_await fail_upstream(
-        timed_out ? UpstreamFailure::kFirstByteTimeout : UpstreamFailure::kClosed, ec);
+    co_return co_await fail_upstream(timed_out            ? UpstreamFailure::kFirstByteTimeout
+                                     : IsFramingError(ec) ? UpstreamFailure::kMalformed
+                                                          : UpstreamFailure::kClosed,
+                                     ec);
   }
   ex.response_header_mono_ns = MonoNanos();
   UpstreamConn& up = *conn->conn;
@@ -950,6 +997,13 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   // Response header toward the client.
   auto& ures = rp.get();
   ex.http_status = ures.result_int();
+  if (ex.http_status < 100 || ex.http_status > 599) {
+    // Beast would write it as `000`; RFC 9110 §15 has no status outside 100–599.
+    guard.Stop();
+    const FailureReport r = NoteUpstreamFailure(ui, UpstreamFailure::kInvalidStatus, timeouts,
+                                                std::to_string(ex.http_status), ex);
+    co_return co_await answer_error(r.status, r.json_type, r.message);
+  }
   std::string_view content_type = ures[bhttp::field::content_type];
   const bool sse = content_type.rfind("text/event-stream", 0) == 0;
   ex.streamed = sse;
@@ -989,8 +1043,11 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   // A body of known, moderate length is read whole and leaves with its header in one write
   // (one system call instead of three). A non-stream response whose logprobs only the
   // gateway asked for is held whole too, so they can be removed and the length corrected
-  // before the client sees it.
-  bool hold_body = ex.logprobs_forced && !sse && !head_only;
+  // before the client sees it. So is an OpenAI answer of unknown length (chunked, or until the
+  // engine closes) up to kWholeBodyMax: a framing error within it becomes a clean 502 rather
+  // than a 200 whose body is cut.
+  bool hold_body = !sse && !head_only && (ex.logprobs_forced || (observe && !rp.content_length()));
+  const std::size_t hold_limit = ex.logprobs_forced ? opts().max_observed_body : kWholeBodyMax;
   const bool whole = !sse && !head_only && rp.content_length() &&
                      (*rp.content_length() <= kWholeBodyMax ||
                       (hold_body && *rp.content_length() <= opts().max_observed_body));
@@ -1017,7 +1074,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       // Nothing reached the client yet: it gets a clean error instead of a cut body.
       guard.Stop();
       co_return co_await fail_upstream(
-          BodyFailure(uec == beast::error::timeout, /*sse=*/false, /*body_started=*/true), uec);
+          BodyFailure(uec == beast::error::timeout, IsFramingError(uec), /*sse=*/false,
+                      /*body_started=*/true),
+          uec);
     }
     if (ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
@@ -1146,16 +1205,22 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
           }
           if (!write_now(out)) co_await write_rest();
         } else if (hold_body) {
-          if (observed_body.size() + n <= opts().max_observed_body) {
+          if (observed_body.size() + n <= hold_limit) {
             observed_body.append(bytes);
           } else {
-            // Too large to hold: give up removing logprobs and relay as is.
+            // Too large to hold: relay what was held and the rest as it arrives (logprobs the
+            // gateway asked for are then left in). A framing error from here on can only cut
+            // the body: the client sees a chunked body without its end, or a short one.
             hold_body = false;
-            observed_overflow = true;
             co_await write_header();
             if (!write_now(observed_body)) co_await write_rest();
             if (!write_now(bytes)) co_await write_rest();
-            observed_body.clear();
+            if (observed_body.size() + n <= opts().max_observed_body && !ex.logprobs_forced) {
+              observed_body.append(bytes);
+            } else {
+              observed_overflow = true;
+              observed_body.clear();
+            }
           }
         } else {
           if (observe && !observed_overflow) {
@@ -1169,11 +1234,21 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       }
       if (uec) break;
     }
+    if (uec && hold_body && !watch.client_gone) {
+      // Nothing reached the client yet: it gets a clean error instead of a cut body.
+      guard.Stop();
+      co_return co_await fail_upstream(
+          BodyFailure(uec == beast::error::timeout, IsFramingError(uec), /*sse=*/false,
+                      /*body_started=*/true),
+          uec);
+    }
     if (hold_body && !uec && !client_write_failed) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
       body_parsed = true;
-      if (auto stripped = oa::StripInjectedLogprobs(observed_body))
-        observed_body = std::move(*stripped);
+      if (ex.logprobs_forced) {
+        if (auto stripped = oa::StripInjectedLogprobs(observed_body))
+          observed_body = std::move(*stripped);
+      }
       if (chunked_out) {
         cres.chunked(false);
         chunked_out = false;
@@ -1189,8 +1264,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     }
     bool told_client = false;  // the failure went to the client as an SSE error event
     if (uec && !client_write_failed && !watch.client_gone) {
-      failure = BodyFailure(uec == beast::error::timeout, sse, body_started);
-      const FailureReport report = NoteUpstreamFailure(ui, *failure, timeouts, uec, ex);
+      failure = BodyFailure(uec == beast::error::timeout, IsFramingError(uec), sse, body_started);
+      const FailureReport report = NoteUpstreamFailure(ui, *failure, timeouts, uec.message(), ex);
       // A stream the client can still be told about: an error event, [DONE], a clean end (an
       // incomplete line the relay held back is dropped). A plain body can only be cut.
       if (sse && !head_only && (chunked_out || close_delimited_out)) {
@@ -1236,6 +1311,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   if (observe) {
     if (!body_parsed && !observed_overflow && !ex.logprobs_forced) {
       ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
+      body_parsed = true;
     }
     auto& usage = ex.response.usage;
     if (usage.cached_tokens && *usage.cached_tokens > 0) {
@@ -1262,6 +1338,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       ex.error_message =
           ex.response.error_message.value_or("engine reported an error in the stream");
     }
+    NoteInvalidAnswer(ui, body_parsed && !head_only, ex);
     Finish(ex);
   }
   co_return complete&& keep_client;

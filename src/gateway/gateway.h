@@ -60,6 +60,7 @@ struct GatewayStats {
   std::atomic<std::uint64_t> unparsed_bodies{0};     // request bodies that were not JSON
   std::atomic<std::uint64_t> upstream_errors{0};     // connect/IO failures toward engines
   UpstreamFailureLog upstream_failures;              // the same, by reason
+  InvalidAnswerLog invalid_answers;                  // answers passed on, their values not
   std::atomic<std::uint64_t> client_aborts{0};       // clients gone before the response end
   std::atomic<std::uint64_t> rejected{0};            // refused by the gateway (413, 400)
   std::atomic<std::uint64_t> upstream_connects{0};   // new upstream connections opened

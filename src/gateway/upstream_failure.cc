@@ -28,6 +28,10 @@ std::string_view UpstreamFailureReason(UpstreamFailure f) {
       return "first_byte_timeout";
     case UpstreamFailure::kIdleTimeout:
       return "idle_timeout";
+    case UpstreamFailure::kInvalidStatus:
+      return "invalid_status";
+    case UpstreamFailure::kMalformed:
+      return "malformed_response";
     case UpstreamFailure::kClosed:
     case UpstreamFailure::kCount:
       break;
@@ -35,12 +39,17 @@ std::string_view UpstreamFailureReason(UpstreamFailure f) {
   return "closed";
 }
 
+std::string_view InvalidAnswerReason(InvalidAnswer a) {
+  return a == InvalidAnswer::kUsage ? "usage" : "not_json";
+}
+
 bool IsTimeout(UpstreamFailure f) {
   return f == UpstreamFailure::kConnectTimeout || f == UpstreamFailure::kFirstByteTimeout ||
          f == UpstreamFailure::kIdleTimeout;
 }
 
-UpstreamFailure BodyFailure(bool timed_out, bool sse, bool body_started) {
+UpstreamFailure BodyFailure(bool timed_out, bool malformed, bool sse, bool body_started) {
+  if (malformed) return UpstreamFailure::kMalformed;
   if (!timed_out) return UpstreamFailure::kClosed;
   return sse && !body_started ? UpstreamFailure::kFirstByteTimeout : UpstreamFailure::kIdleTimeout;
 }
@@ -71,6 +80,15 @@ FailureReport DescribeFailure(UpstreamFailure f, const UpstreamTimeouts& timeout
       r.message = fmt::format("engine at {} sent nothing for {} ms mid-response (idle timeout)",
                               engine, timeouts.idle.count());
       break;
+    case UpstreamFailure::kInvalidStatus:
+      r.error_type = sc::kErrorUpstreamInvalidStatus;
+      r.message =
+          fmt::format("engine at {} answered with status {}, outside 100-599", engine, detail);
+      break;
+    case UpstreamFailure::kMalformed:
+      r.error_type = sc::kErrorUpstreamMalformed;
+      r.message = fmt::format("engine at {} sent a malformed HTTP response: {}", engine, detail);
+      break;
     case UpstreamFailure::kClosed:
     case UpstreamFailure::kCount:
       r.error_type = sc::kErrorUpstreamClosed;
@@ -90,24 +108,44 @@ std::string SseErrorEvent(const FailureReport& report) {
   return out;
 }
 
-void UpstreamFailureLog::Record(UpstreamFailure f, std::string_view upstream,
-                                const FailureReport& report) {
-  const auto i = static_cast<std::size_t>(f);
+template <std::size_t kReasons>
+bool ReasonLog<kReasons>::Count(std::size_t i, std::uint64_t* unlogged) {
   const std::uint64_t n = counts_[i].fetch_add(1, std::memory_order_relaxed) + 1;
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now().time_since_epoch())
                                .count();
   std::int64_t last = last_log_ns_[i].load(std::memory_order_relaxed);
   const std::int64_t interval = std::chrono::nanoseconds(kLogInterval).count();
-  if (last != 0 && now - last < interval) return;
+  if (last != 0 && now - last < interval) return false;
   // One thread wins the interval; the others stay silent and are counted in the next line.
-  if (!last_log_ns_[i].compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  if (!last_log_ns_[i].compare_exchange_strong(last, now, std::memory_order_relaxed)) return false;
   const std::uint64_t before = logged_at_count_[i].exchange(n, std::memory_order_relaxed);
-  const std::uint64_t unlogged = n - before - 1;
-  spdlog::warn("gateway: upstream {}: {} ({}){}", upstream, report.message,
-               UpstreamFailureReason(f),
-               unlogged ? fmt::format("; {} more of this reason since the last message", unlogged)
-                        : std::string());
+  *unlogged = n - before - 1;
+  return true;
 }
+
+namespace {
+std::string Unlogged(std::uint64_t n) {
+  return n ? fmt::format("; {} more of this reason since the last message", n) : std::string();
+}
+}  // namespace
+
+void UpstreamFailureLog::Record(UpstreamFailure f, std::string_view upstream,
+                                const FailureReport& report) {
+  std::uint64_t unlogged = 0;
+  if (!log_.Count(static_cast<std::size_t>(f), &unlogged)) return;
+  spdlog::warn("gateway: upstream {}: {} ({}){}", upstream, report.message,
+               UpstreamFailureReason(f), Unlogged(unlogged));
+}
+
+void InvalidAnswerLog::Record(InvalidAnswer a, std::string_view upstream, std::string_view what) {
+  std::uint64_t unlogged = 0;
+  if (!log_.Count(static_cast<std::size_t>(a), &unlogged)) return;
+  spdlog::warn("gateway: upstream {}: {} ({}){}", upstream, what, InvalidAnswerReason(a),
+               Unlogged(unlogged));
+}
+
+template class ReasonLog<kUpstreamFailureCount>;
+template class ReasonLog<kInvalidAnswerCount>;
 
 }  // namespace infertel::gateway

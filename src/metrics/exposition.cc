@@ -2,17 +2,18 @@
 
 #include <fmt/format.h>
 
+#include "core/stats.h"
+
 namespace infertel::metrics {
 namespace {
 
-void AppendEscaped(std::string* out, std::string_view v, bool help) {
+// HELP text: backslash and line feed escaped, quotes left (label values: AppendLabelValue).
+void AppendHelp(std::string* out, std::string_view v) {
   for (char c : v) {
     if (c == '\\') {
       *out += "\\\\";
     } else if (c == '\n') {
       *out += "\\n";
-    } else if (c == '"' && !help) {
-      *out += "\\\"";
     } else {
       *out += c;
     }
@@ -44,7 +45,7 @@ std::string RenderPrometheus(std::span<const MetricPoint> points) {
       out += "# HELP ";
       out += name;
       out += ' ';
-      AppendEscaped(&out, f.help, true);
+      AppendHelp(&out, f.help);
       out += " (";
       out += f.unit;
       out += ")\n# TYPE ";
@@ -60,7 +61,7 @@ std::string RenderPrometheus(std::span<const MetricPoint> points) {
         first = false;
         out += k;
         out += "=\"";
-        AppendEscaped(&out, v, false);
+        AppendLabelValue(&out, v);
         out += '"';
       }
       out += '}';

@@ -253,7 +253,7 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
   using T = StatsRegistry::Type;
   for (const auto& t : targets_) {
     if (!t->url) continue;
-    std::string labels = "upstream=\"" + t->config.upstream + "\"";
+    std::string labels = StatsLabel("upstream", t->config.upstream);
     stats->Add("infertel_scrapes", "Scrapes of an engine's /metrics", T::kCounter, labels,
                &t->stats.scrapes);
     stats->Add("infertel_scrape_failures",
@@ -286,7 +286,7 @@ void MetricsService::RegisterModelStats(StatsRegistry* stats) {
   using T = StatsRegistry::Type;
   for (const auto& t : targets_) {
     const BoundedLabelValues& models = request_metrics_.Models(t->config.upstream);
-    std::string labels = "upstream=\"" + t->config.upstream + "\",label=\"model\"";
+    std::string labels = StatsLabel("upstream", t->config.upstream) + ",label=\"model\"";
     const char* help =
         "Label values folded into \"other\": beyond the cap of values the engine does not "
         "serve, or too long";

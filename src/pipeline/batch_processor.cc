@@ -4,7 +4,7 @@ namespace infertel::pipeline {
 
 void RegisterExporterStats(StatsRegistry& registry, std::string_view exporter,
                            std::string_view signal, std::shared_ptr<const ExporterStats> stats) {
-  const std::string labels = fmt::format("exporter=\"{}\",signal=\"{}\"", exporter, signal);
+  const std::string labels = StatsLabel("exporter", exporter) + "," + StatsLabel("signal", signal);
   using T = StatsRegistry::Type;
   auto counter = [&](const char* name, const char* help, std::string lbl,
                      const std::atomic<std::uint64_t> ExporterStats::*field) {

@@ -411,28 +411,41 @@ std::string_view GenAiFinishReason(std::string_view r) {
   return r;
 }
 
+namespace {
+
+// Reads member `name` of `obj` as a token count into *count. A member that is there, not null,
+// and not an integer in [0, kMaxTokenCount] unsets *count and is named in *invalid: a negative
+// or absurd count from an engine must not reach the token counters or the span.
+void ReadTokenCount(simdjson::dom::object obj, std::string_view name,
+                    std::optional<std::int64_t>* count, std::string* invalid) {
+  simdjson::dom::element e;
+  if (!Member(obj, name, &e) || e.is_null()) return;
+  const std::optional<std::int64_t> v = AsInt(e);
+  if (v && *v >= 0 && *v <= kMaxTokenCount) {
+    *count = v;
+    return;
+  }
+  count->reset();
+  if (!invalid->empty()) *invalid += ',';
+  *invalid += name;
+}
+
+}  // namespace
+
 void ReadUsage(simdjson::dom::element usage_el, Usage* usage) {
   simdjson::dom::object u;
   if (usage_el.get_object().get(u)) return;
-  simdjson::dom::element e;
-  if (Member(u, "prompt_tokens", &e)) {
-    if (auto v = AsInt(e)) usage->input_tokens = v;
-  }
-  if (Member(u, "completion_tokens", &e)) {
-    if (auto v = AsInt(e)) usage->output_tokens = v;
-  }
-  if (Member(u, "total_tokens", &e)) {
-    if (auto v = AsInt(e)) usage->total_tokens = v;
-  }
+  ReadTokenCount(u, "prompt_tokens", &usage->input_tokens, &usage->invalid);
+  ReadTokenCount(u, "completion_tokens", &usage->output_tokens, &usage->invalid);
+  ReadTokenCount(u, "total_tokens", &usage->total_tokens, &usage->invalid);
   // A details object without cached tokens says there were none; no details object says
   // nothing (vLLM attaches it only with --enable-prompt-tokens-details, SGLang only with
   // --enable-cache-report, and older versions only when the count is above 0).
+  simdjson::dom::element e;
   simdjson::dom::object details;
   if (Member(u, "prompt_tokens_details", &e) && !e.get_object().get(details)) {
     usage->cached_tokens = 0;
-    if (Member(details, "cached_tokens", &e)) {
-      if (auto v = AsInt(e)) usage->cached_tokens = v;
-    }
+    ReadTokenCount(details, "cached_tokens", &usage->cached_tokens, &usage->invalid);
   }
 }
 

@@ -112,8 +112,8 @@ class MessagesWriter {
 // Maps an engine finish reason to the GenAI output message's finish_reason.
 std::string_view GenAiFinishReason(std::string_view engine_reason);
 
-// Reads a usage object (OpenAI shape) into *usage; fields absent or of another type are left
-// as they were.
+// Reads a usage object (OpenAI shape) into *usage; fields absent or null are left as they were,
+// fields that are not token counts are left unset and named in usage->invalid.
 void ReadUsage(simdjson::dom::element usage_el, Usage* usage);
 
 // Reads an error body; returns true when `obj` is one.

@@ -75,8 +75,18 @@ struct RewriteOptions {
 std::optional<std::string> RewriteRequest(const RequestInfo& info, std::string_view body,
                                           const RewriteOptions& options);
 
+// The largest token count taken from an engine: 2^53, the largest integer every JSON reader
+// (and a double-valued metric) holds exactly. No request comes near it.
+inline constexpr std::int64_t kMaxTokenCount = std::int64_t{1} << 53;
+
 struct Usage {
+  // Only token counts: integers in [0, kMaxTokenCount]. Anything else the engine sent in their
+  // place is left unset and named in `invalid`.
   std::optional<std::int64_t> input_tokens, output_tokens, total_tokens, cached_tokens;
+  // The usage fields the engine sent that were not token counts (negative, fractional, above
+  // kMaxTokenCount, not a number), comma-separated by their OpenAI names, e.g.
+  // "prompt_tokens,total_tokens"; empty when every count was good.
+  std::string invalid;
 };
 
 struct ResponseInfo {

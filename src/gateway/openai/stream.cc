@@ -212,8 +212,11 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
       object u;
       if (!e.get_object().get(u)) {
         has_usage = true;
+        // A bad count in any chunk stays named, though a later chunk's counts replace it.
+        std::string invalid = std::move(info_.usage.invalid);
         info_.usage = Usage{};
         internal::ReadUsage(e, &info_.usage);
+        if (info_.usage.invalid.empty()) info_.usage.invalid = std::move(invalid);
       }
     }
 

@@ -87,5 +87,19 @@ TEST(StatsRegistryTest, RendersCountersWithTotalSuffixAndGauges) {
   EXPECT_EQ(text.find("# HELP infertel_things_total"), text.rfind("# HELP infertel_things_total"));
 }
 
+// A label value from outside (an upstream's name) with a quote, a backslash and a line feed
+// would otherwise end the value early or the line, and the whole exposition with it.
+TEST(StatsRegistryTest, EscapesLabelValuesFromOutside) {
+  EXPECT_EQ(StatsLabel("upstream", "plain"), R"(upstream="plain")");
+  EXPECT_EQ(StatsLabel("upstream", "a\"b\\c\nd"), R"(upstream="a\"b\\c\nd")");
+  StatsRegistry reg;
+  std::atomic<std::uint64_t> a{1};
+  reg.Add("infertel_things", "Things", StatsRegistry::Type::kCounter,
+          StatsLabel("upstream", "x\"}\nfake_series 1"), &a);
+  EXPECT_EQ(reg.Render(),
+            "# HELP infertel_things_total Things\n# TYPE infertel_things_total counter\n"
+            "infertel_things_total{upstream=\"x\\\"}\\nfake_series 1\"} 1\n");
+}
+
 }  // namespace
 }  // namespace infertel

@@ -151,9 +151,10 @@ TEST(OpenAiResponse, MalformedAndWrongTypes) {
   ASSERT_EQ(wrong.tool_calls[1].size(), 1u);
   EXPECT_EQ(wrong.tool_calls[1][0].arguments, R"({"a":1})");
   ResponseInfo usage = ParseResponse(Operation::kChat, corpus[5], CaptureOptions{});
-  EXPECT_EQ(usage.usage.input_tokens, -1);
+  EXPECT_FALSE(usage.usage.input_tokens.has_value());  // a negative count is no count
   EXPECT_FALSE(usage.usage.output_tokens.has_value());
   EXPECT_FALSE(usage.usage.total_tokens.has_value());
+  EXPECT_EQ(usage.usage.invalid, "prompt_tokens,completion_tokens,total_tokens");
 }
 
 TEST(OpenAiResponse, StripInjectedLogprobsNonStreaming) {
@@ -166,6 +167,33 @@ TEST(OpenAiResponse, StripInjectedLogprobsNonStreaming) {
       R"({"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"logprobs":null,"finish_reason":"stop"},{"index":1,"message":{"content":"logprobs"},"logprobs" : null }],"usage":{"total_tokens":3}})");
   EXPECT_FALSE(StripInjectedLogprobs(*out).has_value());
   EXPECT_FALSE(StripInjectedLogprobs("{oops").has_value());
+}
+
+// An engine's usage that is not token counts (negative, fractional, above 2^53, not a number)
+// is left out and named, so that it reaches neither the token counters nor the span.
+TEST(OpenAiResponse, UsageThatIsNotTokenCountsIsDroppedAndNamed) {
+  const std::string body = R"({"id":"x","choices":[],
+    "usage":{"prompt_tokens":-5,"completion_tokens":3.5,"total_tokens":9007199254740993,
+             "prompt_tokens_details":{"cached_tokens":"4"}}})";
+  ResponseInfo info = ParseResponse(Operation::kChat, body, CaptureOptions{});
+  ASSERT_TRUE(info.parsed);
+  EXPECT_FALSE(info.usage.input_tokens.has_value());
+  EXPECT_FALSE(info.usage.output_tokens.has_value());
+  EXPECT_FALSE(info.usage.total_tokens.has_value());
+  EXPECT_FALSE(info.usage.cached_tokens.has_value());
+  EXPECT_EQ(info.usage.invalid, "prompt_tokens,completion_tokens,total_tokens,cached_tokens");
+
+  // The bounds themselves are counts; a float without a fraction is one too (Pydantic's view);
+  // null says nothing.
+  info = ParseResponse(Operation::kChat,
+                       R"({"usage":{"prompt_tokens":0,"completion_tokens":9007199254740992,
+                           "total_tokens":7.0,"prompt_tokens_details":{"cached_tokens":null}}})",
+                       CaptureOptions{});
+  EXPECT_EQ(info.usage.input_tokens, 0);
+  EXPECT_EQ(info.usage.output_tokens, kMaxTokenCount);
+  EXPECT_EQ(info.usage.total_tokens, 7);
+  EXPECT_EQ(info.usage.cached_tokens, 0);
+  EXPECT_EQ(info.usage.invalid, "");
 }
 
 }  // namespace

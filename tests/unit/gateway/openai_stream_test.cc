@@ -240,6 +240,23 @@ TEST(OpenAiStream, ContinuousUsageKeepsLastAndIsRemovedWhenInjected) {
   EXPECT_EQ(plain.OnData(last, &out), Verdict::kForward);
 }
 
+// A bad count in an earlier usage chunk stays named though the last chunk's good counts win.
+TEST(OpenAiStream, UsageThatIsNotTokenCountsIsDroppedAndStaysNamed) {
+  StreamObserver obs(Operation::kChat, {});
+  std::string out;
+  EXPECT_EQ(
+      obs.OnData(R"({"id":"x","choices":[],"usage":{"prompt_tokens":-5,"total_tokens":-1}})", &out),
+      Verdict::kForward);
+  ResponseInfo first = obs.Finish();
+  EXPECT_FALSE(first.usage.input_tokens.has_value());
+  EXPECT_EQ(first.usage.invalid, "prompt_tokens,total_tokens");
+  obs.OnData(R"({"id":"x","choices":[],"usage":{"prompt_tokens":5,"total_tokens":6}})", &out);
+  ResponseInfo info = obs.Finish();
+  EXPECT_EQ(info.usage.input_tokens, 5);
+  EXPECT_EQ(info.usage.total_tokens, 6);
+  EXPECT_EQ(info.usage.invalid, "prompt_tokens,total_tokens");
+}
+
 TEST(OpenAiStream, StripInjectedLogprobsKeepsOtherBytes) {
   StreamObserver::Options opt;
   opt.strip_injected_logprobs = true;

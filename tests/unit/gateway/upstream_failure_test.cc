@@ -53,16 +53,22 @@ TEST(UpstreamFailureTest, ReasonsAreDistinctLabels) {
     seen.push_back(r);
   }
   EXPECT_EQ(seen, (std::vector<std::string_view>{"connect_timeout", "connect_error",
-                                                 "first_byte_timeout", "idle_timeout", "closed"}));
+                                                 "first_byte_timeout", "idle_timeout", "closed",
+                                                 "invalid_status", "malformed_response"}));
 }
 
 TEST(UpstreamFailureTest, BodyFailureSeparatesTheQueueFromASilenceMidStream) {
-  EXPECT_EQ(BodyFailure(true, /*sse=*/true, /*body_started=*/false),
+  EXPECT_EQ(BodyFailure(true, false, /*sse=*/true, /*body_started=*/false),
             UpstreamFailure::kFirstByteTimeout);
-  EXPECT_EQ(BodyFailure(true, true, true), UpstreamFailure::kIdleTimeout);
-  EXPECT_EQ(BodyFailure(true, false, false), UpstreamFailure::kIdleTimeout);
-  EXPECT_EQ(BodyFailure(false, true, true), UpstreamFailure::kClosed);
-  EXPECT_EQ(BodyFailure(false, true, false), UpstreamFailure::kClosed);
+  EXPECT_EQ(BodyFailure(true, false, true, true), UpstreamFailure::kIdleTimeout);
+  EXPECT_EQ(BodyFailure(true, false, false, false), UpstreamFailure::kIdleTimeout);
+  EXPECT_EQ(BodyFailure(false, false, true, true), UpstreamFailure::kClosed);
+  EXPECT_EQ(BodyFailure(false, false, true, false), UpstreamFailure::kClosed);
+}
+
+TEST(UpstreamFailureTest, BodyFailureNamesAFramingErrorMalformed) {
+  EXPECT_EQ(BodyFailure(false, /*malformed=*/true, false, true), UpstreamFailure::kMalformed);
+  EXPECT_EQ(BodyFailure(false, true, true, false), UpstreamFailure::kMalformed);
 }
 
 TEST(UpstreamFailureTest, TimeoutsAre504AndTheRest502) {
@@ -83,6 +89,8 @@ TEST(UpstreamFailureTest, TimeoutsAre504AndTheRest502) {
                 "unavailable: Connection refused"},
            Case{UpstreamFailure::kClosed, 502, "BadGateway", "upstream_closed",
                 "closed the connection before the response was complete: Connection refused"},
+           Case{UpstreamFailure::kMalformed, 502, "BadGateway", "upstream_malformed_response",
+                "malformed HTTP response: Connection refused"},
        }) {
     const FailureReport r = DescribeFailure(c.f, t, "10.0.0.1:8000", "Connection refused");
     EXPECT_EQ(r.status, c.status) << UpstreamFailureReason(c.f);
@@ -113,6 +121,24 @@ TEST(UpstreamFailureTest, SseErrorEventIsOpenAisErrorObjectThenDone) {
   EXPECT_EQ(std::string_view(doc["error"]["message"]), "engine \"x\" died");
   EXPECT_TRUE(doc["error"]["param"].is_null());
   EXPECT_EQ(int64_t(doc["error"]["code"]), 502);
+}
+
+TEST(UpstreamFailureTest, AStatusOutsideHttpIsNamedInTheMessage) {
+  const FailureReport r = DescribeFailure(UpstreamFailure::kInvalidStatus, {}, "h:1", "999");
+  EXPECT_EQ(r.status, 502u);
+  EXPECT_EQ(r.json_type, "BadGateway");
+  EXPECT_EQ(r.error_type, "upstream_invalid_status");
+  EXPECT_EQ(r.message, "engine at h:1 answered with status 999, outside 100-599");
+}
+
+TEST(InvalidAnswerLogTest, CountsByReason) {
+  InvalidAnswerLog log;
+  for (int i = 0; i < 3; ++i) log.Record(InvalidAnswer::kUsage, "default", "prompt_tokens");
+  log.Record(InvalidAnswer::kNotJson, "default", "not JSON");
+  EXPECT_EQ(log.count(InvalidAnswer::kUsage).load(), 3u);
+  EXPECT_EQ(log.count(InvalidAnswer::kNotJson).load(), 1u);
+  EXPECT_EQ(InvalidAnswerReason(InvalidAnswer::kUsage), "usage");
+  EXPECT_EQ(InvalidAnswerReason(InvalidAnswer::kNotJson), "not_json");
 }
 
 TEST(UpstreamFailureLogTest, CountsEveryFailureFromEveryThread) {
