@@ -195,6 +195,9 @@ inline constexpr std::string_view kTelemetrySdkName = "telemetry.sdk.name";
 
 // infertel's own attribute (not in the spec): why an entry span has less detail than usual.
 inline constexpr std::string_view kInfertelParseError = "infertel.request.parse_error";
+// infertel's own (not in the spec): on a received span whose times, kind or status the receiver
+// set right, the reasons, comma-separated (receiver/ingest.h NormalizeSpans).
+inline constexpr std::string_view kInfertelNormalized = "infertel.normalized";
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";
 
