@@ -278,8 +278,8 @@ TEST_F(ReceiverTest, SpanLimitsApplyOnBothTransportsAndAreCounted) {
   grpc::ClientContext ctx;
   otlp_collector_trace::ExportTraceServiceResponse resp;
   ASSERT_TRUE(stub->Export(&ctx, req, &resp).ok());
-  const HttpResult h = Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf",
-                                req.SerializeAsString());
+  const HttpResult h =
+      Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
   EXPECT_EQ(h.status, 200u);
   const auto got = traces_.got();
   ASSERT_EQ(got.size(), 2u);

@@ -430,7 +430,8 @@ TEST(TraceDecoderTest, ItemsPastTheLimitsAreDroppedAndAddedToTheSendersDroppedCo
   s->set_trace_id(std::string(16, '\1'));
   s->set_span_id(std::string(8, '\2'));
   for (int i = 0; i < 1000; ++i) AddAttr(s->mutable_attributes(), "k" + std::to_string(i), i);
-  s->mutable_attributes(0)->mutable_value()->set_string_value("\xc3\xa9t\xc3\xa9 long");  // été long
+  s->mutable_attributes(0)->mutable_value()->set_string_value(
+      "\xc3\xa9t\xc3\xa9 long");  // été long
   s->set_dropped_attributes_count(5);
   for (int i = 0; i < 3; ++i) s->add_events()->set_name("e" + std::to_string(i));
   s->set_dropped_events_count(UINT32_MAX - 1);  // saturates
