@@ -367,6 +367,8 @@ TEST(TraceDecoderTest, TagsAndLengthsLongerThanProtobufReadsAreRefused) {
   EXPECT_TRUE(ByProtobuf(std::string("\x0a\x80\x00", 3)).has_value());
 }
 
+TracesRequest OneSpan();  // below
+
 // What protobuf's parser makes of `wire` after ApplySpanLimits, serialized.
 std::optional<std::string> ByProtobufWithin(const std::string& wire, const SpanLimits& limits,
                                             LimitCounts* counts) {
