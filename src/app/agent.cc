@@ -182,7 +182,11 @@ bool Agent::Start(std::string* error) {
   sinks.logs = im.pipelines->logs.get();
   sinks.metrics = im.pipelines->metrics.get();
   if (!options_.receiver.grpc_address.empty() || !options_.receiver.http_address.empty()) {
-    im.receiver = std::make_unique<receiver::OtlpReceiver>(options_.receiver, sinks);
+    receiver::OtlpReceiverOptions ropts = options_.receiver;
+    std::vector<std::string> warnings;
+    ropts.span_limits = receiver::SpanLimitsFromEnv(std::getenv, &warnings);
+    for (const auto& w : warnings) spdlog::warn("{}", w);
+    im.receiver = std::make_unique<receiver::OtlpReceiver>(std::move(ropts), sinks);
     if (!im.receiver->Start(error)) return false;
     im.receiver->RegisterStats(&stats_);
   }

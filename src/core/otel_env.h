@@ -13,6 +13,17 @@ namespace infertel::otel_env {
 inline constexpr std::string_view kServiceName = "OTEL_SERVICE_NAME";
 inline constexpr std::string_view kResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES";
 inline constexpr std::string_view kSpanEventCountLimit = "OTEL_SPAN_EVENT_COUNT_LIMIT";
+
+// Span and attribute limits ("Span Limits", "Attribute Limits"): the receiver applies them to
+// what it ingests (receiver/span_limits.h). A model-specific one wins over the general one.
+inline constexpr std::string_view kAttributeCountLimit = "OTEL_ATTRIBUTE_COUNT_LIMIT";
+inline constexpr std::string_view kAttributeValueLengthLimit = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT";
+inline constexpr std::string_view kSpanAttributeCountLimit = "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT";
+inline constexpr std::string_view kSpanAttributeValueLengthLimit =
+    "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT";
+inline constexpr std::string_view kSpanLinkCountLimit = "OTEL_SPAN_LINK_COUNT_LIMIT";
+inline constexpr std::string_view kEventAttributeCountLimit = "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT";
+inline constexpr std::string_view kLinkAttributeCountLimit = "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT";
 inline constexpr std::string_view kMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL";
 
 // OTLP exporter options: the prefix, then an optional signal ("TRACES_", "LOGS_",

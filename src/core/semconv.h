@@ -203,6 +203,9 @@ inline constexpr std::string_view kInfertelParseError = "infertel.request.parse_
 // infertel's own attribute: the usage fields the engine sent that were not token counts
 // (negative, fractional, above 2^53), comma-separated; their gen_ai.usage.* are left out.
 inline constexpr std::string_view kInfertelInvalidUsage = "infertel.response.invalid_usage";
+// infertel's own (not in the spec): on a received span whose times, kind or status the receiver
+// set right, the reasons, comma-separated (receiver/ingest.h NormalizeSpans).
+inline constexpr std::string_view kInfertelNormalized = "infertel.normalized";
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";
 

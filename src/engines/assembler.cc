@@ -1,6 +1,9 @@
 #include "engines/assembler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "core/semconv.h"
 #include "core/thread_name.h"
@@ -82,6 +85,13 @@ void AssemblerStats::Register(StatsRegistry* r) const {
   r->Add("infertel_assembler_sglang_pd_links",
          "Span links added between SGLang prefill and decode request spans", T::kCounter, "",
          &sglang_pd_links);
+  const char* help =
+      "Engine span latency attributes removed, and no phase derived from them: NaN or infinite "
+      "(not_finite), negative or above 7 days (out_of_range)";
+  r->Add("infertel_assembler_refused_latencies", help, T::kCounter, R"(reason="not_finite")",
+         &latency_not_finite);
+  r->Add("infertel_assembler_refused_latencies", help, T::kCounter, R"(reason="out_of_range")",
+         &latency_out_of_range);
 }
 
 Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,
@@ -120,6 +130,23 @@ void Assembler::BeginOutput(Output* out) const {
   out->level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
 }
 
+void Assembler::CountRefusedLatencies(const vllm::NormalizeReport& report) noexcept {
+  if (report.latency_not_finite + report.latency_out_of_range == 0) return;
+  stats_.latency_not_finite.fetch_add(report.latency_not_finite, std::memory_order_relaxed);
+  stats_.latency_out_of_range.fetch_add(report.latency_out_of_range, std::memory_order_relaxed);
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t last = latency_logged_ns_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < std::chrono::nanoseconds(std::chrono::minutes(1)).count()) return;
+  if (!latency_logged_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  spdlog::warn(
+      "assembler: an engine span had {} NaN/infinite and {} negative or over-7-day latency "
+      "attributes, removed (logged at most once a minute; see "
+      "infertel_assembler_refused_latencies_total)",
+      report.latency_not_finite, report.latency_out_of_range);
+}
+
 void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
   std::vector<Span*>& phases = out->phases;
   phases.clear();
@@ -136,7 +163,9 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
     ctx.level = out->level;
-    vllm::Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
+    const vllm::NormalizeReport report =
+        vllm::Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
+    CountRefusedLatencies(report);
   }
   (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
   stats_.derived_spans.fetch_add(phases.size(), std::memory_order_relaxed);

@@ -73,6 +73,9 @@ struct AssemblerStats {
   std::atomic<std::uint64_t> sglang_spans{0};          // SGLang native spans received
   std::atomic<std::uint64_t> sglang_level_dropped{0};  // dropped: above the request's level
   std::atomic<std::uint64_t> sglang_pd_links{0};       // links added between PD request spans
+  // vLLM latency attributes removed by Normalize (vllm::NormalizeReport), by reason.
+  std::atomic<std::uint64_t> latency_not_finite{0};
+  std::atomic<std::uint64_t> latency_out_of_range{0};
   void Register(StatsRegistry* registry) const;
 };
 
@@ -176,6 +179,8 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
                                                              bool divisible = false) noexcept;
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
+  // Counts what Normalize refused; logs it at most once a minute.
+  void CountRefusedLatencies(const vllm::NormalizeReport& report) noexcept;
   void BeginOutput(Output* out) const;
   std::shared_ptr<const JoinRecord> Lookup(const vllm::JoinKeyList& keys);  // mu_ held
   // The waiting table (mu_ held): a deque in deadline order, indexed by the hash of each join
@@ -192,6 +197,7 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   pipeline::TraceSink* out_;
   std::shared_ptr<config::ConfigStore> config_;
   AssemblerStats stats_;
+  std::atomic<std::int64_t> latency_logged_ns_{0};  // CountRefusedLatencies's last log
 
   mutable std::mutex mu_;  // guards records_, expiry_, waiting_, stop_
   // Keyed by a hash of the request id, so the id is stored once (in the record, which

@@ -98,8 +98,9 @@ Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ing
   pipeline::Held<Request> held;
   std::string error;
   bool ok;
+  LimitCounts limited;  // what the span limits dropped while decoding
   if (enc == Encoding::kProtobuf) {
-    ok = DecodeProtobuf(body, &held);
+    ok = DecodeProtobuf(body, &held, &ingestor->span_limits(), &limited);
     if (!ok) error = fmt::format("cannot decode {} as protobuf", Request::descriptor()->name());
   } else {
     held = pipeline::Held<Request>::Make();
@@ -110,7 +111,12 @@ Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ing
     ingestor->CountMalformed(Transport::kHttp, signal);
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, error);
   }
-  IngestResult result = ingestor->Accept(Transport::kHttp, std::move(held));
+  IngestResult result;
+  if constexpr (std::is_same_v<Request, TracesRequest>) {
+    result = ingestor->Accept(Transport::kHttp, std::move(held), limited);
+  } else {
+    result = ingestor->Accept(Transport::kHttp, std::move(held));
+  }
   // No room for all of it after all (another request took the room since the look before the
   // body was read): nothing was taken; the sender retries after Retry-After.
   if (result.refused) return Throttled(enc);

@@ -4,9 +4,14 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
+#include "core/semconv.h"
+#include "core/static_key.h"
 #include "export/otlp_json/json_util.h"
 #include "export/partial_success.h"
 
@@ -48,10 +53,15 @@ std::string IdProblem(std::string_view what, const std::string& id, std::size_t 
   return {};
 }
 
+// Nanosecond times at or past 2^63 (the year 2262) read as before 1970 once signed.
+constexpr std::uint64_t kMaxTime = std::uint64_t{std::numeric_limits<std::int64_t>::max()};
+
 std::string SpanProblem(const Span& s) {
   std::string p = IdProblem("trace_id", s.trace_id(), 16, false, false);
   if (p.empty()) p = IdProblem("span_id", s.span_id(), 8, false, false);
   if (p.empty()) p = IdProblem("parent_span_id", s.parent_span_id(), 8, true, true);
+  if (p.empty() && s.start_time_unix_nano() > kMaxTime)
+    p = fmt::format("start_time_unix_nano {} is not below 2^63", s.start_time_unix_nano());
   if (p.empty()) return p;
   return fmt::format("span '{}': {}", s.name(), p);
 }
@@ -87,7 +97,93 @@ std::string_view RejectedField(Signal s) {
   return "rejected";
 }
 
+// NormalizeSpans on one span: the reasons it was set right for, as bits.
+unsigned NormalizeSpan(Span* s) {
+  auto bit = [](NormalizeReason r) { return 1u << static_cast<int>(r); };
+  unsigned why = 0;
+  const std::uint64_t start = s->start_time_unix_nano();
+  if (start > kMaxTime) return 0;  // refused (RemoveInvalid)
+  if (s->end_time_unix_nano() > kMaxTime) {
+    s->set_end_time_unix_nano(start);
+    why |= bit(NormalizeReason::kEndTime);
+  } else if (s->end_time_unix_nano() < start) {
+    s->set_end_time_unix_nano(start);
+    why |= bit(NormalizeReason::kEndBeforeStart);
+  }
+  for (auto& ev : *s->mutable_events()) {
+    if (ev.time_unix_nano() <= kMaxTime) continue;
+    ev.set_time_unix_nano(start);
+    why |= bit(NormalizeReason::kEventTime);
+  }
+  if (!Span::SpanKind_IsValid(s->kind())) {
+    s->set_kind(Span::SPAN_KIND_UNSPECIFIED);
+    why |= bit(NormalizeReason::kSpanKind);
+  }
+  if (s->has_status() && !otlp_trace::Status::StatusCode_IsValid(s->status().code())) {
+    s->mutable_status()->set_code(otlp_trace::Status::STATUS_CODE_UNSET);
+    why |= bit(NormalizeReason::kStatusCode);
+  }
+  return why;
+}
+
+// The infertel.normalized attribute: the reasons in `why`, comma-separated.
+void MarkNormalized(Span* s, unsigned why) {
+  std::string reasons;
+  for (int r = 0; r < kNormalizeReasons; ++r) {
+    if ((why & (1u << r)) == 0) continue;
+    if (!reasons.empty()) reasons += ',';
+    reasons += NormalizeReasonName(static_cast<NormalizeReason>(r));
+  }
+  AddAttr(s->mutable_attributes(), Key<semconv::kInfertelNormalized>(), std::string_view(reasons));
+}
+
+constexpr std::array<std::string_view, kLimitReasons> kLimitReasonNames = {
+    "span_attributes", "span_events",         "span_links",  "event_attributes",
+    "link_attributes", "resource_attributes", "value_length"};
+
 }  // namespace
+
+std::string_view NormalizeReasonName(NormalizeReason r) {
+  switch (r) {
+    case NormalizeReason::kEndTime:
+      return "end_time";
+    case NormalizeReason::kEndBeforeStart:
+      return "end_before_start";
+    case NormalizeReason::kEventTime:
+      return "event_time";
+    case NormalizeReason::kSpanKind:
+      return "span_kind";
+    case NormalizeReason::kStatusCode:
+      return "status_code";
+    case NormalizeReason::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c) {
+  return {c.span_attributes, c.span_events,         c.span_links,  c.event_attributes,
+          c.link_attributes, c.resource_attributes, c.value_length};
+}
+
+std::string_view LimitReasonName(int reason) { return kLimitReasonNames.at(reason); }
+
+std::int64_t NormalizeSpans(TracesRequest* request, NormalizeCounts* counts) {
+  std::int64_t spans = 0;
+  for (auto& rs : *request->mutable_resource_spans()) {
+    for (auto& ss : *rs.mutable_scope_spans()) {
+      for (auto& s : *ss.mutable_spans()) {
+        const unsigned why = NormalizeSpan(&s);
+        if (why == 0) continue;
+        ++spans;
+        for (int r = 0; r < kNormalizeReasons; ++r)
+          if (why & (1u << r)) ++(*counts)[r];
+        MarkNormalized(&s, why);
+      }
+    }
+  }
+  return spans;
+}
 
 std::string_view TransportName(Transport t) { return t == Transport::kGrpc ? "grpc" : "http"; }
 
@@ -133,6 +229,16 @@ void ReceiverStats::Register(StatsRegistry* r) const {
              T::kCounter, labels, &c.waited_requests);
     }
   }
+  for (int i = 0; i < kLimitReasons; ++i)
+    r->Add("infertel_receiver_limited",
+           "Items of received spans dropped by the span limits (attributes, events, links), or "
+           "string values cut to the value length limit (value_length)",
+           T::kCounter, fmt::format(R"(reason="{}")", LimitReasonName(i)), &limited[i]);
+  for (int i = 0; i < kNormalizeReasons; ++i)
+    r->Add("infertel_receiver_normalized",
+           "Received spans whose times, kind or status were set right, by reason", T::kCounter,
+           fmt::format(R"(reason="{}")", NormalizeReasonName(static_cast<NormalizeReason>(i))),
+           &normalized[i]);
 }
 
 std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error) {
@@ -224,9 +330,41 @@ IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::
   return result;
 }
 
-IngestResult Ingestor::Accept(Transport transport,
-                              pipeline::Held<TracesRequest>&& request) noexcept {
+IngestResult Ingestor::Accept(Transport transport, pipeline::Held<TracesRequest>&& request,
+                              const LimitCounts& decoded) noexcept {
+  Sanitize(request.request, decoded);
   return AcceptImpl(transport, Signal::kTraces, sinks_.traces, std::move(request));
+}
+
+void Ingestor::Sanitize(TracesRequest* request, const LimitCounts& decoded) noexcept {
+  LimitCounts limited = decoded;
+  ApplySpanLimits(request, limits_, &limited);
+  NormalizeCounts normalized{};
+  NormalizeSpans(request, &normalized);
+  const auto by_reason = LimitReasonCounts(limited);
+  std::uint64_t limited_total = 0, normalized_total = 0;
+  for (int i = 0; i < kLimitReasons; ++i) {
+    if (by_reason[i] == 0) continue;
+    stats_->limited[i].fetch_add(by_reason[i], std::memory_order_relaxed);
+    limited_total += by_reason[i];
+  }
+  for (int i = 0; i < kNormalizeReasons; ++i) {
+    if (normalized[i] == 0) continue;
+    stats_->normalized[i].fetch_add(normalized[i], std::memory_order_relaxed);
+    normalized_total += normalized[i];
+  }
+  if (limited_total == 0 && normalized_total == 0) return;
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t last = last_log_ns_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < std::chrono::nanoseconds(std::chrono::minutes(1)).count()) return;
+  if (!last_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  spdlog::warn(
+      "receiver: a trace request had {} items dropped or cut by the span limits and {} span "
+      "fields set right (logged at most once a minute; see infertel_receiver_limited_total and "
+      "infertel_receiver_normalized_total)",
+      limited_total, normalized_total);
 }
 IngestResult Ingestor::Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept {
   return AcceptImpl(transport, Signal::kLogs, sinks_.logs, std::move(request));

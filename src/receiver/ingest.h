@@ -12,6 +12,7 @@
 #include "core/stats.h"
 #include "core/telemetry.h"
 #include "pipeline/exporter.h"
+#include "receiver/span_limits.h"
 
 namespace infertel::receiver {
 
@@ -33,11 +34,33 @@ struct ReceiverCounters {
   std::atomic<std::uint64_t> waited_requests{0};     // found the queue full, waited for room
 };
 
+// Why a received span's field was set right (NormalizeSpans); the `reason` label of
+// infertel_receiver_normalized_total, named by NormalizeReasonName.
+enum class NormalizeReason {
+  kEndTime,         // end_time_unix_nano not below 2^63: set to the start
+  kEndBeforeStart,  // end before start (or missing): set to the start
+  kEventTime,       // an event's time not below 2^63: set to the span's start
+  kSpanKind,        // kind outside the enum: SPAN_KIND_UNSPECIFIED
+  kStatusCode,      // status code outside the enum: STATUS_CODE_UNSET
+  kCount
+};
+inline constexpr int kNormalizeReasons = static_cast<int>(NormalizeReason::kCount);
+std::string_view NormalizeReasonName(NormalizeReason r);
+using NormalizeCounts = std::array<std::uint64_t, kNormalizeReasons>;
+
+// What the span limits removed, by the `reason` label of infertel_receiver_limited_total.
+inline constexpr int kLimitReasons = 7;
+std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c);
+std::string_view LimitReasonName(int reason);
+
 // The receiver's self-metrics, registered as infertel_receiver_{requests,items,refused_items,
-// malformed_requests,dropped_items,throttled_requests,waited_requests}_total{transport,signal}.
+// malformed_requests,dropped_items,throttled_requests,waited_requests}_total{transport,signal},
+// infertel_receiver_limited_total{reason} and infertel_receiver_normalized_total{reason}.
 // Thread-safe (atomics).
 struct ReceiverStats {
   std::array<std::array<ReceiverCounters, 3>, 2> cells;
+  std::array<std::atomic<std::uint64_t>, kLimitReasons> limited{};
+  std::array<std::atomic<std::uint64_t>, kNormalizeReasons> normalized{};
   ReceiverCounters& at(Transport t, Signal s) {
     return cells[static_cast<int>(t)][static_cast<int>(s)];
   }
@@ -80,18 +103,33 @@ struct IngestResult {
 // Each function removes invalid items in place (and the scope/resource containers that become
 // empty by it), keeping the order of the rest, and returns the number removed; `*first_error`
 // gets the reason for the first one.
+//  - span: start_time_unix_nano not below 2^63 (past the year 2262; as a signed nanosecond
+//    count, which exporters and the store use, it reads as before 1970).
 std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error);
 std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error);
 std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error);
+
+// Sets right, in place, what a valid span may still carry that would read wrong downstream
+// (a duration or a date computed as a signed nanosecond count, an enum printed by name): see
+// NormalizeReason. A span set right gets the attribute infertel.normalized naming the reasons,
+// comma-separated. Adds to *counts; returns the number of spans set right.
+std::int64_t NormalizeSpans(TracesRequest* request, NormalizeCounts* counts);
 
 // Validates, forwards and counts. Thread-safe; never blocks (sinks never block); noexcept. A
 // request is offered to its sink whole (Sink::Offer): taken, or refused for want of room.
 class Ingestor {
  public:
-  Ingestor(ReceiverSinks sinks, ReceiverStats* stats) : sinks_(sinks), stats_(stats) {}
+  Ingestor(ReceiverSinks sinks, ReceiverStats* stats, SpanLimits limits = {})
+      : sinks_(sinks), stats_(stats), limits_(limits) {}
 
-  // A request decoded onto an arena (pipeline/held.h): passed on without copying.
-  IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request) noexcept;
+  // The limits a front end decodes trace requests within (DecodeProtobuf).
+  const SpanLimits& span_limits() const { return limits_; }
+
+  // A request decoded onto an arena (pipeline/held.h): passed on without copying. Trace
+  // requests are brought within span_limits() (nothing to do when decoded within them) and
+  // normalized (NormalizeSpans); `decoded` is what the decoder's limits dropped, counted here.
+  IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request,
+                      const LimitCounts& decoded = {}) noexcept;
   IngestResult Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept;
   IngestResult Accept(Transport transport, pipeline::Held<MetricsRequest>&& request) noexcept;
   // Counts one request that was refused before decoding (undecodable, too large, bad type).
@@ -116,8 +154,13 @@ class Ingestor {
   IngestResult AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
                           pipeline::Held<Request>&& request) noexcept;
 
+  // Applies the span limits and normalization, counts them, and logs at most once a minute.
+  void Sanitize(TracesRequest* request, const LimitCounts& decoded) noexcept;
+
   ReceiverSinks sinks_;
   ReceiverStats* stats_;
+  SpanLimits limits_;
+  std::atomic<std::int64_t> last_log_ns_{0};
 };
 
 // Response bodies. The compiled OTLP protos predate partial_success, so the protobuf form is

@@ -5,7 +5,7 @@
 namespace infertel::receiver {
 
 OtlpReceiver::OtlpReceiver(OtlpReceiverOptions options, ReceiverSinks sinks)
-    : options_(std::move(options)), ingestor_(sinks, &stats_) {}
+    : options_(std::move(options)), ingestor_(sinks, &stats_, options_.span_limits) {}
 
 OtlpReceiver::~OtlpReceiver() { Stop(); }
 

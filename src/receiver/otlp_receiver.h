@@ -28,6 +28,7 @@
 
 #include "core/stats.h"
 #include "receiver/ingest.h"
+#include "receiver/span_limits.h"
 
 namespace infertel::receiver {
 
@@ -50,6 +51,9 @@ struct OtlpReceiverOptions {
   // queue fills and drops); an HTTP body waits unread in the kernel meanwhile. At most
   // 16 requests per transport (kMaxWaiting) wait at once; further ones are refused at once.
   std::chrono::milliseconds saturated_wait{250};
+  // The OpenTelemetry span limits applied to received spans (receiver/span_limits.h); the
+  // agent reads them from OTEL_*_LIMIT variables.
+  SpanLimits span_limits;
 };
 
 // Thread-safety: Start/Stop from one controlling thread; the accessors from any thread.

@@ -10,10 +10,12 @@
 #include <string>
 
 #include "core/static_key.h"
+#include "receiver/span_limits.h"
 
 namespace infertel::receiver {
 namespace {
 
+using google::protobuf::Arena;
 using google::protobuf::Message;
 using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
@@ -222,31 +224,95 @@ Got Nested(std::uint32_t wire_type, Reader& r, Decode decode) {
   return Taken(r.Len(&s) && decode(s));
 }
 
-bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth);
-bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth);
+// The span limits while decoding (receiver/span_limits.h). An item past a count limit is
+// still decoded, so that the decoder takes only what protobuf takes, but onto a scratch arena
+// that is reset before it grows past kScratchBytes: it costs no memory of the request. An
+// item is decoded there with no limits (`none`), so that nothing inside it uses the scratch
+// arena's reset while the item is alive.
+class Limiter {
+ public:
+  Limiter(const SpanLimits* limits, LimitCounts* counts) : limits_(limits), counts_(counts) {}
+
+  const SpanLimits* limits() const { return limits_; }
+  LimitCounts& counts() { return *counts_; }
+  static Limiter& None() {
+    static thread_local LimitCounts unused;
+    static thread_local Limiter none(nullptr, &unused);
+    return none;
+  }
+  // A message to decode an item past a limit into, and forget.
+  template <typename T>
+  T* Scratch() {
+    constexpr std::uint64_t kScratchBytes = 1u << 20;
+    if (scratch_.SpaceAllocated() > kScratchBytes) scratch_.Reset();
+    return Arena::CreateMessage<T>(&scratch_);
+  }
+
+ private:
+  const SpanLimits* limits_;
+  LimitCounts* counts_;
+  Arena scratch_;
+};
+
+// The next element of a repeated field limited to `limit` elements (no limit when the limiter
+// has none): added to `field` and decoded by `decode(bytes, element, limiter)`, or, past the
+// limit, decoded into a scratch element and counted in *dropped.
+template <typename Repeated, typename Decode>
+Got Limited(std::uint32_t wire_type, Reader& r, Repeated* field, std::uint32_t limit,
+            std::uint64_t* dropped, Limiter* lim, Decode decode) {
+  using T = std::remove_pointer_t<decltype(field->Add())>;
+  return Nested(wire_type, r, [&](std::string_view e) {
+    if (lim->limits() == nullptr || static_cast<std::uint32_t>(field->size()) < limit)
+      return decode(e, field->Add(), lim);
+    ++*dropped;
+    return decode(e, lim->template Scratch<T>(), &Limiter::None());
+  });
+}
+
+bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth, Limiter* lim);
+bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim);
 
 // An array's or a key-value list's elements, one nesting level below the list.
-bool DecodeArrayValue(std::string_view body, ArrayValue* a, int depth) {
+bool DecodeArrayValue(std::string_view body, ArrayValue* a, int depth, Limiter* lim) {
   return Fields(body, a, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != ArrayValue::kValuesFieldNumber) return Got::kUnknown;
-    return Nested(
-        wt, r, [&](std::string_view e) { return DecodeAnyValue(e, a->add_values(), depth + 1); });
+    return Nested(wt, r, [&](std::string_view e) {
+      return DecodeAnyValue(e, a->add_values(), depth + 1, lim);
+    });
   });
 }
-bool DecodeKeyValueList(std::string_view body, KeyValueList* l, int depth) {
+bool DecodeKeyValueList(std::string_view body, KeyValueList* l, int depth, Limiter* lim) {
   return Fields(body, l, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != KeyValueList::kValuesFieldNumber) return Got::kUnknown;
-    return Nested(
-        wt, r, [&](std::string_view e) { return DecodeKeyValue(e, l->add_values(), depth + 1); });
+    return Nested(wt, r, [&](std::string_view e) {
+      return DecodeKeyValue(e, l->add_values(), depth + 1, lim);
+    });
   });
 }
 
-bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth) {
+// A string value, checked whole as protobuf checks it, and kept only up to the value length
+// limit: a long value is never copied whole, only its first characters.
+Got StringValue(std::uint32_t wire_type, Reader& r, AnyValue* v, Limiter* lim) {
+  if (wire_type != kLen) return Got::kUnknown;
+  std::string_view s;
+  if (!r.Len(&s) || !ValidUtf8(s)) return Got::kGiveUp;
+  if (lim->limits() != nullptr && s.size() > lim->limits()->attribute_value_length) {
+    const std::size_t keep = Utf8PrefixBytes(s, lim->limits()->attribute_value_length);
+    if (keep < s.size()) {
+      s = s.substr(0, keep);
+      ++lim->counts().value_length;
+    }
+  }
+  v->mutable_string_value()->assign(s.data(), s.size());
+  return Got::kTaken;
+}
+
+bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim) {
   if (depth > kMaxDecodeDepth) return false;
   return Fields(body, v, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case AnyValue::kStringValueFieldNumber:
-        return Bytes(wt, r, v, &AnyValue::mutable_string_value, /*utf8=*/true);
+        return StringValue(wt, r, v, lim);
       case AnyValue::kBoolValueFieldNumber:
         return Varint(wt, r, [v](std::uint64_t x) { v->set_bool_value(x != 0); });
       case AnyValue::kIntValueFieldNumber:
@@ -260,11 +326,11 @@ bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth) {
         });
       case AnyValue::kArrayValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          return DecodeArrayValue(s, v->mutable_array_value(), depth + 1);
+          return DecodeArrayValue(s, v->mutable_array_value(), depth + 1, lim);
         });
       case AnyValue::kKvlistValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          return DecodeKeyValueList(s, v->mutable_kvlist_value(), depth + 1);
+          return DecodeKeyValueList(s, v->mutable_kvlist_value(), depth + 1, lim);
         });
       case AnyValue::kBytesValueFieldNumber:
         return Bytes(wt, r, v, &AnyValue::mutable_bytes_value);
@@ -275,7 +341,7 @@ bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth) {
 
 // The key interned when it can be (a key already set is replaced by a copy, as the last
 // occurrence of a field wins); the value as protobuf reads it.
-bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth) {
+bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth, Limiter* lim) {
   if (depth > kMaxDecodeDepth) return false;
   return Fields(body, kv, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
@@ -293,30 +359,52 @@ bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth) {
       }
       case KeyValue::kValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          return DecodeAnyValue(s, kv->mutable_value(), depth + 1);
+          return DecodeAnyValue(s, kv->mutable_value(), depth + 1, lim);
         });
     }
     return Got::kUnknown;
   });
 }
 
-// A repeated KeyValue field's next element.
+// A repeated KeyValue field's next element, within `limit` attributes.
 template <typename Repeated>
-Got Attribute(std::uint32_t wire_type, Reader& r, Repeated* attrs) {
-  return Nested(wire_type, r,
-                [attrs](std::string_view s) { return DecodeKeyValue(s, attrs->Add(), 1); });
+Got Attribute(std::uint32_t wire_type, Reader& r, Repeated* attrs, std::uint32_t limit,
+              std::uint64_t* dropped, Limiter* lim) {
+  return Limited(
+      wire_type, r, attrs, limit, dropped, lim,
+      [](std::string_view s, KeyValue* kv, Limiter* l) { return DecodeKeyValue(s, kv, 1, l); });
 }
 
-bool DecodeResource(std::string_view body, Resource* res) {
-  return Fields(body, res, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+// A limit of the limiter's, or none.
+std::uint32_t LimitOf(const Limiter& lim, std::uint32_t SpanLimits::*limit) {
+  return lim.limits() != nullptr ? lim.limits()->*limit : UINT32_MAX;
+}
+
+// Adds what the limits dropped to a message's dropped count (after its fields are read: the
+// sender's own count may come after the items on the wire) and to the limiter's counts.
+template <typename M>
+void CountDropped(M* m, std::uint32_t (M::*get)() const, void (M::*set)(std::uint32_t),
+                  std::uint64_t dropped, std::uint64_t* counted) {
+  if (dropped == 0) return;
+  (m->*set)(AddDropped((m->*get)(), dropped));
+  *counted += dropped;
+}
+
+bool DecodeResource(std::string_view body, Resource* res, Limiter* lim) {
+  std::uint64_t dropped = 0;
+  const std::uint32_t limit = LimitOf(*lim, &SpanLimits::resource_attribute_count);
+  const bool ok = Fields(body, res, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Resource::kAttributesFieldNumber:
-        return Attribute(wt, r, res->mutable_attributes());
+        return Attribute(wt, r, res->mutable_attributes(), limit, &dropped, lim);
       case Resource::kDroppedAttributesCountFieldNumber:
         return Uint32(wt, r, res, &Resource::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
+  CountDropped(res, &Resource::dropped_attributes_count, &Resource::set_dropped_attributes_count,
+               dropped, &lim->counts().resource_attributes);
+  return ok;
 }
 
 bool DecodeScope(std::string_view body, InstrumentationScope* scope) {
@@ -345,24 +433,32 @@ bool DecodeStatus(std::string_view body, Status* st) {
   });
 }
 
-bool DecodeEvent(std::string_view body, Span::Event* ev) {
-  return Fields(body, ev, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+bool DecodeEvent(std::string_view body, Span::Event* ev, Limiter* lim) {
+  std::uint64_t dropped = 0;
+  const std::uint32_t limit = LimitOf(*lim, &SpanLimits::event_attribute_count);
+  const bool ok = Fields(body, ev, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Span::Event::kTimeUnixNanoFieldNumber:
         return Uint64(wt, r, ev, &Span::Event::set_time_unix_nano);
       case Span::Event::kNameFieldNumber:
         return Bytes(wt, r, ev, &Span::Event::mutable_name, /*utf8=*/true);
       case Span::Event::kAttributesFieldNumber:
-        return Attribute(wt, r, ev->mutable_attributes());
+        return Attribute(wt, r, ev->mutable_attributes(), limit, &dropped, lim);
       case Span::Event::kDroppedAttributesCountFieldNumber:
         return Uint32(wt, r, ev, &Span::Event::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
+  CountDropped(ev, &Span::Event::dropped_attributes_count,
+               &Span::Event::set_dropped_attributes_count, dropped,
+               &lim->counts().event_attributes);
+  return ok;
 }
 
-bool DecodeLink(std::string_view body, Span::Link* link) {
-  return Fields(body, link, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+bool DecodeLink(std::string_view body, Span::Link* link, Limiter* lim) {
+  std::uint64_t dropped = 0;
+  const std::uint32_t limit = LimitOf(*lim, &SpanLimits::link_attribute_count);
+  const bool ok = Fields(body, link, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Span::Link::kTraceIdFieldNumber:
         return Bytes(wt, r, link, &Span::Link::mutable_trace_id);
@@ -371,63 +467,89 @@ bool DecodeLink(std::string_view body, Span::Link* link) {
       case Span::Link::kTraceStateFieldNumber:
         return Bytes(wt, r, link, &Span::Link::mutable_trace_state, /*utf8=*/true);
       case Span::Link::kAttributesFieldNumber:
-        return Attribute(wt, r, link->mutable_attributes());
+        return Attribute(wt, r, link->mutable_attributes(), limit, &dropped, lim);
       case Span::Link::kDroppedAttributesCountFieldNumber:
         return Uint32(wt, r, link, &Span::Link::set_dropped_attributes_count);
     }
     return Got::kUnknown;
   });
+  CountDropped(link, &Span::Link::dropped_attributes_count,
+               &Span::Link::set_dropped_attributes_count, dropped, &lim->counts().link_attributes);
+  return ok;
 }
 
-bool DecodeSpan(std::string_view body, Span* s) {
-  return Fields(body, s, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
-    switch (f) {
-      case Span::kTraceIdFieldNumber:
-        return Bytes(wt, r, s, &Span::mutable_trace_id);
-      case Span::kSpanIdFieldNumber:
-        return Bytes(wt, r, s, &Span::mutable_span_id);
-      case Span::kTraceStateFieldNumber:
-        return Bytes(wt, r, s, &Span::mutable_trace_state, /*utf8=*/true);
-      case Span::kParentSpanIdFieldNumber:
-        return Bytes(wt, r, s, &Span::mutable_parent_span_id);
-      case Span::kNameFieldNumber:
-        return Bytes(wt, r, s, &Span::mutable_name, /*utf8=*/true);
-      case Span::kKindFieldNumber:  // an open enum: any value is kept
-        return Varint(wt, r, [s](std::uint64_t x) {
-          s->set_kind(static_cast<Span::SpanKind>(static_cast<std::int32_t>(x)));
-        });
-      case Span::kStartTimeUnixNanoFieldNumber:
-        return Uint64(wt, r, s, &Span::set_start_time_unix_nano);
-      case Span::kEndTimeUnixNanoFieldNumber:
-        return Uint64(wt, r, s, &Span::set_end_time_unix_nano);
-      case Span::kAttributesFieldNumber:
-        return Attribute(wt, r, s->mutable_attributes());
-      case Span::kDroppedAttributesCountFieldNumber:
-        return Uint32(wt, r, s, &Span::set_dropped_attributes_count);
-      case Span::kEventsFieldNumber:
-        return Nested(wt, r, [s](std::string_view e) { return DecodeEvent(e, s->add_events()); });
-      case Span::kDroppedEventsCountFieldNumber:
-        return Uint32(wt, r, s, &Span::set_dropped_events_count);
-      case Span::kLinksFieldNumber:
-        return Nested(wt, r, [s](std::string_view e) { return DecodeLink(e, s->add_links()); });
-      case Span::kDroppedLinksCountFieldNumber:
-        return Uint32(wt, r, s, &Span::set_dropped_links_count);
-      case Span::kStatusFieldNumber:
-        return Nested(wt, r,
-                      [s](std::string_view e) { return DecodeStatus(e, s->mutable_status()); });
-    }
-    return Got::kUnknown;
+// What the limits dropped of one span's items.
+struct SpanDropped {
+  std::uint64_t attributes = 0, events = 0, links = 0;
+};
+
+// One field of a span.
+Got SpanField(std::uint32_t f, std::uint32_t wt, Reader& r, Span* s, Limiter* lim, SpanDropped* d) {
+  switch (f) {
+    case Span::kTraceIdFieldNumber:
+      return Bytes(wt, r, s, &Span::mutable_trace_id);
+    case Span::kSpanIdFieldNumber:
+      return Bytes(wt, r, s, &Span::mutable_span_id);
+    case Span::kTraceStateFieldNumber:
+      return Bytes(wt, r, s, &Span::mutable_trace_state, /*utf8=*/true);
+    case Span::kParentSpanIdFieldNumber:
+      return Bytes(wt, r, s, &Span::mutable_parent_span_id);
+    case Span::kNameFieldNumber:
+      return Bytes(wt, r, s, &Span::mutable_name, /*utf8=*/true);
+    case Span::kKindFieldNumber:  // an open enum: any value is kept
+      return Varint(wt, r, [s](std::uint64_t x) {
+        s->set_kind(static_cast<Span::SpanKind>(static_cast<std::int32_t>(x)));
+      });
+    case Span::kStartTimeUnixNanoFieldNumber:
+      return Uint64(wt, r, s, &Span::set_start_time_unix_nano);
+    case Span::kEndTimeUnixNanoFieldNumber:
+      return Uint64(wt, r, s, &Span::set_end_time_unix_nano);
+    case Span::kAttributesFieldNumber:
+      return Attribute(wt, r, s->mutable_attributes(), LimitOf(*lim, &SpanLimits::attribute_count),
+                       &d->attributes, lim);
+    case Span::kDroppedAttributesCountFieldNumber:
+      return Uint32(wt, r, s, &Span::set_dropped_attributes_count);
+    case Span::kEventsFieldNumber:
+      return Limited(wt, r, s->mutable_events(), LimitOf(*lim, &SpanLimits::event_count),
+                     &d->events, lim, DecodeEvent);
+    case Span::kDroppedEventsCountFieldNumber:
+      return Uint32(wt, r, s, &Span::set_dropped_events_count);
+    case Span::kLinksFieldNumber:
+      return Limited(wt, r, s->mutable_links(), LimitOf(*lim, &SpanLimits::link_count), &d->links,
+                     lim, DecodeLink);
+    case Span::kDroppedLinksCountFieldNumber:
+      return Uint32(wt, r, s, &Span::set_dropped_links_count);
+    case Span::kStatusFieldNumber:
+      return Nested(wt, r,
+                    [s](std::string_view e) { return DecodeStatus(e, s->mutable_status()); });
+  }
+  return Got::kUnknown;
+}
+
+bool DecodeSpan(std::string_view body, Span* s, Limiter* lim) {
+  SpanDropped d;
+  const bool ok = Fields(body, s, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+    return SpanField(f, wt, r, s, lim, &d);
   });
+  LimitCounts& c = lim->counts();
+  CountDropped(s, &Span::dropped_attributes_count, &Span::set_dropped_attributes_count,
+               d.attributes, &c.span_attributes);
+  CountDropped(s, &Span::dropped_events_count, &Span::set_dropped_events_count, d.events,
+               &c.span_events);
+  CountDropped(s, &Span::dropped_links_count, &Span::set_dropped_links_count, d.links,
+               &c.span_links);
+  return ok;
 }
 
-bool DecodeScopeSpans(std::string_view body, ScopeSpans* ss) {
+bool DecodeScopeSpans(std::string_view body, ScopeSpans* ss, Limiter* lim) {
   return Fields(body, ss, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case ScopeSpans::kScopeFieldNumber:
         return Nested(wt, r,
                       [ss](std::string_view e) { return DecodeScope(e, ss->mutable_scope()); });
       case ScopeSpans::kSpansFieldNumber:
-        return Nested(wt, r, [ss](std::string_view e) { return DecodeSpan(e, ss->add_spans()); });
+        return Nested(
+            wt, r, [ss, lim](std::string_view e) { return DecodeSpan(e, ss->add_spans(), lim); });
       case ScopeSpans::kSchemaUrlFieldNumber:
         return Bytes(wt, r, ss, &ScopeSpans::mutable_schema_url, /*utf8=*/true);
     }
@@ -435,15 +557,21 @@ bool DecodeScopeSpans(std::string_view body, ScopeSpans* ss) {
   });
 }
 
-bool DecodeResourceSpans(std::string_view body, ResourceSpans* rs) {
+bool DecodeResourceSpans(std::string_view body, ResourceSpans* rs, Limiter* lim) {
   return Fields(body, rs, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case ResourceSpans::kResourceFieldNumber:
-        return Nested(
-            wt, r, [rs](std::string_view e) { return DecodeResource(e, rs->mutable_resource()); });
+        // A second resource is merged into the first by protobuf, its dropped count replacing
+        // the first's: left to protobuf, and the limits applied after, so that the counts add
+        // up as they do for one resource. No SDK sends two.
+        if (wt == kLen && rs->has_resource()) return Got::kGiveUp;
+        return Nested(wt, r, [rs, lim](std::string_view e) {
+          return DecodeResource(e, rs->mutable_resource(), lim);
+        });
       case ResourceSpans::kScopeSpansFieldNumber:
-        return Nested(
-            wt, r, [rs](std::string_view e) { return DecodeScopeSpans(e, rs->add_scope_spans()); });
+        return Nested(wt, r, [rs, lim](std::string_view e) {
+          return DecodeScopeSpans(e, rs->add_scope_spans(), lim);
+        });
       case ResourceSpans::kSchemaUrlFieldNumber:
         return Bytes(wt, r, rs, &ResourceSpans::mutable_schema_url, /*utf8=*/true);
       case ResourceSpans::kInstrumentationLibrarySpansFieldNumber:
@@ -456,11 +584,14 @@ bool DecodeResourceSpans(std::string_view body, ResourceSpans* rs) {
 
 }  // namespace
 
-bool DecodeTraces(std::string_view wire, TracesRequest* out) {
+bool DecodeTraces(std::string_view wire, TracesRequest* out, const SpanLimits* limits,
+                  LimitCounts* counts) {
+  LimitCounts unused;
+  Limiter lim(limits, counts != nullptr ? counts : &unused);
   return Fields(wire, out, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != TracesRequest::kResourceSpansFieldNumber) return Got::kUnknown;
-    return Nested(wt, r, [out](std::string_view e) {
-      return DecodeResourceSpans(e, out->add_resource_spans());
+    return Nested(wt, r, [out, &lim](std::string_view e) {
+      return DecodeResourceSpans(e, out->add_resource_spans(), &lim);
     });
   });
 }

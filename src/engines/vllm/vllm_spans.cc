@@ -153,7 +153,77 @@ void Set(Span* span, AttrIndex* idx, Slot slot, T value) {
   idx->count[slot] = 1;
 }
 
-std::int64_t SecondsToNanos(double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); }
+// What a latency attribute's value came to.
+enum class Latency { kTaken, kNotNumber, kNotFinite, kOutOfRange };
+
+// A V1 latency in seconds (double, or an integer from an SDK that encodes whole numbers so) as
+// integer nanoseconds in *ns; or why not. NaN, ±Inf and values outside [0, kMaxLatencySeconds]
+// are refused: converted, they were undefined (llround of NaN gave INT64_MIN ns).
+Latency SecondsToNanos(const AnyValue& v, std::int64_t* ns) {
+  double s;
+  if (v.has_double_value()) {
+    s = v.double_value();
+  } else if (v.has_int_value()) {
+    s = static_cast<double>(v.int_value());
+  } else {
+    return Latency::kNotNumber;
+  }
+  if (!std::isfinite(s)) return Latency::kNotFinite;
+  if (s < 0 || s > kMaxLatencySeconds) return Latency::kOutOfRange;
+  *ns = static_cast<std::int64_t>(std::llround(s * 1e9));
+  return Latency::kTaken;
+}
+
+// The same for a span normalized already (by an infertel upstream): integer nanoseconds.
+Latency CheckNanos(const AnyValue& v, std::int64_t* ns) {
+  constexpr auto kMaxNanos = static_cast<std::int64_t>(kMaxLatencySeconds) * 1'000'000'000;
+  if (!v.has_int_value()) return Latency::kNotNumber;
+  if (v.int_value() < 0 || v.int_value() > kMaxNanos) return Latency::kOutOfRange;
+  *ns = v.int_value();
+  return Latency::kTaken;
+}
+
+// Converts the first attribute of each latency slot to nanoseconds; an invalid one loses its
+// value (so no phase is derived from it) and is counted; RemoveEmptied then removes it.
+void ConvertLatencies(AttrIndex* idx, bool already_normalized, NormalizeReport* report) {
+  for (int d = kSlotTtft; d <= kSlotKvTransfer; ++d) {
+    KeyValue* kv = idx->at(static_cast<Slot>(d));
+    if (kv == nullptr) continue;
+    std::int64_t ns = 0;
+    switch (already_normalized ? CheckNanos(kv->value(), &ns) : SecondsToNanos(kv->value(), &ns)) {
+      case Latency::kTaken:
+        kv->mutable_value()->set_int_value(ns);
+        break;
+      case Latency::kNotNumber:  // not a latency the agent reads: left as sent
+        break;
+      case Latency::kNotFinite:
+        ++report->latency_not_finite;
+        kv->mutable_value()->Clear();
+        break;
+      case Latency::kOutOfRange:
+        ++report->latency_out_of_range;
+        kv->mutable_value()->Clear();
+        break;
+    }
+  }
+}
+
+// Removes the latency attributes ConvertLatencies emptied, keeping the order of the rest.
+// Elements are swapped, not moved, so the KeyValues phases share stay where they are.
+void RemoveEmptied(Span* span) {
+  auto* attrs = span->mutable_attributes();
+  int keep = 0;
+  for (int i = 0; i < attrs->size(); ++i) {
+    const KeyValue& kv = attrs->Get(i);
+    const int slot = SlotOf(kv.key());
+    const bool emptied = slot >= kSlotTtft && slot <= kSlotKvTransfer &&
+                         kv.value().value_case() == AnyValue::VALUE_NOT_SET;
+    if (emptied) continue;
+    if (keep != i) attrs->SwapElements(keep, i);
+    ++keep;
+  }
+  if (keep < attrs->size()) attrs->DeleteSubrange(keep, attrs->size() - keep);
+}
 
 // The phase carries the parent's request id, model, engine index and PD role, every
 // attribute of those keys in order of the keys. It shares the parent's KeyValues instead of
@@ -359,8 +429,9 @@ SpanShape DetectShape(const AttrIndex& idx, std::string_view scope_name, SpanSha
 
 }  // namespace
 
-void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
-               google::protobuf::Arena* arena, std::vector<Span*>* phases) {
+NormalizeReport Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+                          google::protobuf::Arena* arena, std::vector<Span*>* phases) {
+  NormalizeReport report;
   const JoinRecord* r = ctx.record;
   AttrIndex idx(span);
   const SpanShape shape = DetectShape(idx, scope_name, ctx.shape);
@@ -379,18 +450,9 @@ void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& 
   // infertel upstream of this one) and its durations are nanoseconds.
   const bool already_normalized = idx.at(kSlotPdRole) != nullptr;
   if (shape == SpanShape::kV1) {
-    for (int d = kSlotTtft; d <= kSlotKvTransfer && !already_normalized; ++d) {
-      KeyValue* kv = idx.at(static_cast<Slot>(d));
-      if (kv == nullptr) continue;
-      // vLLM's durations are seconds. An SDK that encodes whole numbers as integers (the
-      // OpenTelemetry JS SDK does) sends 1.0 s as intValue 1: seconds as well.
-      if (kv->value().has_double_value()) {
-        kv->mutable_value()->set_int_value(SecondsToNanos(kv->value().double_value()));
-      } else if (kv->value().has_int_value()) {
-        kv->mutable_value()->set_int_value(
-            SecondsToNanos(static_cast<double>(kv->value().int_value())));
-      }
-    }
+    // vLLM's durations are seconds. An SDK that encodes whole numbers as integers (the
+    // OpenTelemetry JS SDK does) sends 1.0 s as intValue 1: seconds as well.
+    ConvertLatencies(&idx, already_normalized, &report);
     if (r != nullptr && r->model && !idx.at(kSlotModelName)) {
       Set(span, &idx, kSlotModelName, std::string_view(*r->model));
     }
@@ -404,16 +466,19 @@ void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& 
       Set(span, &idx, kSlotPrefill, std::int64_t{0});
     }
     if (level >= 1) DerivePhases(*span, idx, pd_role, arena, phases);
+    if (report.latency_not_finite + report.latency_out_of_range > 0) RemoveEmptied(span);
   }
   if (level >= 2 && r != nullptr) AddEvents(span, *r, ctx.max_events);
+  return report;
 }
 
-void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
-               std::vector<Span>* phases) {
+NormalizeReport Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+                          std::vector<Span>* phases) {
   google::protobuf::Arena arena;
   std::vector<Span*> made;
-  Normalize(span, scope_name, ctx, &arena, &made);
+  const NormalizeReport report = Normalize(span, scope_name, ctx, &arena, &made);
   for (const Span* p : made) phases->push_back(*p);
+  return report;
 }
 
 }  // namespace infertel::engines::vllm

@@ -59,12 +59,22 @@ struct NormalizeContext {
   std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
 
+// The longest latency taken from a span, in seconds (7 days): beyond it, or negative, NaN or
+// infinite, a latency attribute is removed, no phase is derived from it, and it is counted.
+inline constexpr double kMaxLatencySeconds = 7 * 24 * 3600;
+
+// What Normalize refused of a span's latency attributes.
+struct NormalizeReport {
+  std::uint32_t latency_not_finite = 0;    // NaN or ±Inf
+  std::uint32_t latency_out_of_range = 0;  // negative or above kMaxLatencySeconds
+};
+
 // Normalizes `span` in place and appends the derived phase spans to *phases, made on `arena`
 // (not null; the assembler passes the arena the span was received on, pipeline/held.h).
-void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
-               google::protobuf::Arena* arena, std::vector<Span*>* phases);
+NormalizeReport Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+                          google::protobuf::Arena* arena, std::vector<Span*>* phases);
 // The same with the phases as heap copies (tests, tools).
-void Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
-               std::vector<Span>* phases);
+NormalizeReport Normalize(Span* span, std::string_view scope_name, const NormalizeContext& ctx,
+                          std::vector<Span>* phases);
 
 }  // namespace infertel::engines::vllm

@@ -52,7 +52,9 @@ CREATE TABLE IF NOT EXISTS spans (
   scope TEXT NOT NULL,
   service_name TEXT NOT NULL,
   dropped_events_count INTEGER NOT NULL,
-  trace_part INTEGER
+  trace_part INTEGER,
+  dropped_attributes_count INTEGER NOT NULL DEFAULT 0,
+  dropped_links_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS spans_start ON spans(start_time_unix_nano);
 CREATE TABLE IF NOT EXISTS logs (
@@ -111,7 +113,8 @@ constexpr const char* kPageSizePragma = "PRAGMA page_size=16384";
 constexpr const char* kInsertSpan =
     "INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, "
     "end_time_unix_nano, status_code, status_message, attributes, events, links, resource, scope, "
-    "service_name, dropped_events_count, trace_part) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "service_name, dropped_events_count, trace_part, dropped_attributes_count, "
+    "dropped_links_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 constexpr const char* kInsertLog =
     "INSERT INTO logs (time_unix_nano, observed_time_unix_nano, trace_id, span_id, "
     "severity_number, severity_text, event_name, body, attributes, resource, scope, service_name) "
@@ -301,7 +304,10 @@ bool SqliteStore::Open(const StoreOptions& options, std::string* error) {
   // agent CPU per request with the store, closed loop.
   if (!Exec(kPageSizePragma, error) || !Exec("PRAGMA journal_mode=WAL", error) ||
       !Exec("PRAGMA synchronous=NORMAL", error) || !Exec("PRAGMA cache_size=-8192", error) ||
-      !Exec(kSchema, error) || !AddTracePart(error) || !Exec(kTraceIndex, error))
+      !Exec(kSchema, error) || !AddColumn("trace_part", "INTEGER", error) ||
+      !AddColumn("dropped_attributes_count", "INTEGER NOT NULL DEFAULT 0", error) ||
+      !AddColumn("dropped_links_count", "INTEGER NOT NULL DEFAULT 0", error) ||
+      !Exec(kTraceIndex, error))
     return false;
   next_rowid_ = Count("SELECT coalesce(max(rowid), 0) + 1 FROM spans");
   insert_span_ = Prepare(kInsertSpan, error);
@@ -317,20 +323,23 @@ bool SqliteStore::Open(const std::string& path, std::string* error) {
   return Open(o, error);
 }
 
-bool SqliteStore::HasTracePart() {
+bool SqliteStore::HasColumn(const char* name) {
   sqlite3_stmt* s = nullptr;
-  const bool has =
-      sqlite3_prepare_v2(db_, "SELECT trace_part FROM spans LIMIT 0", -1, &s, nullptr) == SQLITE_OK;
+  const std::string query = std::string("SELECT ") + name + " FROM spans LIMIT 0";
+  const bool has = sqlite3_prepare_v2(db_, query.c_str(), -1, &s, nullptr) == SQLITE_OK;
   sqlite3_finalize(s);
   return has;
 }
 
-bool SqliteStore::AddTracePart(std::string* error) {
-  if (HasTracePart()) return true;
+bool SqliteStore::HasTracePart() { return HasColumn("trace_part"); }
+
+bool SqliteStore::AddColumn(const char* name, const char* declaration, std::string* error) {
+  if (HasColumn(name)) return true;
   std::string alter_error;
-  if (Exec("ALTER TABLE spans ADD COLUMN trace_part INTEGER", &alter_error)) return true;
+  const std::string alter = std::string("ALTER TABLE spans ADD COLUMN ") + name + " " + declaration;
+  if (Exec(alter.c_str(), &alter_error)) return true;
   // Another process that opened the same store may have added it first.
-  if (HasTracePart()) return true;
+  if (HasColumn(name)) return true;
   *error = std::move(alter_error);
   return false;
 }
@@ -412,6 +421,8 @@ bool SqliteStore::InsertTraces(const TracesRequest& request, std::string* error,
           BindStatic(s, 15, service);
           sqlite3_bind_int64(s, 16, span.dropped_events_count());
           sqlite3_bind_int64(s, 17, next_rowid_ / kTracePartRows);
+          sqlite3_bind_int64(s, 18, span.dropped_attributes_count());
+          sqlite3_bind_int64(s, 19, span.dropped_links_count());
           if (int rc = StepRow(s); rc != SQLITE_OK) return rc;
           // SQLite gives a new row the largest rowid plus one: the next row's, unless another
           // writer's rows come between, which only puts a few rows in a neighbouring part.

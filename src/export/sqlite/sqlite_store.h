@@ -172,9 +172,11 @@ class SqliteStore {
 
  private:
   std::int64_t Count(const char* sql);
-  // Whether `spans` has its trace_part column (a store made before it was added has not).
+  // Whether `spans` has the column (a store made before it was added has not).
+  bool HasColumn(const char* name);
   bool HasTracePart();
-  bool AddTracePart(std::string* error);
+  // Adds a column to a store made before it was added.
+  bool AddColumn(const char* name, const char* declaration, std::string* error);
   bool Exec(const char* sql, std::string* error);
   sqlite3_stmt* Prepare(const char* sql, std::string* error);
   // Steps an insert, then lets the pacer pause.

@@ -365,6 +365,12 @@ export function decodeProtobuf(urlPath, body) {
   return T.toObject(T.decode(body), { longs: String, enums: Number, bytes: Buffer, defaults: false, oneofs: true });
 }
 
+/** Encodes a plain object (protobufjs fromObject form) as the OTLP/HTTP protobuf body of `path`. */
+export function encodeProtobuf(urlPath, obj) {
+  const T = loadRoot().lookupType(HTTP_TYPES[urlPath][0]);
+  return Buffer.from(T.encode(T.fromObject(obj)).finish());
+}
+
 /**
  * Starts an OTLP/HTTP receiver on 127.0.0.1:0 accepting POST /v1/traces, /v1/metrics, /v1/logs
  * as application/x-protobuf or application/json (gzip accepted). `endpoint` is the base URL.

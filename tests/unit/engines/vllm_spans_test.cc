@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -326,6 +327,45 @@ TEST(VllmSpansTest, IntegerSecondsFromAnotherSdkAndAlreadyNormalizedSpans) {
   vllm::Normalize(&again, "", ctx, &phases);
   EXPECT_EQ(Attr(again, sc::kGenAiLatencyE2e).int_value(), 1'000'000'000);
   EXPECT_EQ(Attr(again, sc::kGenAiLatencyTimeToFirstToken).int_value(), 100'000'000);
+}
+
+// Set `key`'s value to `v` (a double).
+void SetLatency(Span* s, std::string_view key, double v) {
+  for (auto& kv : *s->mutable_attributes())
+    if (kv.key() == key) kv.mutable_value()->set_double_value(v);
+}
+
+TEST(VllmSpansTest, LatenciesNotFiniteOrOutOfRangeAreRemovedCountedAndMakeNoPhase) {
+  Span s = V1Span("chatcmpl-bad");
+  SetLatency(&s, sc::kGenAiLatencyTimeToFirstToken, std::nan(""));
+  SetLatency(&s, sc::kGenAiLatencyE2e, -INFINITY);
+  SetLatency(&s, sc::kGenAiLatencyTimeInQueue, -0.5);
+  SetLatency(&s, sc::kGenAiLatencyTimeInModelPrefill, vllm::kMaxLatencySeconds * 2);
+  vllm::NormalizeContext ctx;
+  std::vector<Span> phases;
+  const vllm::NormalizeReport report = vllm::Normalize(&s, "", ctx, &phases);
+  EXPECT_EQ(report.latency_not_finite, 2u);
+  EXPECT_EQ(report.latency_out_of_range, 2u);
+  for (std::string_view k : {sc::kGenAiLatencyTimeToFirstToken, sc::kGenAiLatencyE2e,
+                             sc::kGenAiLatencyTimeInQueue, sc::kGenAiLatencyTimeInModelPrefill})
+    EXPECT_EQ(FindAttr(s.attributes(), k), nullptr) << k;
+  EXPECT_EQ(Attr(s, sc::kGenAiLatencyTimeInModelDecode).int_value(), 390'000'000);
+  EXPECT_EQ(Attr(s, sc::kGenAiRequestId).string_value(), "chatcmpl-bad");
+  EXPECT_TRUE(phases.empty()) << "no phase without a valid time to first token";
+
+  // The largest latency taken is kMaxLatencySeconds; an already normalized span's integer
+  // nanoseconds are bounded alike.
+  Span edge = V1Span("chatcmpl-edge");
+  SetLatency(&edge, sc::kGenAiLatencyE2e, vllm::kMaxLatencySeconds);
+  phases.clear();
+  EXPECT_EQ(vllm::Normalize(&edge, "", ctx, &phases).latency_out_of_range, 0u);
+  EXPECT_EQ(Attr(edge, sc::kGenAiLatencyE2e).int_value(), 604'800'000'000'000);
+  Span again = edge;
+  for (auto& kv : *again.mutable_attributes())
+    if (kv.key() == sc::kGenAiLatencyTimeInQueue) kv.mutable_value()->set_int_value(INT64_MAX);
+  phases.clear();
+  EXPECT_EQ(vllm::Normalize(&again, "", ctx, &phases).latency_out_of_range, 1u);
+  EXPECT_EQ(FindAttr(again.attributes(), sc::kGenAiLatencyTimeInQueue), nullptr);
 }
 
 TEST(VllmSpansTest, RealV1SampleFromVllm029) {

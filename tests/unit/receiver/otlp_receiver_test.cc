@@ -160,6 +160,7 @@ class ReceiverTest : public ::testing::Test {
     o.max_message_bytes = max_bytes;
     o.threads = 2;
     o.saturated_wait = saturated_wait_;
+    o.span_limits = span_limits_;
     ReceiverSinks sinks{&traces_, with_logs_metrics ? &logs_ : nullptr,
                         with_logs_metrics ? &metrics_ : nullptr};
     receiver_ = std::make_unique<OtlpReceiver>(o, sinks);
@@ -176,6 +177,7 @@ class ReceiverTest : public ::testing::Test {
   const ReceiverCounters& C(Transport t, Signal s) { return receiver_->stats().at(t, s); }
   // Short, so that the tests of refusals also wait (and still find the sink saturated).
   std::chrono::milliseconds saturated_wait_{50};
+  SpanLimits span_limits_;
   // One gRPC trace export of `n` valid spans, from any thread.
   grpc::Status ExportTraces(int n, std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
     auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
@@ -209,6 +211,85 @@ class ReceiverTest : public ::testing::Test {
   std::unique_ptr<OtlpReceiver> receiver_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// ---------- Normalization and span limits (both transports) ----------
+
+constexpr std::uint64_t k2To63 = std::uint64_t{1} << 63;
+
+TEST(NormalizeSpansTest, EachShapeIsSetRightMarkedAndCounted) {
+  TracesRequest r = ValidTraces(6);
+  auto* spans = r.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
+  for (auto& s : *spans) {
+    s.set_start_time_unix_nano(1000);
+    s.set_end_time_unix_nano(2000);
+  }
+  spans->Mutable(0)->set_end_time_unix_nano(10);      // end before start
+  spans->Mutable(1)->set_end_time_unix_nano(k2To63);  // end past 2^63
+  spans->Mutable(2)->add_events()->set_time_unix_nano(~std::uint64_t{0});
+  spans->Mutable(3)->set_kind(static_cast<Span::SpanKind>(99));
+  spans->Mutable(3)->mutable_status()->set_code(static_cast<otlp_trace::Status::StatusCode>(-4));
+  spans->Mutable(4)->set_end_time_unix_nano(0);  // missing end
+  NormalizeCounts counts{};
+  EXPECT_EQ(NormalizeSpans(&r, &counts), 5);
+  const auto& got = r.resource_spans(0).scope_spans(0).spans();
+  auto mark = [](const Span& s) {
+    const AnyValue* v = FindAttr(s.attributes(), "infertel.normalized");
+    return v ? v->string_value() : std::string("(none)");
+  };
+  EXPECT_EQ(got[0].end_time_unix_nano(), 1000u);
+  EXPECT_EQ(mark(got[0]), "end_before_start");
+  EXPECT_EQ(got[1].end_time_unix_nano(), 1000u);
+  EXPECT_EQ(mark(got[1]), "end_time");
+  EXPECT_EQ(got[2].events(0).time_unix_nano(), 1000u);
+  EXPECT_EQ(mark(got[2]), "event_time");
+  EXPECT_EQ(got[3].kind(), Span::SPAN_KIND_UNSPECIFIED);
+  EXPECT_EQ(got[3].status().code(), otlp_trace::Status::STATUS_CODE_UNSET);
+  EXPECT_EQ(mark(got[3]), "span_kind,status_code");
+  EXPECT_EQ(got[4].end_time_unix_nano(), 1000u);
+  EXPECT_EQ(mark(got[5]), "(none)");
+  EXPECT_EQ(counts[static_cast<int>(NormalizeReason::kEndBeforeStart)], 2u);
+  EXPECT_EQ(counts[static_cast<int>(NormalizeReason::kEndTime)], 1u);
+  EXPECT_EQ(counts[static_cast<int>(NormalizeReason::kEventTime)], 1u);
+  EXPECT_EQ(counts[static_cast<int>(NormalizeReason::kSpanKind)], 1u);
+  EXPECT_EQ(counts[static_cast<int>(NormalizeReason::kStatusCode)], 1u);
+}
+
+TEST(NormalizeSpansTest, AStartPast2To63IsRefused) {
+  TracesRequest r = ValidTraces(2);
+  r.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0)->set_start_time_unix_nano(
+      k2To63);
+  std::string error;
+  EXPECT_EQ(RemoveInvalid(&r, &error), 1);
+  EXPECT_NE(error.find("start_time_unix_nano 9223372036854775808 is not below 2^63"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(CountSpans(r), 1u);
+}
+
+// The gRPC front end decodes without limits (DecodeProtobuf's defaults): the ingestor applies
+// them all the same, and counts them, as for HTTP.
+TEST_F(ReceiverTest, SpanLimitsApplyOnBothTransportsAndAreCounted) {
+  span_limits_.attribute_count = 3;
+  StartReceiver(true, 1 << 20);
+  TracesRequest req = ValidTraces(1);
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  for (int i = 0; i < 10; ++i) AddAttr(s->mutable_attributes(), "k" + std::to_string(i), i);
+  auto stub = otlp_collector_trace::TraceService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  otlp_collector_trace::ExportTraceServiceResponse resp;
+  ASSERT_TRUE(stub->Export(&ctx, req, &resp).ok());
+  const HttpResult h =
+      Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
+  EXPECT_EQ(h.status, 200u);
+  const auto got = traces_.got();
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& g : got) {
+    const Span& gs = g.resource_spans(0).scope_spans(0).spans(0);
+    EXPECT_EQ(gs.attributes_size(), 3);
+    EXPECT_EQ(gs.dropped_attributes_count(), 7u);
+  }
+  EXPECT_EQ(receiver_->stats().limited[0].load(), 14u);  // reason="span_attributes"
+}
 
 // ---------- gRPC ----------
 

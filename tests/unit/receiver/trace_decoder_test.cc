@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <new>
 #include <random>
 #include <sstream>
@@ -364,6 +365,155 @@ TEST(TraceDecoderTest, TagsAndLengthsLongerThanProtobufReadsAreRefused) {
   // The same lengths in fewer bytes are fine: an empty resource_spans.
   EXPECT_TRUE(ByDecoder(std::string("\x0a\x80\x00", 3)).has_value());
   EXPECT_TRUE(ByProtobuf(std::string("\x0a\x80\x00", 3)).has_value());
+}
+
+TracesRequest OneSpan();  // below
+
+// What protobuf's parser makes of `wire` after ApplySpanLimits, serialized.
+std::optional<std::string> ByProtobufWithin(const std::string& wire, const SpanLimits& limits,
+                                            LimitCounts* counts) {
+  TracesRequest r;
+  if (!r.ParseFromString(wire)) return std::nullopt;
+  ApplySpanLimits(&r, limits, counts);
+  return r.SerializeAsString();
+}
+
+// What the decoder makes of `wire` within `limits`, serialized.
+std::optional<std::string> ByDecoderWithin(const std::string& wire, const SpanLimits& limits,
+                                           LimitCounts* counts) {
+  Arena arena;
+  auto* r = Arena::CreateMessage<TracesRequest>(&arena);
+  if (!DecodeTraces(wire, r, &limits, counts)) return std::nullopt;
+  return r->SerializeAsString();
+}
+
+SpanLimits SmallLimits() {
+  SpanLimits l;
+  l.attribute_count = 2;
+  l.event_count = 1;
+  l.link_count = 1;
+  l.event_attribute_count = 1;
+  l.link_attribute_count = 0;
+  l.resource_attribute_count = 3;
+  l.attribute_value_length = 4;
+  return l;
+}
+
+// The decoder within limits gives what protobuf's parser and then the limits give, and counts
+// the same; the limits then find nothing left to do.
+TEST(TraceDecoderTest, DecodesRandomRequestsWithinLimitsAsProtobufThenTheLimitsDo) {
+  RandomRequests gen(20261204);
+  const SpanLimits limits = SmallLimits();
+  LimitCounts by_decoder_counts, by_protobuf_counts;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string wire = gen.Make().SerializeAsString();
+    const auto by_decoder = ByDecoderWithin(wire, limits, &by_decoder_counts);
+    ASSERT_TRUE(by_decoder.has_value()) << "request " << i;
+    ASSERT_SAME_BYTES(*by_decoder, *ByProtobufWithin(wire, limits, &by_protobuf_counts))
+        << "request " << i;
+    LimitCounts again;
+    ByProtobufWithin(*by_decoder, limits, &again);
+    ASSERT_EQ(again.total(), 0u) << "request " << i;
+  }
+  EXPECT_GT(by_decoder_counts.span_attributes, 0u);
+  EXPECT_GT(by_decoder_counts.value_length, 0u);
+  EXPECT_EQ(by_decoder_counts.span_attributes, by_protobuf_counts.span_attributes);
+  EXPECT_EQ(by_decoder_counts.span_events, by_protobuf_counts.span_events);
+  EXPECT_EQ(by_decoder_counts.span_links, by_protobuf_counts.span_links);
+  EXPECT_EQ(by_decoder_counts.event_attributes, by_protobuf_counts.event_attributes);
+  EXPECT_EQ(by_decoder_counts.link_attributes, by_protobuf_counts.link_attributes);
+  EXPECT_EQ(by_decoder_counts.resource_attributes, by_protobuf_counts.resource_attributes);
+  EXPECT_EQ(by_decoder_counts.value_length, by_protobuf_counts.value_length);
+}
+
+TEST(TraceDecoderTest, ItemsPastTheLimitsAreDroppedAndAddedToTheSendersDroppedCounts) {
+  TracesRequest req;
+  Span* s = req.add_resource_spans()->add_scope_spans()->add_spans();
+  s->set_trace_id(std::string(16, '\1'));
+  s->set_span_id(std::string(8, '\2'));
+  for (int i = 0; i < 1000; ++i) AddAttr(s->mutable_attributes(), "k" + std::to_string(i), i);
+  s->mutable_attributes(0)->mutable_value()->set_string_value(
+      "\xc3\xa9t\xc3\xa9 long");  // été long
+  s->set_dropped_attributes_count(5);
+  for (int i = 0; i < 3; ++i) s->add_events()->set_name("e" + std::to_string(i));
+  s->set_dropped_events_count(UINT32_MAX - 1);  // saturates
+  for (int i = 0; i < 2; ++i) AddAttr(s->add_links()->mutable_attributes(), "l", i);
+
+  pipeline::Held<TracesRequest> held;
+  LimitCounts counts;
+  const SpanLimits limits = SmallLimits();
+  ASSERT_TRUE(DecodeProtobuf(req.SerializeAsString(), &held, &limits, &counts));
+  const Span& got = held.request->resource_spans(0).scope_spans(0).spans(0);
+  ASSERT_EQ(got.attributes_size(), 2);
+  EXPECT_EQ(got.attributes(0).value().string_value(), "\xc3\xa9t\xc3\xa9 ");  // 4 characters
+  EXPECT_EQ(got.attributes(1).key(), "k1");
+  EXPECT_EQ(got.dropped_attributes_count(), 5u + 998u);
+  EXPECT_EQ(got.events_size(), 1);
+  EXPECT_EQ(got.dropped_events_count(), UINT32_MAX);
+  ASSERT_EQ(got.links_size(), 1);
+  EXPECT_EQ(got.links(0).attributes_size(), 0);
+  EXPECT_EQ(got.links(0).dropped_attributes_count(), 1u);
+  EXPECT_EQ(got.dropped_links_count(), 1u);
+  EXPECT_EQ(counts.span_attributes, 998u);
+  EXPECT_EQ(counts.span_events, 2u);
+  EXPECT_EQ(counts.span_links, 1u);
+  EXPECT_EQ(counts.link_attributes, 1u);
+  EXPECT_EQ(counts.value_length, 1u);
+}
+
+// A dropped item is still checked: what protobuf refuses is refused even past a limit.
+TEST(TraceDecoderTest, AnItemPastALimitIsStillCheckedAsProtobufChecksIt) {
+  TracesRequest req = OneSpan();
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  AddAttr(s->mutable_attributes(), "second", "ok");
+  AddAttr(s->mutable_attributes(), "third", "bad \xff");  // past a limit of 2
+  const std::string wire = req.SerializePartialAsString();
+  LimitCounts counts;
+  EXPECT_FALSE(ByProtobuf(wire).has_value());
+  EXPECT_FALSE(ByDecoderWithin(wire, SmallLimits(), &counts).has_value());
+}
+
+// A million attributes within the limits cost about what the kept ones cost.
+TEST(TraceDecoderTest, AMillionAttributesPastTheLimitCostNoMemory) {
+  TracesRequest req = OneSpan();
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  for (int i = 0; i < 1'000'000; ++i) AddAttr(s->mutable_attributes(), "k", i);
+  const std::string wire = req.SerializeAsString();
+  Arena arena;
+  auto* r = Arena::CreateMessage<TracesRequest>(&arena);
+  const SpanLimits limits;
+  LimitCounts counts;
+  ASSERT_TRUE(DecodeTraces(wire, r, &limits, &counts));
+  EXPECT_EQ(r->resource_spans(0).scope_spans(0).spans(0).attributes_size(), 128);
+  EXPECT_EQ(counts.span_attributes, 1'000'001u - 128u);
+  EXPECT_LT(arena.SpaceAllocated(), 1u << 20);
+}
+
+TEST(SpanLimitsTest, AModelSpecificVariableWinsOverTheGeneralOneWhichWinsOverTheDefault) {
+  std::map<std::string, std::string> env = {{"OTEL_ATTRIBUTE_COUNT_LIMIT", "10"},
+                                            {"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "20"},
+                                            {"OTEL_LINK_COUNT_LIMIT", "3"},
+                                            {"OTEL_SPAN_LINK_COUNT_LIMIT", "x"},
+                                            {"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "50"}};
+  std::vector<std::string> warnings;
+  const SpanLimits l = SpanLimitsFromEnv(
+      [&](const char* name) {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      &warnings);
+  EXPECT_EQ(l.attribute_count, 20u);
+  EXPECT_EQ(l.event_attribute_count, 10u);
+  EXPECT_EQ(l.link_attribute_count, 10u);
+  EXPECT_EQ(l.resource_attribute_count, 10u);
+  EXPECT_EQ(l.event_count, 128u);
+  EXPECT_EQ(l.link_count, 128u);  // "x" ignored, with a warning
+  EXPECT_EQ(l.attribute_value_length, 50u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("OTEL_SPAN_LINK_COUNT_LIMIT"), std::string::npos);
+  const SpanLimits defaults = SpanLimitsFromEnv([](const char*) { return nullptr; }, &warnings);
+  EXPECT_EQ(defaults.attribute_count, 128u);
+  EXPECT_EQ(defaults.attribute_value_length, 1u << 20);
 }
 
 TracesRequest OneSpan() {

@@ -1,0 +1,244 @@
+// End-to-end: hostile spans over OTLP/HTTP protobuf, encoded with the official OTLP protos
+// (protobufjs), then read back from the embedded store, `infertel traces` and the admin
+// /metrics counters.
+//  - span limits (OTEL_*_LIMIT): attributes, events, links and their attributes past the limits
+//    are dropped and added to the dropped_*_count the sender gave; long strings are cut;
+//  - a span of 900 000 attributes costs the agent no more than a bounded amount of memory;
+//  - values that would read wrong are set right or refused: end before start, end or start
+//    past 2^63, event times past 2^63, kinds and status codes outside their enums, and vLLM
+//    latencies that are NaN, infinite, negative or huge.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { encodeProtobuf } from './lib/otlp.mjs';
+import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { get, metricSum, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
+
+const LIMITS = {
+  OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: '64', // wins over the general one for span attributes
+  OTEL_ATTRIBUTE_COUNT_LIMIT: '16', // the general one: events' and links' attributes
+  OTEL_SPAN_EVENT_COUNT_LIMIT: '20',
+  OTEL_SPAN_LINK_COUNT_LIMIT: '10',
+  OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '100',
+};
+const P63 = 2n ** 63n;
+
+async function sql(db, query) {
+  const r = await runCommand('sqlite3', ['-json', '-readonly', db, query], { timeoutMs: 20000 });
+  assert.equal(r.code, 0, `sqlite3 failed: ${r.stderr}`);
+  return r.stdout.trim() ? JSON.parse(r.stdout) : [];
+}
+
+const hex = (h) => Buffer.from(h, 'hex');
+const attr = (key, value) => ({ key, value });
+const str = (s) => ({ stringValue: s });
+const int = (n) => ({ intValue: n });
+const dbl = (d) => ({ doubleValue: d });
+
+function span(name, fields = {}) {
+  const now = BigInt(Date.now()) * 1000000n;
+  return {
+    traceId: hex(randomTraceId()),
+    spanId: hex(randomSpanId()),
+    name,
+    kind: 1,
+    startTimeUnixNano: String(now),
+    endTimeUnixNano: String(now + 1000000n),
+    ...fields,
+  };
+}
+
+function request(spans, scope = 'e2e.hostile') {
+  return {
+    resourceSpans: [{
+      resource: { attributes: [attr('service.name', str('e2e-hostile'))] },
+      scopeSpans: [{ scope: { name: scope }, spans }],
+    }],
+  };
+}
+
+async function post(agent, body) {
+  const r = await fetch(`${agent.receiverHttp}/v1/traces`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-protobuf' },
+    body,
+  });
+  return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+async function counters(agent) {
+  const r = await get(`${agent.adminUrl}/metrics`);
+  return parsePrometheus(r.text);
+}
+
+// The stored row of the span named `name`, waited for.
+async function row(db, name) {
+  const rows = await pollUntil(async () => {
+    try {
+      const x = await sql(db, `select *, cast(start_time_unix_nano as text) as start_text, cast(end_time_unix_nano as text) as end_text from spans where name = '${name}'`);
+      return x.length ? x : null;
+    } catch {
+      return null; // the store may not exist yet
+    }
+  }, { timeoutMs: 15000, intervalMs: 100 });
+  assert.ok(rows, `span ${name} not stored`);
+  assert.equal(rows.length, 1);
+  return rows[0];
+}
+
+function vmHwmKiB(pid) {
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]);
+}
+
+describe('hostile spans on the OTLP receiver', () => {
+  let sim;
+  let agent;
+  let tmp;
+  let db;
+
+  before(async () => {
+    tmp = tempDir();
+    db = path.join(tmp.dir, 'spans.db');
+    sim = await startSim({ seed: 3 });
+    agent = await startAgent({ upstream: sim.url, store: db, env: LIMITS });
+  });
+
+  after(async () => {
+    await stopAll(agent, sim);
+    tmp?.cleanup();
+  });
+
+  test('span limits: the first items kept, the rest counted in dropped_*_count and the counters', async () => {
+    const long = 'é'.repeat(5000); // 2 bytes a character: cut by characters, not bytes
+    const attributes = [attr('a0', str(long))];
+    for (let i = 1; i < 5000; i++) attributes.push(attr(`a${i}`, int(i)));
+    const eventAttrs = Array.from({ length: 40 }, (_, i) => attr(`e${i}`, int(i)));
+    const events = Array.from({ length: 300 }, (_, i) => ({ timeUnixNano: String(BigInt(Date.now()) * 1000000n), name: `ev${i}`, attributes: eventAttrs }));
+    const links = Array.from({ length: 200 }, () => ({ traceId: hex(randomTraceId()), spanId: hex(randomSpanId()), attributes: eventAttrs }));
+    const r = await post(agent, encodeProtobuf('/v1/traces', request([
+      span('limited', { attributes, droppedAttributesCount: 7, events, droppedEventsCount: 3, links }),
+    ])));
+    assert.equal(r.status, 200);
+
+    const got = await row(db, 'limited');
+    const a = JSON.parse(got.attributes);
+    assert.equal(Object.keys(a).length, 64, 'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT wins over OTEL_ATTRIBUTE_COUNT_LIMIT');
+    assert.equal(a.a63, 63, 'the first attributes are kept');
+    assert.equal(a.a64, undefined);
+    assert.equal(a.a0, 'é'.repeat(100), 'cut to OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT characters');
+    assert.equal(Number(got.dropped_attributes_count), 7 + 5000 - 64, "added to the sender's count");
+    const ev = JSON.parse(got.events);
+    assert.equal(ev.length, 20);
+    assert.equal(Object.keys(ev[0].attributes).length, 16, 'event attributes: the general limit');
+    assert.equal(Number(got.dropped_events_count), 3 + 300 - 20);
+    const ln = JSON.parse(got.links);
+    assert.equal(ln.length, 10);
+    assert.equal(Object.keys(ln[0].attributes).length, 16);
+    assert.equal(Number(got.dropped_links_count), 200 - 10);
+
+    const m = await counters(agent);
+    const limited = (reason) => metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === reason);
+    assert.equal(limited('span_attributes'), 5000 - 64);
+    assert.equal(limited('span_events'), 300 - 20);
+    assert.equal(limited('span_links'), 200 - 10);
+    assert.equal(limited('event_attributes'), 20 * (40 - 16));
+    assert.equal(limited('link_attributes'), 10 * (40 - 16));
+    assert.equal(limited('value_length'), 1);
+  });
+
+  test('900 000 attributes on one span: a bounded row and bounded memory', async () => {
+    const attributes = Array.from({ length: 900000 }, (_, i) => attr(`k${i.toString(36)}`, int(i)));
+    const body = encodeProtobuf('/v1/traces', request([span('huge', { attributes })]));
+    assert.ok(body.length < 16 << 20, `the request fits the receiver's 16 MiB: ${body.length}`);
+    const before = vmHwmKiB(agent.child.pid);
+    for (let i = 0; i < 3; i++) assert.equal((await post(agent, body)).status, 200);
+    const got = await pollUntil(async () => {
+      const x = await sql(db, "select length(attributes) as n, dropped_attributes_count as d from spans where name = 'huge'");
+      return x.length === 3 ? x : null;
+    }, { timeoutMs: 20000, intervalMs: 200 });
+    assert.ok(got, 'the three spans are stored');
+    for (const g of got) {
+      assert.ok(g.n < 4096, `a row of 64 attributes, not ${g.n} bytes`);
+      assert.equal(Number(g.d), 900000 - 64);
+    }
+    const grew = (vmHwmKiB(agent.child.pid) - before) / 1024;
+    // The body (up to 16 MiB) is held while it is decoded; the dropped attributes cost nothing.
+    assert.ok(grew < 48, `peak RSS grew by ${grew.toFixed(1)} MiB`);
+  });
+
+  test('times, kinds and status codes that would read wrong are set right, marked and counted', async () => {
+    const now = BigInt(Date.now()) * 1000000n;
+    const r = await post(agent, encodeProtobuf('/v1/traces', request([
+      span('end-before-start', { startTimeUnixNano: String(now), endTimeUnixNano: String(now - 5000000000n) }),
+      span('end-past-2-63', { startTimeUnixNano: String(now), endTimeUnixNano: String(P63 + 5n) }),
+      span('start-past-2-63', { startTimeUnixNano: String(P63 + 5n), endTimeUnixNano: String(P63 + 6n) }),
+      span('event-past-2-63', { events: [{ timeUnixNano: String(2n ** 64n - 1n), name: 'late' }] }),
+      span('kind-99', { kind: 99, status: { code: 7, message: 'odd' } }),
+    ])));
+    assert.equal(r.status, 200);
+    assert.ok(r.body.toString().includes('start_time_unix_nano'), 'the span past 2^63 is refused, reported as a partial success');
+
+    const ebs = await row(db, 'end-before-start');
+    assert.equal(ebs.end_text, ebs.start_text, 'end set to the start: no negative duration');
+    assert.equal(JSON.parse(ebs.attributes)['infertel.normalized'], 'end_before_start');
+    const e63 = await row(db, 'end-past-2-63');
+    assert.equal(e63.end_text, e63.start_text);
+    assert.equal(JSON.parse(e63.attributes)['infertel.normalized'], 'end_time');
+    const ev = await row(db, 'event-past-2-63');
+    assert.equal(String(JSON.parse(ev.events)[0].time_unix_nano), ev.start_text, "the event at the span's start");
+    const k = await row(db, 'kind-99');
+    assert.equal(Number(k.kind), 0);
+    assert.equal(Number(k.status_code), 0);
+    assert.equal(JSON.parse(k.attributes)['infertel.normalized'], 'span_kind,status_code');
+    assert.equal((await sql(db, "select count(*) as n from spans where name = 'start-past-2-63'"))[0].n, 0);
+
+    const out = await runInfertel(['traces', '--store', db, '--limit', '1000']);
+    assert.equal(out.code, 0, out.stderr);
+    for (const name of ['end-before-start', 'end-past-2-63']) {
+      const line = out.stdout.split('\n').find((l) => l.includes(name));
+      assert.ok(line, `${name} in infertel traces:\n${out.stdout}`);
+      assert.match(line, / 0\.000 ms/, `zero duration: ${line}`);
+    }
+    assert.ok(!/-\d+\.\d+ ms/.test(out.stdout), `no negative duration:\n${out.stdout}`);
+
+    const m = await counters(agent);
+    const normalized = (reason) => metricSum(m, 'infertel_receiver_normalized_total', (l) => l.reason === reason);
+    assert.equal(normalized('end_before_start'), 1);
+    assert.equal(normalized('end_time'), 1);
+    assert.equal(normalized('event_time'), 1);
+    assert.equal(normalized('span_kind'), 1);
+    assert.equal(normalized('status_code'), 1);
+  });
+
+  test('vLLM latencies that are NaN, infinite, negative or huge: removed, no phase from them, counted', async () => {
+    const id = `chatcmpl-hostile-${randomSpanId()}`;
+    const r = await post(agent, encodeProtobuf('/v1/traces', request([
+      span('llm_request', {
+        attributes: [
+          attr('gen_ai.request.id', str(id)),
+          attr('gen_ai.latency.time_to_first_token', dbl(NaN)),
+          attr('gen_ai.latency.e2e', dbl(Infinity)),
+          attr('gen_ai.latency.time_in_queue', dbl(-1)),
+          attr('gen_ai.latency.time_in_model_prefill', dbl(1e300)),
+          attr('gen_ai.latency.time_in_model_decode', dbl(0.25)),
+        ],
+      }),
+    ], 'vllm.tracing.otel')));
+    assert.equal(r.status, 200);
+    // Unmatched by any exchange, it waits the join window (3 s) before it is stored.
+    const got = await row(db, 'llm_request');
+    const a = JSON.parse(got.attributes);
+    for (const k of ['time_to_first_token', 'e2e', 'time_in_queue', 'time_in_model_prefill'])
+      assert.equal(a[`gen_ai.latency.${k}`], undefined, `gen_ai.latency.${k} removed, not ${a[`gen_ai.latency.${k}`]}`);
+    assert.equal(a['gen_ai.latency.time_in_model_decode'], 250000000, 'a valid latency is kept, in ns');
+    const phases = await sql(db, `select name from spans where trace_id = '${got.trace_id}' and name != 'llm_request'`);
+    assert.deepEqual(phases, [], 'no phase derived without a valid time to first token');
+    const m = await counters(agent);
+    const refused = (reason) => metricSum(m, 'infertel_assembler_refused_latencies_total', (l) => l.reason === reason);
+    assert.equal(refused('not_finite'), 2);
+    assert.equal(refused('out_of_range'), 2);
+  });
+});
