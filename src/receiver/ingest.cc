@@ -133,6 +133,10 @@ void ReceiverStats::Register(StatsRegistry* r) const {
              T::kCounter, labels, &c.waited_requests);
     }
   }
+  http_framing.Register(r, "infertel_receiver_http_refused_requests",
+                        "OTLP/HTTP requests refused for their framing (RFC 9112), by reason");
+  http_connections.Register(r, "infertel_receiver_http_refused_connections",
+                            "infertel_receiver_http_open_connections");
 }
 
 std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error) {

@@ -11,6 +11,8 @@
 
 #include "core/stats.h"
 #include "core/telemetry.h"
+#include "http/connection_guard.h"
+#include "http/framing.h"
 #include "pipeline/exporter.h"
 
 namespace infertel::receiver {
@@ -38,6 +40,12 @@ struct ReceiverCounters {
 // Thread-safe (atomics).
 struct ReceiverStats {
   std::array<std::array<ReceiverCounters, 3>, 2> cells;
+  // The OTLP/HTTP listener's refusals before a request reaches a signal:
+  // infertel_receiver_http_refused_requests_total{reason} (framing, http/framing.h),
+  // infertel_receiver_http_refused_connections_total{reason} and
+  // infertel_receiver_http_open_connections (http/connection_guard.h).
+  http::FramingStats http_framing;
+  http::ConnectionStats http_connections;
   ReceiverCounters& at(Transport t, Signal s) {
     return cells[static_cast<int>(t)][static_cast<int>(s)];
   }
@@ -89,6 +97,7 @@ std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error);
 class Ingestor {
  public:
   Ingestor(ReceiverSinks sinks, ReceiverStats* stats) : sinks_(sinks), stats_(stats) {}
+  ReceiverStats* stats() const { return stats_; }
 
   // A request decoded onto an arena (pipeline/held.h): passed on without copying.
   IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request) noexcept;
