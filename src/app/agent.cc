@@ -283,7 +283,8 @@ bool Agent::Start(std::string* error) {
       },
       error, 1,
       http::ServerLimits{.body_bytes = 64u << 10,  // a PUT sets one value
-                         .connections = options_.admin_connections});
+                         .connections = options_.admin_connections,
+                         .refuse_content_encoding = true});
   if (im.admin) im.admin->stats().Register(&stats_, "infertel_admin");
   return im.admin != nullptr;
 }

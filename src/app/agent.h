@@ -13,10 +13,10 @@
 #include "engines/assembler.h"
 #include "export/factory.h"
 #include "gateway/gateway.h"
+#include "http/connection_guard.h"
 #include "http/simple_server.h"
 #include "http/url.h"
 #include "metrics/service.h"
-#include "http/connection_guard.h"
 #include "receiver/otlp_receiver.h"
 
 namespace infertel {

@@ -129,9 +129,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
   opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
   opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
-  for (auto [limits, cap] : {std::pair{&opts.receiver.http_connections,
-                                       f.receiver_http_max_connections},
-                             std::pair{&opts.admin_connections, f.admin_max_connections}}) {
+  for (auto [limits, cap] :
+       {std::pair{&opts.receiver.http_connections, f.receiver_http_max_connections},
+        std::pair{&opts.admin_connections, f.admin_max_connections}}) {
     limits->max_connections = cap;
     limits->idle_timeout = std::chrono::milliseconds(f.http_idle_timeout_ms);
     limits->header_timeout = std::chrono::milliseconds(f.http_header_timeout_ms);

@@ -621,8 +621,10 @@ Task<void> Gateway::Impl::RefuseFraming(WorkerSocket& client, Deadline& deadline
   stats().requests.fetch_add(1, std::memory_order_relaxed);
   stats().rejected.fetch_add(1, std::memory_order_relaxed);
   stats().framing.Count(error);
-  co_await WriteSimple(client, deadline, 11, http::FramingStatus(error),
-                       http::FramingErrorBody(error), false);
+  co_await WriteSimple(
+      client, deadline, 11, http::FramingStatus(error),
+      http::JsonErrorBody(http::FramingStatus(error), "BadRequest", http::FramingMessage(error)),
+      false);
   // Closing with unread bytes (the body, a smuggled request) would reset the connection and
   // could destroy the answer before the client reads it: half-close, then read and drop what
   // still comes, for a bounded time and size.
@@ -631,8 +633,8 @@ Task<void> Gateway::Impl::RefuseFraming(WorkerSocket& client, Deadline& deadline
   deadline.After(std::chrono::seconds(2));
   std::array<char, 4096> scratch;
   for (std::size_t dropped = 0; !ec && dropped < (1u << 20);)
-    dropped += co_await client.async_read_some(asio::buffer(scratch),
-                                               asio::redirect_error(kUseTask, ec));
+    dropped +=
+        co_await client.async_read_some(asio::buffer(scratch), asio::redirect_error(kUseTask, ec));
   deadline.Never();
 }
 

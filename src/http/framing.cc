@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "core/stats.h"
-#include "http/simple_server.h"
 
 namespace infertel::http {
 namespace bhttp = boost::beast::http;
@@ -86,9 +85,7 @@ std::string_view FramingReason(FramingError error) {
   return kRows[static_cast<std::size_t>(error)].reason;
 }
 
-unsigned FramingStatus(FramingError error) {
-  return kRows[static_cast<std::size_t>(error)].status;
-}
+unsigned FramingStatus(FramingError error) { return kRows[static_cast<std::size_t>(error)].status; }
 
 std::string_view FramingMessage(FramingError error) {
   return kRows[static_cast<std::size_t>(error)].message;
@@ -161,18 +158,14 @@ bool HopByHop::operator()(bhttp::field field, std::string_view name) const {
   return false;
 }
 
-void FramingStats::Register(StatsRegistry* registry, std::string_view family,
-                            std::string_view help, std::string_view labels) const {
+void FramingStats::Register(StatsRegistry* registry, std::string_view family, std::string_view help,
+                            std::string_view labels) const {
   for (std::size_t i = 1; i < kFramingErrorCount; ++i) {
-    registry->Add(std::string(family), std::string(help), StatsRegistry::Type::kCounter,
-                  fmt::format(R"({}{}reason="{}")", labels, labels.empty() ? "" : ",",
-                              kRows[i].reason),
-                  &refused[i]);
+    registry->Add(
+        std::string(family), std::string(help), StatsRegistry::Type::kCounter,
+        fmt::format(R"({}{}reason="{}")", labels, labels.empty() ? "" : ",", kRows[i].reason),
+        &refused[i]);
   }
-}
-
-std::string FramingErrorBody(FramingError error) {
-  return JsonErrorBody(FramingStatus(error), "BadRequest", FramingMessage(error));
 }
 
 }  // namespace infertel::http

@@ -96,7 +96,4 @@ struct FramingStats {
                 std::string_view labels = {}) const;
 };
 
-// The answer's body: an OpenAI-style JSON error naming the rule.
-std::string FramingErrorBody(FramingError error);
-
 }  // namespace infertel::http

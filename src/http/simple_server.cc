@@ -58,12 +58,14 @@ std::optional<StringResponse> RefusalFor(const boost::system::error_code& ec,
 
 // What the header alone refuses: broken framing, or a body in a Content-Encoding (no admin
 // handler inflates, and none should be handed bytes it would misread).
-std::optional<StringResponse> RefusalForHeader(const RequestHeader& header, ServerStats* stats) {
+std::optional<StringResponse> RefusalForHeader(const RequestHeader& header,
+                                               const ServerLimits& limits, ServerStats* stats) {
   if (const FramingError f = CheckRequestFraming(header); f != FramingError::kNone)
     return Refusal(FramingStatus(f), "bad_request", FramingMessage(f),
                    &stats->framing.refused[static_cast<std::size_t>(f)]);
   const auto coding = header.find(bhttp::field::content_encoding);
-  if (coding != header.end() && !beast::iequals(coding->value(), "identity"))
+  if (limits.refuse_content_encoding && coding != header.end() &&
+      !beast::iequals(coding->value(), "identity"))
     return Refusal(415, "unsupported_media_type", "Content-Encoding is not supported",
                    &stats->content_encoding);
   return std::nullopt;
@@ -90,11 +92,11 @@ asio::awaitable<void> RefuseAndClose(beast::tcp_stream& stream, StringResponse r
 // On an error the parser's state tells the caller what was read.
 asio::awaitable<std::optional<StringResponse>> ReadRequest(
     beast::tcp_stream& stream, beast::flat_buffer& buffer,
-    bhttp::request_parser<bhttp::string_body>& parser, ConnectionSlot& slot, ServerStats* stats,
-    boost::system::error_code& ec) {
+    bhttp::request_parser<bhttp::string_body>& parser, ConnectionSlot& slot,
+    const ServerLimits& limits, ServerStats* stats, boost::system::error_code& ec) {
   ec = co_await ReadRequestHeader(stream, buffer, parser, slot);
   if (!ec) {
-    if (auto refused = RefusalForHeader(parser.get(), stats)) co_return refused;
+    if (auto refused = RefusalForHeader(parser.get(), limits, stats)) co_return refused;
     if (!parser.is_done()) {
       co_await bhttp::async_read(stream, buffer, parser,
                                  asio::redirect_error(asio::use_awaitable, ec));
@@ -118,7 +120,7 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
     parser.body_limit(limits.body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(limits.header_bytes));
     std::optional<StringResponse> refused =
-        co_await ReadRequest(stream, buffer, parser, *slot, stats.get(), ec);
+        co_await ReadRequest(stream, buffer, parser, *slot, limits, stats.get(), ec);
     if (refused) {
       slot->Answering();
       co_await RefuseAndClose(stream, *std::move(refused));
@@ -148,8 +150,8 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
 // the server runs on several threads.
 asio::awaitable<void> Accept(tcp::acceptor acceptor, std::shared_ptr<Handler> handler,
                              std::shared_ptr<ServerStats> stats, ServerLimits limits) {
-  auto table = ConnectionTable::Make(
-      limits.connections, std::shared_ptr<ConnectionStats>(stats, &stats->connections));
+  auto table = ConnectionTable::Make(limits.connections,
+                                     std::shared_ptr<ConnectionStats>(stats, &stats->connections));
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(

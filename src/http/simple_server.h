@@ -4,7 +4,7 @@
 // thread(s); keep-alive; bodies and headers bounded (ServerLimits). A request past a bound is
 // answered (413, 414 or 431), counted, and its connection closed once the client has had
 // time to read the answer; so is one whose framing breaks RFC 9112's rules (http/framing.h:
-// 400 or 501) or whose body has a Content-Encoding (415: no handler inflates). Idle and slow
+// 400 or 501) or, when asked, whose body has a Content-Encoding (415). Idle and slow
 // connections are bounded by time and number (http/connection_guard.h).
 
 #include <boost/asio/io_context.hpp>
@@ -29,6 +29,9 @@ struct ServerLimits {
   std::size_t body_bytes = 1u << 20;    // 413 past it (from Content-Length when there is one)
   std::size_t header_bytes = 8u << 10;  // request line and fields: 414 or 431 past it
   ConnectionLimits connections{.max_connections = 64};
+  // 415 for a body with a Content-Encoding other than identity: for servers whose handlers
+  // do not inflate (the admin address); off for test peers that read gzip bodies themselves.
+  bool refuse_content_encoding = false;
 };
 
 // Requests refused before they reached the handler.

@@ -423,9 +423,8 @@ std::unique_ptr<HttpFrontend> HttpFrontend::Start(const OtlpReceiverOptions& opt
   f->options_ = options;
   f->ingestor_ = ingestor;
   f->connections_ = http::ConnectionTable::Make(
-      options.http_connections,
-      std::shared_ptr<http::ConnectionStats>(std::shared_ptr<void>(),
-                                             &ingestor->stats()->http_connections));
+      options.http_connections, std::shared_ptr<http::ConnectionStats>(
+                                    std::shared_ptr<void>(), &ingestor->stats()->http_connections));
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(hp->host == "localhost" ? "127.0.0.1" : hp->host, ec);
   if (ec) {

@@ -42,7 +42,7 @@ struct OtlpReceiverOptions {
   std::string http_address = "127.0.0.1:4318";  // HOST:PORT, port 0 = any; empty = no HTTP
   // Largest request accepted: the gRPC message, the HTTP body as sent and after gunzip.
   std::size_t max_message_bytes = 16u << 20;
-  int threads = 1;                                      // HTTP io_context threads
+  int threads = 1;  // HTTP io_context threads
   // OTLP/HTTP connections: cap and read timeouts (http/connection_guard.h).
   http::ConnectionLimits http_connections{.max_connections = 256};
   // How long a request that finds its signal's export queues full waits for room before it is
