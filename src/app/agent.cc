@@ -285,8 +285,11 @@ bool Agent::Start(std::string* error) {
                                   http::JsonErrorBody(404, "NotFound", "no such admin endpoint"),
                                   "application/json");
       },
-      error, 1, http::ServerLimits{.body_bytes = 64u << 10});  // a PUT sets one value
-  if (im.admin) im.admin->stats().Register(&stats_, "infertel_admin_refused_requests");
+      error, 1,
+      http::ServerLimits{.body_bytes = 64u << 10,  // a PUT sets one value
+                         .connections = options_.admin_connections,
+                         .refuse_content_encoding = true});
+  if (im.admin) im.admin->stats().Register(&stats_, "infertel_admin");
   return im.admin != nullptr;
 }
 

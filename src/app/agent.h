@@ -13,6 +13,7 @@
 #include "engines/assembler.h"
 #include "export/factory.h"
 #include "gateway/gateway.h"
+#include "http/connection_guard.h"
 #include "http/simple_server.h"
 #include "http/url.h"
 #include "metrics/service.h"
@@ -23,6 +24,7 @@ namespace infertel {
 struct AgentOptions {
   std::vector<gateway::UpstreamConfig> upstreams;
   http::HostPort admin{"127.0.0.1", 9464};
+  http::ConnectionLimits admin_connections{.max_connections = 64};  // cap and read timeouts
   int threads = 2;
   std::size_t max_request_body = 32u << 20;
   exporting::ExportOptions exports;

@@ -129,6 +129,14 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
   opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
   opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
+  for (auto [limits, cap] :
+       {std::pair{&opts.receiver.http_connections, f.receiver_http_max_connections},
+        std::pair{&opts.admin_connections, f.admin_max_connections}}) {
+    limits->max_connections = cap;
+    limits->idle_timeout = std::chrono::milliseconds(f.http_idle_timeout_ms);
+    limits->header_timeout = std::chrono::milliseconds(f.http_header_timeout_ms);
+    limits->body_timeout = std::chrono::milliseconds(f.http_body_timeout_ms);
+  }
   // A bare number is refused: "2000" would be read as seconds by one reader and as
   // milliseconds by another (OTEL_METRIC_EXPORT_INTERVAL is in milliseconds).
   auto duration = [](const std::string& flag, const std::string& text) {
@@ -231,6 +239,32 @@ void AgentRun::Stop() {
   if (console) console->Stop();
 }
 
+// The connection cap and read timeouts of the OTLP/HTTP receiver and the admin address
+// (http/connection_guard.h; docs/limits.md).
+void AddListenerGuardFlags(CLI::App* sub, AgentFlags* flags) {
+  sub->add_option("--receiver-http-max-connections", flags->receiver_http_max_connections,
+                  "OTLP/HTTP connections at once; beyond it the one reading its request longest "
+                  "is closed, or the new one refused (503) if all are busy")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--admin-max-connections", flags->admin_max_connections,
+                  "Admin address connections at once (as --receiver-http-max-connections)")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--http-idle-timeout-ms", flags->http_idle_timeout_ms,
+                  "OTLP/HTTP and admin: how long a kept-alive connection waits for a request")
+      ->check(CLI::Range(100, 3'600'000))
+      ->capture_default_str();
+  sub->add_option("--http-header-timeout-ms", flags->http_header_timeout_ms,
+                  "OTLP/HTTP and admin: a request's first byte to the end of its header")
+      ->check(CLI::Range(100, 600'000))
+      ->capture_default_str();
+  sub->add_option("--http-body-timeout-ms", flags->http_body_timeout_ms,
+                  "OTLP/HTTP and admin: the end of a request's header to the end of its body")
+      ->check(CLI::Range(100, 600'000))
+      ->capture_default_str();
+}
+
 void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--engine", flags->engine, "Engine kind of --upstream: vllm or sglang")
       ->capture_default_str();
@@ -306,6 +340,7 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
                   "before it is answered retry-later (0: at once)")
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
+  AddListenerGuardFlags(sub, flags);
   AddKeyFlags(sub, flags);
 }
 

@@ -35,6 +35,12 @@ struct AgentFlags {
   int data_parallel_size = 1;
   int join_window_ms = 3000;
   int receiver_wait_ms = 250;  // OtlpReceiverOptions::saturated_wait
+  // http::ConnectionLimits of the OTLP/HTTP receiver and the admin address.
+  std::size_t receiver_http_max_connections = 256;
+  std::size_t admin_max_connections = 64;
+  int http_idle_timeout_ms = 60'000;
+  int http_header_timeout_ms = 10'000;
+  int http_body_timeout_ms = 30'000;
   std::string scrape_interval = "5s";
   std::string scrape_timeout = "3s";
   std::string metrics_url;

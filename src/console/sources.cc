@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <boost/beast/http/error.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -237,9 +236,7 @@ bool UrlSource::PollOnce() {
   std::string error;
   if (!client.Send("GET", url_, headers, "", "", &res, &error, kMaxDocumentBytes)) {
     // A body past the limit is a refused document, not an unreachable console.
-    static const std::string kBodyLimit =
-        boost::beast::http::make_error_code(boost::beast::http::error::body_limit).message();
-    if (error.find(kBodyLimit) != std::string::npos) {
+    if (client.last_error() == http::SyncError::kBodyTooLarge) {
       Fail(fmt::format("document larger than {} bytes", kMaxDocumentBytes), Refusal::kTooLarge);
       return false;
     }

@@ -86,6 +86,8 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
          &active_streams);
   r->Add("infertel_gateway_drain_cut", "Requests still in flight when the drain timeout ran out",
          T::kCounter, labels, &drain_cut);
+  framing.Register(r, "infertel_gateway_refused_requests",
+                   "Requests refused for their framing (RFC 9112), by reason", labels);
 }
 
 namespace {
@@ -361,6 +363,7 @@ struct Gateway::Impl {
   void Finish(Exchange& ex);
   // Runs `fn(worker)` on every worker's thread and returns the sum of what it returned.
   std::size_t OnEveryWorker(const std::function<std::size_t(Worker&)>& fn);
+  Task<void> RefuseFraming(WorkerSocket& client, Deadline& deadline, http::FramingError error);
   Task<void> WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
                          unsigned status, std::string body, bool keep_alive);
 };
@@ -580,6 +583,14 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
     // with room made for it, in 64 KiB reads rather than 2 KiB ones (http/body_room.h).
     co_await bhttp::async_read_header(client, buffer, parser, asio::redirect_error(kUseTask, ec));
     if (!ec) set_busy(true);
+    // Framing the parser accepted but RFC 9112 refuses (a smuggled request behind a
+    // Transfer-Encoding that is not chunked…): answered and closed, the body unread.
+    const http::FramingError framing =
+        ec ? http::FramingErrorFromParse(ec) : http::CheckRequestFraming(parser.get());
+    if (framing != http::FramingError::kNone) {
+      co_await RefuseFraming(client, deadline, framing);
+      break;
+    }
     if (!ec && !parser.is_done()) {
       // A client that asked to wait (curl does for bodies over 1 MiB) would otherwise wait
       // about a second before sending. The gateway has the whole body before the engine sees
@@ -631,6 +642,28 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
   w->Unlink(&slot);
   set_busy(false);
   stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Task<void> Gateway::Impl::RefuseFraming(WorkerSocket& client, Deadline& deadline,
+                                        http::FramingError error) {
+  stats().requests.fetch_add(1, std::memory_order_relaxed);
+  stats().rejected.fetch_add(1, std::memory_order_relaxed);
+  stats().framing.Count(error);
+  co_await WriteSimple(
+      client, deadline, 11, http::FramingStatus(error),
+      http::JsonErrorBody(http::FramingStatus(error), "BadRequest", http::FramingMessage(error)),
+      false);
+  // Closing with unread bytes (the body, a smuggled request) would reset the connection and
+  // could destroy the answer before the client reads it: half-close, then read and drop what
+  // still comes, for a bounded time and size.
+  error_code ec;
+  client.shutdown(WorkerSocket::shutdown_send, ec);
+  deadline.After(std::chrono::seconds(2));
+  std::array<char, 4096> scratch;
+  for (std::size_t dropped = 0; !ec && dropped < (1u << 20);)
+    dropped +=
+        co_await client.async_read_some(asio::buffer(scratch), asio::redirect_error(kUseTask, ec));
+  deadline.Never();
 }
 
 Task<void> Gateway::Impl::WriteSimple(WorkerSocket& client, Deadline& deadline, unsigned version,
@@ -802,8 +835,11 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   }
 
   bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
+  // Also the fields the client's Connection header names (RFC 9110 §7.6.1).
+  const http::HopByHop named_hop_by_hop(req);
   for (const auto& f : req) {
-    if (IsHopByHop(f.name(), f.name_string())) continue;
+    if (IsHopByHop(f.name(), f.name_string()) || named_hop_by_hop(f.name(), f.name_string()))
+      continue;
     if (f.name() == bhttp::field::content_length) continue;
     if (observe && (beast::iequals(f.name_string(), "traceparent"))) continue;
     ureq.insert(f.name(), f.name_string(), f.value());

@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "gateway/exchange.h"
 #include "gateway/upstream_failure.h"
+#include "http/framing.h"
 #include "http/url.h"
 
 namespace infertel::gateway {
@@ -67,6 +68,7 @@ struct GatewayStats {
   std::atomic<std::uint64_t> active_connections{0};  // client connections open now
   std::atomic<std::uint64_t> active_streams{0};      // SSE responses in flight now
   std::atomic<std::uint64_t> drain_cut{0};           // in flight at the drain deadline: cut
+  http::FramingStats framing;  // refused for their framing (also in `rejected`), by reason
   void Register(StatsRegistry* registry, const std::string& labels) const;
 };
 

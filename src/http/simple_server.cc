@@ -21,34 +21,54 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// The answer to a request past a limit, or none when `ec` is not about a limit. Beast's
-// header_limit covers the request line and the fields together: when it is passed before the
-// request line was read (no target yet), the target is at fault (414), otherwise the fields
-// (431).
+// The refusal of a request, counted and logged (at most one line per 10 s for all servers: a
+// flood must not flood the log too).
+StringResponse Refusal(unsigned status, std::string_view type, std::string_view message,
+                       std::atomic<std::uint64_t>* counter) {
+  counter->fetch_add(1, std::memory_order_relaxed);
+  static std::atomic<std::int64_t> last_log{0};
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t last = last_log.load(std::memory_order_relaxed);
+  if (now - last >= 10 && last_log.compare_exchange_strong(last, now))
+    spdlog::warn("admin HTTP: refused a request: {} {}", status, message);
+  auto res = MakeResponse(status, JsonErrorBody(status, type, message), "application/json");
+  res.keep_alive(false);
+  return res;
+}
+
+// The answer to a request past a limit or with broken framing, or none when `ec` is about
+// neither (the connection ended or timed out). Beast's header_limit covers the request line
+// and the fields together: when it is passed before the request line was read (no target
+// yet), the target is at fault (414), otherwise the fields (431).
 std::optional<StringResponse> RefusalFor(const boost::system::error_code& ec,
                                          bool request_line_read, ServerStats* stats) {
-  auto refuse = [](unsigned status, std::string_view type, std::string_view message,
-                   std::atomic<std::uint64_t>* counter) {
-    counter->fetch_add(1, std::memory_order_relaxed);
-    // At most one line per 10 s for all servers: a flood must not flood the log too.
-    static std::atomic<std::int64_t> last_log{0};
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-    std::int64_t last = last_log.load(std::memory_order_relaxed);
-    if (now - last >= 10 && last_log.compare_exchange_strong(last, now))
-      spdlog::warn("admin HTTP: refused a request: {} {}", status, message);
-    auto res = MakeResponse(status, JsonErrorBody(status, type, message), "application/json");
-    res.keep_alive(false);
-    return std::optional<StringResponse>(std::move(res));
-  };
   if (ec == bhttp::error::body_limit)
-    return refuse(413, "body_too_large", "request body too large", &stats->body_too_large);
+    return Refusal(413, "body_too_large", "request body too large", &stats->body_too_large);
+  if (const FramingError f = FramingErrorFromParse(ec); f != FramingError::kNone)
+    return Refusal(FramingStatus(f), "bad_request", FramingMessage(f),
+                   &stats->framing.refused[static_cast<std::size_t>(f)]);
   if (ec != bhttp::error::header_limit) return std::nullopt;
   if (!request_line_read)
-    return refuse(414, "target_too_long", "request target too long", &stats->target_too_long);
-  return refuse(431, "header_too_large", "request header fields too large",
-                &stats->header_too_large);
+    return Refusal(414, "target_too_long", "request target too long", &stats->target_too_long);
+  return Refusal(431, "header_too_large", "request header fields too large",
+                 &stats->header_too_large);
+}
+
+// What the header alone refuses: broken framing, or a body in a Content-Encoding (no admin
+// handler inflates, and none should be handed bytes it would misread).
+std::optional<StringResponse> RefusalForHeader(const RequestHeader& header,
+                                               const ServerLimits& limits, ServerStats* stats) {
+  if (const FramingError f = CheckRequestFraming(header); f != FramingError::kNone)
+    return Refusal(FramingStatus(f), "bad_request", FramingMessage(f),
+                   &stats->framing.refused[static_cast<std::size_t>(f)]);
+  const auto coding = header.find(bhttp::field::content_encoding);
+  if (limits.refuse_content_encoding && coding != header.end() &&
+      !beast::iequals(coding->value(), "identity"))
+    return Refusal(415, "unsupported_media_type", "Content-Encoding is not supported",
+                   &stats->content_encoding);
+  return std::nullopt;
 }
 
 // Answers a refused request and closes: the answer, then a half-close, then what the client
@@ -68,24 +88,46 @@ asio::awaitable<void> RefuseAndClose(beast::tcp_stream& stream, StringResponse r
                                     asio::redirect_error(asio::use_awaitable, ec));
 }
 
+// Reads one request under the connection guard's timeouts: header, the checks on it, body.
+// On an error the parser's state tells the caller what was read.
+asio::awaitable<std::optional<StringResponse>> ReadRequest(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer,
+    bhttp::request_parser<bhttp::string_body>& parser, ConnectionSlot& slot,
+    const ServerLimits& limits, ServerStats* stats, boost::system::error_code& ec) {
+  ec = co_await ReadRequestHeader(stream, buffer, parser, slot);
+  if (!ec) {
+    if (auto refused = RefusalForHeader(parser.get(), limits, stats)) co_return refused;
+    if (!parser.is_done()) {
+      co_await bhttp::async_read(stream, buffer, parser,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+      CountBodyTimeout(ec, slot);
+    }
+  }
+  if (ec) co_return RefusalFor(ec, !parser.get().target().empty(), stats);
+  co_return std::nullopt;
+}
+
 asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler,
-                            std::shared_ptr<ServerStats> stats, ServerLimits limits) {
+                            std::shared_ptr<ServerStats> stats, ServerLimits limits,
+                            std::shared_ptr<ConnectionTable> table) {
   beast::tcp_stream stream(std::move(socket));
+  const std::unique_ptr<ConnectionSlot> slot = table->Admit(stream);
+  if (!slot) co_return;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(limits.body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(limits.header_bytes));
-    stream.expires_after(std::chrono::seconds(60));
-    co_await bhttp::async_read(stream, buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      auto res = RefusalFor(ec, !parser.get().target().empty(), stats.get());
-      if (!res) break;
-      co_await RefuseAndClose(stream, *std::move(res));
+    std::optional<StringResponse> refused =
+        co_await ReadRequest(stream, buffer, parser, *slot, limits, stats.get(), ec);
+    if (refused) {
+      slot->Answering();
+      co_await RefuseAndClose(stream, *std::move(refused));
       co_return;
     }
+    if (ec) break;
+    slot->Answering();
     StringRequest req = parser.release();
     StringResponse res;
     try {
@@ -97,35 +139,46 @@ asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<Handler> handler
     res.version(req.version());
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
+    stream.expires_after(std::chrono::seconds(30));
     co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !req.keep_alive()) break;
   }
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
+// Each connection on a strand of its own, which the connection table's evictions need when
+// the server runs on several threads.
 asio::awaitable<void> Accept(tcp::acceptor acceptor, std::shared_ptr<Handler> handler,
                              std::shared_ptr<ServerStats> stats, ServerLimits limits) {
+  auto table = ConnectionTable::Make(limits.connections,
+                                     std::shared_ptr<ConnectionStats>(stats, &stats->connections));
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket =
-        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket socket = co_await acceptor.async_accept(
+        asio::make_strand(acceptor.get_executor()), asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;
-    asio::co_spawn(acceptor.get_executor(), Serve(std::move(socket), handler, stats, limits),
-                   asio::detached);
+    auto ex = socket.get_executor();
+    asio::co_spawn(ex, Serve(std::move(socket), handler, stats, limits, table), asio::detached);
   }
 }
 
 }  // namespace
 
-void ServerStats::Register(StatsRegistry* registry, std::string_view family) const {
+void ServerStats::Register(StatsRegistry* registry, std::string_view prefix) const {
   constexpr std::string_view kHelp = "Admin API requests refused (answered 4xx without acting)";
-  for (const auto& [reason, counter] : {std::pair{"body_too_large", &body_too_large},
-                                        std::pair{"target_too_long", &target_too_long},
-                                        std::pair{"header_too_large", &header_too_large}}) {
-    registry->Add(std::string(family), std::string(kHelp), StatsRegistry::Type::kCounter,
+  const std::string family = fmt::format("{}_refused_requests", prefix);
+  for (const auto& [reason, counter] :
+       {std::pair{"body_too_large", &body_too_large},
+        std::pair{"target_too_long", &target_too_long},
+        std::pair{"header_too_large", &header_too_large},
+        std::pair{"unsupported_content_encoding", &content_encoding}}) {
+    registry->Add(family, std::string(kHelp), StatsRegistry::Type::kCounter,
                   fmt::format(R"(reason="{}")", reason), counter);
   }
+  framing.Register(registry, family, kHelp);
+  connections.Register(registry, fmt::format("{}_refused_connections", prefix),
+                       fmt::format("{}_open_connections", prefix));
 }
 
 std::unique_ptr<SimpleServer> SimpleServer::Start(const HostPort& address, Handler handler,

@@ -3,7 +3,9 @@
 // address (/healthz, /metrics, /api/config) and test peers. One io_context on its own
 // thread(s); keep-alive; bodies and headers bounded (ServerLimits). A request past a bound is
 // answered (413, 414 or 431), counted, and its connection closed once the client has had
-// time to read the answer.
+// time to read the answer; so is one whose framing breaks RFC 9112's rules (http/framing.h:
+// 400 or 501) or, when asked, whose body has a Content-Encoding (415). Idle and slow
+// connections are bounded by time and number (http/connection_guard.h).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "core/stats.h"
+#include "http/connection_guard.h"
+#include "http/framing.h"
 #include "http/url.h"
 
 namespace infertel::http {
@@ -24,6 +28,10 @@ namespace infertel::http {
 struct ServerLimits {
   std::size_t body_bytes = 1u << 20;    // 413 past it (from Content-Length when there is one)
   std::size_t header_bytes = 8u << 10;  // request line and fields: 414 or 431 past it
+  ConnectionLimits connections{.max_connections = 64};
+  // 415 for a body with a Content-Encoding other than identity: for servers whose handlers
+  // do not inflate (the admin address); off for test peers that read gzip bodies themselves.
+  bool refuse_content_encoding = false;
 };
 
 // Requests refused before they reached the handler.
@@ -31,8 +39,13 @@ struct ServerStats {
   std::atomic<std::uint64_t> body_too_large{0};    // 413
   std::atomic<std::uint64_t> target_too_long{0};   // 414: the request line alone is too long
   std::atomic<std::uint64_t> header_too_large{0};  // 431
-  // `family`{reason="body_too_large"|"target_too_long"|"header_too_large"}.
-  void Register(StatsRegistry* registry, std::string_view family) const;
+  std::atomic<std::uint64_t> content_encoding{0};  // 415: a body with a Content-Encoding
+  FramingStats framing;                            // 400 or 501 (http/framing.h)
+  ConnectionStats connections;                     // closed by the connection guard
+  // `prefix`_refused_requests{reason="body_too_large"|"target_too_long"|"header_too_large"|
+  // "unsupported_content_encoding"|framing reasons}, `prefix`_refused_connections{reason} and
+  // `prefix`_open_connections.
+  void Register(StatsRegistry* registry, std::string_view prefix) const;
 };
 
 using StringRequest = boost::beast::http::request<boost::beast::http::string_body>;

@@ -32,6 +32,13 @@ struct SyncClient::Impl {
   std::optional<beast::tcp_stream> stream;
   std::string connected_to;  // host:port of the open connection
   beast::flat_buffer buffer;
+  SyncError last_error = SyncError::kNone;
+
+  bool Failed(SyncError kind, std::string message, std::string* error) {
+    last_error = kind;
+    *error = std::move(message);
+    return false;
+  }
 
   bool Connect(const Url& url, std::string* error) {
     stream.emplace(io);
@@ -48,21 +55,17 @@ struct SyncClient::Impl {
     if (!io.stopped()) {
       resolver.cancel();
       io.run();
-      *error = "resolve timed out";
-      return false;
+      return Failed(SyncError::kTimeout, "resolve timed out", error);
     }
-    if (ec) {
-      *error = "resolve " + url.host + ": " + ec.message();
-      return false;
-    }
+    if (ec) return Failed(SyncError::kResolve, "resolve " + url.host + ": " + ec.message(), error);
     stream->expires_after(timeouts.connect);
     stream->async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
     io.restart();
     io.run();
     if (ec) {
-      *error = "connect " + url.HostPort() + ": " + ec.message();
       stream.reset();
-      return false;
+      return Failed(ec == beast::error::timeout ? SyncError::kTimeout : SyncError::kConnect,
+                    "connect " + url.HostPort() + ": " + ec.message(), error);
     }
     connected_to = url.HostPort();
     buffer.clear();
@@ -90,8 +93,8 @@ struct SyncClient::Impl {
     io.run();
     if (ec) {
       *stale = ec != beast::error::timeout;
-      *error = "write: " + ec.message();
-      return false;
+      return Failed(ec == beast::error::timeout ? SyncError::kTimeout : SyncError::kWrite,
+                    "write: " + ec.message(), error);
     }
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(max_body);
@@ -113,8 +116,10 @@ struct SyncClient::Impl {
       *stale = (ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
                 ec == asio::error::eof) &&
                !parser.got_some();
-      *error = "read: " + ec.message();
-      return false;
+      const SyncError kind = ec == bhttp::error::body_limit ? SyncError::kBodyTooLarge
+                             : ec == beast::error::timeout  ? SyncError::kTimeout
+                                                            : SyncError::kRead;
+      return Failed(kind, "read: " + ec.message(), error);
     }
     auto res = parser.release();
     out->status = static_cast<int>(res.result_int());
@@ -135,15 +140,16 @@ SyncClient::SyncClient(SyncTimeouts timeouts) : impl_(std::make_unique<Impl>()) 
 }
 SyncClient::~SyncClient() { impl_->Close(); }
 void SyncClient::Close() { impl_->Close(); }
+SyncError SyncClient::last_error() const { return impl_->last_error; }
 
 bool SyncClient::Send(std::string_view method, const Url& url,
                       const std::vector<std::pair<std::string, std::string>>& headers,
                       std::string_view content_type, std::string body, SyncResponse* out,
                       std::string* error, std::size_t max_body) {
-  if (url.scheme != "http") {
-    *error = "unsupported scheme " + url.scheme + " (only http)";
-    return false;
-  }
+  impl_->last_error = SyncError::kNone;
+  if (url.scheme != "http")
+    return impl_->Failed(SyncError::kUnsupportedScheme,
+                         "unsupported scheme " + url.scheme + " (only http)", error);
   bhttp::request<bhttp::string_body> req;
   req.method_string(method);
   req.target(url.path.empty() ? "/" : url.path);

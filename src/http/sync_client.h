@@ -23,6 +23,18 @@ struct SyncTimeouts {
   std::chrono::milliseconds read{10000};
 };
 
+// Why Send failed, for callers that act on the cause rather than print it.
+enum class SyncError {
+  kNone,
+  kUnsupportedScheme,
+  kResolve,
+  kConnect,
+  kTimeout,       // a phase's timeout passed
+  kWrite,         // the request could not be written
+  kRead,          // the connection failed or the response was malformed
+  kBodyTooLarge,  // the response body passed `max_body`: reading stopped there
+};
+
 struct SyncResponse {
   int status = 0;
   std::string body;
@@ -48,6 +60,9 @@ class SyncClient {
             std::size_t max_body = 4u * 1024u * 1024u);
 
   void Close();
+
+  // Why the last Send returned false (kNone after a success).
+  SyncError last_error() const;
 
  private:
   struct Impl;

@@ -15,6 +15,7 @@
 
 #include <array>
 
+#include "http/connection_guard.h"
 #include "receiver/ingest.h"
 #include "receiver/otlp_receiver.h"
 #include "receiver/room_waiter.h"
@@ -70,14 +71,14 @@ class HttpFrontend {
   // Used by the connection coroutines.
   const OtlpReceiverOptions& options() const { return options_; }
   Ingestor* ingestor() const { return ingestor_; }
-  std::atomic<std::size_t>& connections() { return connections_; }
+  http::ConnectionTable* connections() const { return connections_.get(); }
   RoomWaiter* waiter() const { return waiter_.get(); }  // null when saturated_wait is 0
 
  private:
   HttpFrontend() = default;
   OtlpReceiverOptions options_;
   Ingestor* ingestor_ = nullptr;
-  std::atomic<std::size_t> connections_{0};
+  std::shared_ptr<http::ConnectionTable> connections_;  // cap and read timeouts
   std::uint16_t port_ = 0;
   std::unique_ptr<RoomWaiter> waiter_;  // stopped before io_, which outlives its Stop()
   bool stopped_ = false;

@@ -13,6 +13,8 @@
 #include "export/gzip.h"
 #include "export/otlp_json/otlp_json.h"
 #include "http/body_room.h"
+#include "http/connection_guard.h"
+#include "http/framing.h"
 #include "http/url.h"
 #include "receiver/frontends.h"
 #include "receiver/trace_decoder.h"
@@ -197,7 +199,8 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string_view bod
 // once more into a body; bytes past it (a pipelined next request) stay in the buffer. A
 // chunked body goes through the parser and a small scratch buffer.
 asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                  bhttp::request_parser<bhttp::string_body>&& header) {
+                                  bhttp::request_parser<bhttp::string_body>&& header,
+                                  http::ConnectionSlot& slot) {
   if (const auto length = header.content_length()) {
     std::uint64_t left = *length;  // all of it: only the header was read, and within the limit
     http::MakeRoomForBody(buffer, header);
@@ -216,6 +219,7 @@ asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer&
       buffer.commit(n);
     }
     http::ReleaseBodyRoom(buffer, 0);
+    http::CountBodyTimeout(ec, slot);
     co_return !ec;
   }
   constexpr std::size_t kScratch = 16 * 1024;
@@ -231,16 +235,9 @@ asio::awaitable<bool> DiscardBody(beast::tcp_stream& stream, beast::flat_buffer&
     if (ec == bhttp::error::need_buffer) ec = {};  // the scratch is full: again
   }
   http::ReleaseBodyRoom(buffer, 0);
+  http::CountBodyTimeout(ec, slot);
   co_return !ec;
 }
-
-// A place counted in `*n` (a connection), given back when this goes, however the coroutine
-// holding it ends. The caller counts it in.
-struct CountedPlace {
-  explicit CountedPlace(std::atomic<std::size_t>* n) : n(n) {}
-  ~CountedPlace() { n->fetch_sub(1, std::memory_order_relaxed); }
-  std::atomic<std::size_t>* n;
-};
 
 // One wait in the front end's RoomWaiter, until the sink may have room or `deadline`: false
 // at once when the waiter is full (kMaxWaiting) or stopped. The waiter resumes the coroutine
@@ -277,10 +274,18 @@ asio::awaitable<void> WaitForRoom(Signal signal, HttpFrontend* self) {
   } while (self->ingestor()->Saturated(signal) && RoomWaiter::Clock::now() < deadline);
 }
 
+// A request whose framing breaks RFC 9112's rules (http/framing.h), counted.
+Response FramingRefusal(http::FramingError error, Ingestor* ingestor) {
+  ingestor->stats()->http_framing.Count(error);
+  return PlainError(static_cast<bhttp::status>(http::FramingStatus(error)),
+                    http::FramingMessage(error));
+}
+
 asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
-  CountedPlace place(&self->connections());
   const OtlpReceiverOptions& o = self->options();
   beast::tcp_stream stream(std::move(socket));
+  const std::unique_ptr<http::ConnectionSlot> slot = self->connections()->Admit(stream);
+  if (!slot) co_return;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   bool unread_body = false;
@@ -289,19 +294,24 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
     // Unlimited while reading the header so that a large Content-Length reaches CheckHeader
     // (and a 413) instead of failing the header read; bounded before the body is read.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    stream.expires_after(o.http_idle_timeout);
-    co_await bhttp::async_read_header(stream, buffer, parser,
-                                      asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) break;
+    // Under the idle and header timeouts; the body's is set for what follows.
+    ec = co_await http::ReadRequestHeader(stream, buffer, parser, *slot);
+    // A request the parser refused, or whose framing cannot be trusted: 400 and closed.
+    const http::FramingError framing =
+        ec ? http::FramingErrorFromParse(ec) : http::CheckRequestFraming(parser.get());
+    if (ec && framing == http::FramingError::kNone) break;
+    ec = {};
     std::optional<Signal> signal;
     Encoding enc = Encoding::kProtobuf;
     bool gzip = false;
     std::optional<Response> res =
-        CheckHeader(parser, o.max_message_bytes, self->ingestor(), &signal, &enc, &gzip);
+        framing != http::FramingError::kNone
+            ? FramingRefusal(framing, self->ingestor())
+            : CheckHeader(parser, o.max_message_bytes, self->ingestor(), &signal, &enc, &gzip);
     // After an early answer the unread body makes the connection unusable: close it.
     bool keep_alive = !res && parser.get().keep_alive();
     unread_body = res.has_value();
-    const unsigned version = parser.get().version();
+    const unsigned version = parser.get().version() != 0 ? parser.get().version() : 11;
     const bool expect_continue = beast::iequals(parser.get()[bhttp::field::expect], "100-continue");
     if (!res) parser.body_limit(o.max_message_bytes);
     // The sink is asked once per request when it has room; only a full one is asked again,
@@ -317,7 +327,7 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
       // without sending the body; the connection closes behind it.
       res = Throttled(enc);
       const bool discarded =
-          !expect_continue && co_await DiscardBody(stream, buffer, std::move(parser));
+          !expect_continue && co_await DiscardBody(stream, buffer, std::move(parser), *slot);
       keep_alive = keep_alive && discarded;
       unread_body = !discarded;
     } else if (!res) {
@@ -339,8 +349,10 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
         if (have < size) {
           co_await asio::async_read(stream, asio::buffer(body.get() + have, size - have),
                                     asio::redirect_error(asio::use_awaitable, ec));
+          http::CountBodyTimeout(ec, *slot);
           if (ec) break;
         }
+        slot->Answering();
         res = HandleBody(*signal, enc, gzip, std::string_view(body.get(), size),
                          o.max_message_bytes, self->ingestor());
       } else {
@@ -349,6 +361,8 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
         co_await bhttp::async_read(stream, buffer, parser,
                                    asio::redirect_error(asio::use_awaitable, ec));
         http::ReleaseBodyRoom(buffer, 0);
+        http::CountBodyTimeout(ec, *slot);
+        slot->Answering();
         if (ec == bhttp::error::body_limit) {
           self->ingestor()->CountMalformed(Transport::kHttp, *signal);
           res = StatusResponse(bhttp::status::payload_too_large, enc, kResourceExhausted,
@@ -363,9 +377,11 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
         }
       }
     }
+    slot->Answering();
     res->version(version);
     res->keep_alive(keep_alive);
     res->prepare_payload();
+    stream.expires_after(std::chrono::seconds(30));
     co_await bhttp::async_write(stream, *res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !keep_alive) break;
   }
@@ -388,17 +404,14 @@ asio::awaitable<void> Session(tcp::socket socket, HttpFrontend* self) {
 asio::awaitable<void> Accept(tcp::acceptor acceptor, HttpFrontend* self) {
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket =
-        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    // Each connection on a strand of its own: the connection table's evictions close a
+    // socket from a handler posted to its executor.
+    tcp::socket socket = co_await acceptor.async_accept(
+        asio::make_strand(acceptor.get_executor()), asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;
-    if (self->connections().fetch_add(1, std::memory_order_relaxed) >=
-        self->options().max_http_connections) {
-      self->connections().fetch_sub(1, std::memory_order_relaxed);
-      socket.close(ec);
-      continue;
-    }
-    asio::co_spawn(acceptor.get_executor(), Session(std::move(socket), self), asio::detached);
+    auto ex = socket.get_executor();
+    asio::co_spawn(ex, Session(std::move(socket), self), asio::detached);
   }
 }
 
@@ -415,6 +428,9 @@ std::unique_ptr<HttpFrontend> HttpFrontend::Start(const OtlpReceiverOptions& opt
   std::unique_ptr<HttpFrontend> f(new HttpFrontend());
   f->options_ = options;
   f->ingestor_ = ingestor;
+  f->connections_ = http::ConnectionTable::Make(
+      options.http_connections, std::shared_ptr<http::ConnectionStats>(
+                                    std::shared_ptr<void>(), &ingestor->stats()->http_connections));
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(hp->host == "localhost" ? "127.0.0.1" : hp->host, ec);
   if (ec) {

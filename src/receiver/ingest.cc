@@ -239,6 +239,10 @@ void ReceiverStats::Register(StatsRegistry* r) const {
            "Received spans whose times, kind or status were set right, by reason", T::kCounter,
            fmt::format(R"(reason="{}")", NormalizeReasonName(static_cast<NormalizeReason>(i))),
            &normalized[i]);
+  http_framing.Register(r, "infertel_receiver_http_refused_requests",
+                        "OTLP/HTTP requests refused for their framing (RFC 9112), by reason");
+  http_connections.Register(r, "infertel_receiver_http_refused_connections",
+                            "infertel_receiver_http_open_connections");
 }
 
 std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error) {

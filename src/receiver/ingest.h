@@ -11,6 +11,8 @@
 
 #include "core/stats.h"
 #include "core/telemetry.h"
+#include "http/connection_guard.h"
+#include "http/framing.h"
 #include "pipeline/exporter.h"
 #include "receiver/span_limits.h"
 
@@ -61,6 +63,12 @@ struct ReceiverStats {
   std::array<std::array<ReceiverCounters, 3>, 2> cells;
   std::array<std::atomic<std::uint64_t>, kLimitReasons> limited{};
   std::array<std::atomic<std::uint64_t>, kNormalizeReasons> normalized{};
+  // The OTLP/HTTP listener's refusals before a request reaches a signal:
+  // infertel_receiver_http_refused_requests_total{reason} (framing, http/framing.h),
+  // infertel_receiver_http_refused_connections_total{reason} and
+  // infertel_receiver_http_open_connections (http/connection_guard.h).
+  http::FramingStats http_framing;
+  http::ConnectionStats http_connections;
   ReceiverCounters& at(Transport t, Signal s) {
     return cells[static_cast<int>(t)][static_cast<int>(s)];
   }
@@ -121,6 +129,7 @@ class Ingestor {
  public:
   Ingestor(ReceiverSinks sinks, ReceiverStats* stats, SpanLimits limits = {})
       : sinks_(sinks), stats_(stats), limits_(limits) {}
+  ReceiverStats* stats() const { return stats_; }
 
   // The limits a front end decodes trace requests within (DecodeProtobuf).
   const SpanLimits& span_limits() const { return limits_; }

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/stats.h"
+#include "http/connection_guard.h"
 #include "receiver/ingest.h"
 #include "receiver/span_limits.h"
 
@@ -42,9 +43,9 @@ struct OtlpReceiverOptions {
   std::string http_address = "127.0.0.1:4318";  // HOST:PORT, port 0 = any; empty = no HTTP
   // Largest request accepted: the gRPC message, the HTTP body as sent and after gunzip.
   std::size_t max_message_bytes = 16u << 20;
-  int threads = 1;                                      // HTTP io_context threads
-  std::size_t max_http_connections = 256;               // further connections are closed at once
-  std::chrono::milliseconds http_idle_timeout{60'000};  // keep-alive wait and body read
+  int threads = 1;  // HTTP io_context threads
+  // OTLP/HTTP connections: cap and read timeouts (http/connection_guard.h).
+  http::ConnectionLimits http_connections{.max_connections = 256};
   // How long a request that finds its signal's export queues full waits for room before it is
   // answered "retry later" (0: at once). A burst that drains within it costs the sender a short
   // delay instead of its exporter's backoff (1 s and more, during which the engine's own span

@@ -291,6 +291,20 @@ TEST(UrlSourceTest, EtagAndNotModified) {
   EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).value, Value{std::int64_t{2}});
 }
 
+// The client stops reading at the limit and says so with a typed error, which the source
+// counts as a refused document (not an unreachable console).
+TEST(UrlSourceTest, OversizeDocumentIsRefusedAsTooLarge) {
+  ConsolePeer peer;
+  peer.Set(std::string(kMaxDocumentBytes + 1, '#'));
+  LayeredConfig lc(NoEnv(), nullptr);
+  ConsoleStats stats;
+  UrlSource src(peer.url(), &lc, std::chrono::seconds(2), &stats);
+  EXPECT_FALSE(src.PollOnce());
+  EXPECT_NE(lc.Status(Layer::kUrl).error.find("refused: document larger"), std::string::npos)
+      << lc.Status(Layer::kUrl).error;
+  EXPECT_EQ(stats.url[static_cast<std::size_t>(Refusal::kTooLarge)], 1u);
+}
+
 TEST(UrlSourceTest, RecoversAfterAnOutage) {
   ConsolePeer peer;
   peer.Set("otel.instrumentation.vllm.tracing.level: 0\n");  // YAML over HTTP
