@@ -34,7 +34,11 @@ struct AgentFlags {
   std::string engine_version = "auto";
   int data_parallel_size = 1;
   int join_window_ms = 3000;
-  int receiver_wait_ms = 250;  // OtlpReceiverOptions::saturated_wait
+  int receiver_wait_ms = 250;              // OtlpReceiverOptions::saturated_wait
+  receiver::GrpcServerLimits grpc_limits;  // --receiver-grpc-* (durations and sizes below)
+  int grpc_idle_timeout_ms = 60'000;
+  int grpc_handshake_timeout_ms = 10'000;
+  std::size_t grpc_buffer_mb = 64;
   std::string scrape_interval = "5s";
   std::string scrape_timeout = "3s";
   std::string metrics_url;

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/stats.h"
+#include "receiver/grpc_limits.h"
 #include "receiver/ingest.h"
 
 namespace infertel::receiver {
@@ -50,6 +51,7 @@ struct OtlpReceiverOptions {
   // queue fills and drops); an HTTP body waits unread in the kernel meanwhile. At most
   // 16 requests per transport (kMaxWaiting) wait at once; further ones are refused at once.
   std::chrono::milliseconds saturated_wait{250};
+  GrpcServerLimits grpc;  // the gRPC listener's bounds (docs/limits.md, "OTLP/gRPC receiver")
 };
 
 // Thread-safety: Start/Stop from one controlling thread; the accessors from any thread.
@@ -74,11 +76,16 @@ class OtlpReceiver {
 
   const ReceiverStats& stats() const { return stats_; }
   // Registers the infertel_receiver_* series; the receiver must outlive the registry's use.
-  void RegisterStats(StatsRegistry* registry) const { stats_.Register(registry); }
+  void RegisterStats(StatsRegistry* registry) const {
+    stats_.Register(registry);
+    grpc_stats_.Register(registry);
+  }
+  const GrpcStats& grpc_stats() const { return grpc_stats_; }
 
  private:
   OtlpReceiverOptions options_;
   ReceiverStats stats_;
+  GrpcStats grpc_stats_;
   Ingestor ingestor_;
   std::unique_ptr<internal::GrpcFrontend> grpc_;
   std::unique_ptr<internal::HttpFrontend> http_;
