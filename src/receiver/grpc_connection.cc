@@ -66,6 +66,7 @@ void GrpcConnection::OnRead(const boost::system::error_code& ec, std::size_t n) 
   reading_ = false;
   if (closed_) return;
   if (ec) return Close();  // the client went away (or Close cancelled the read)
+  if (draining_) return DrainMore();
   last_read_ = GrpcClock::now();
   in_receive_ = true;
   const bool alive = session_.Receive(std::string_view(in_.data(), n), last_read_);
@@ -80,7 +81,7 @@ void GrpcConnection::Flush() {
   out_.clear();
   session_.TakeOutput(&out_);
   if (out_.empty()) {
-    if (closing_ || !session_.Alive()) Close();
+    if (closing_ || !session_.Alive()) Drain();
     return;
   }
   writing_ = true;
@@ -128,6 +129,30 @@ void GrpcConnection::BeginClosing() {
   closing_ = true;
   closing_since_ = GrpcClock::now();
   Flush();
+  if (reading_ && !writing_ && !closed_) Drain();  // a read is pending: let it drain
+}
+
+// The last frames (a GOAWAY) are written: the sending side is shut and what the client still
+// sends is read and dropped until it closes or the grace runs out. Closing with unread bytes
+// would send a TCP reset, which can destroy the GOAWAY before the client reads it.
+void GrpcConnection::Drain() {
+  if (draining_ || closed_) return;
+  draining_ = true;
+  if (!closing_) BeginClosing();
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  DrainMore();
+}
+
+void GrpcConnection::DrainMore() {
+  if (reading_) return;  // the pending read drops its bytes (OnRead sees draining_)
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(in_), [self = shared_from_this()](
+                                                 const boost::system::error_code& ec, std::size_t) {
+    self->reading_ = false;
+    if (ec || self->closed_) return self->Close();
+    self->DrainMore();
+  });
 }
 
 void GrpcConnection::Close() {

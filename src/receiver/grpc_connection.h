@@ -60,6 +60,8 @@ class GrpcConnection final : public std::enable_shared_from_this<GrpcConnection>
   void ArmTimer();
   void OnTimer();
   void BeginClosing();
+  void Drain();
+  void DrainMore();
   void Close();
 
   Shared shared_;
@@ -69,7 +71,7 @@ class GrpcConnection final : public std::enable_shared_from_this<GrpcConnection>
   std::array<char, 16384> in_;
   std::string out_;
   bool reading_ = false, writing_ = false, in_receive_ = false;
-  bool closing_ = false, closed_ = false;
+  bool closing_ = false, closed_ = false, draining_ = false;
   GrpcClock::time_point opened_, last_read_, closing_since_;
 };
 
