@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -27,10 +28,11 @@ constexpr std::chrono::milliseconds kTimeToAnswer{50};
 // sink is saturated), handed to the Ingestor, and answered.
 class OtlpService final : public GrpcService {
  public:
-  OtlpService(Ingestor* ingestor, RoomWaiter* waiter, GrpcStats* stats,
-              std::size_t max_message_bytes, asio::io_context* io)
+  OtlpService(Ingestor* ingestor, RoomWaiter* waiter, std::chrono::milliseconds saturated_wait,
+              GrpcStats* stats, std::size_t max_message_bytes, asio::io_context* io)
       : ingestor_(ingestor),
         waiter_(waiter),
+        saturated_wait_(saturated_wait),
         stats_(stats),
         max_message_bytes_(max_message_bytes),
         io_(io) {}
@@ -51,29 +53,48 @@ class OtlpService final : public GrpcService {
  private:
   // Holds the call in the waiter; it resumes on the connection's thread if the connection and
   // the call are still there (a client that reset the stream meanwhile is not answered).
+  // `count`: false when a resumed call waits again.
   bool Wait(const std::shared_ptr<GrpcConnection>& connection, const GrpcRequest& request) {
     const RoomWaiter::Clock::time_point latest = request.deadline == GrpcClock::time_point::max()
                                                      ? RoomWaiter::Clock::time_point::max()
                                                      : request.deadline - kTimeToAnswer;
+    const RoomWaiter::Clock::time_point wait_end =
+        std::min(latest, RoomWaiter::Clock::now() + saturated_wait_);
+    return WaitOnce(connection, request.stream_id, request.serial, request.signal,
+                    request.message.size(), latest, wait_end, /*count=*/true);
+  }
+
+  bool WaitOnce(const std::shared_ptr<GrpcConnection>& connection, std::int32_t id,
+                std::uint64_t serial, Signal signal, std::size_t bytes,
+                RoomWaiter::Clock::time_point latest, RoomWaiter::Clock::time_point wait_end,
+                bool count) {
     std::weak_ptr<GrpcConnection> weak = connection;
-    const std::int32_t id = request.stream_id;
-    const std::uint64_t serial = request.serial;
-    return waiter_->Add(request.signal, request.message.size(), latest,
-                        [this, weak, id, serial, latest] {
-                          asio::post(*io_, [this, weak, id, serial, latest] {
-                            if (auto c = weak.lock()) Resume(*c, id, serial, latest);
-                          });
-                        });
+    return waiter_->Add(
+        signal, bytes, wait_end,
+        [this, weak, id, serial, latest, wait_end] {
+          asio::post(*io_, [this, weak, id, serial, latest, wait_end] {
+            if (auto c = weak.lock()) Resume(c, id, serial, latest, wait_end);
+          });
+        },
+        count);
   }
 
   // A call resumed by the waiter (counted as waiting when it was added). A sender that gave up,
   // or is about to (its deadline less kTimeToAnswer reached), sends the data again: taking it
   // now would store it twice.
-  void Resume(GrpcConnection& connection, std::int32_t id, std::uint64_t serial,
-              RoomWaiter::Clock::time_point latest) {
+  // Resumed calls run one by one on the connection's thread: one whose room was taken by a call
+  // resumed just before it waits again, until its wait is over (as an HTTP request does).
+  void Resume(const std::shared_ptr<GrpcConnection>& c, std::int32_t id, std::uint64_t serial,
+              RoomWaiter::Clock::time_point latest, RoomWaiter::Clock::time_point wait_end) {
+    GrpcConnection& connection = *c;
     const std::optional<GrpcRequest> request = connection.session().Pending(id, serial);
     if (!request) return;
-    if (RoomWaiter::Clock::now() >= latest)
+    const RoomWaiter::Clock::time_point now = RoomWaiter::Clock::now();
+    if (now < wait_end && ingestor_->Saturated(request->signal) &&
+        WaitOnce(c, id, serial, request->signal, request->message.size(), latest, wait_end,
+                 /*count=*/false))
+      return;
+    if (now >= latest)
       return connection.Answer(id, serial,
                                GrpcAnswer::Status(kGrpcDeadlineExceeded,
                                                   "the call's deadline came while it waited for "
@@ -154,6 +175,7 @@ class OtlpService final : public GrpcService {
 
   Ingestor* ingestor_;
   RoomWaiter* waiter_;
+  std::chrono::milliseconds saturated_wait_;
   GrpcStats* stats_;
   std::size_t max_message_bytes_;
   asio::io_context* io_;
@@ -196,8 +218,8 @@ std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const OtlpReceiverOptions& opt
   if (options.saturated_wait.count() > 0)
     f->waiter_ = std::make_unique<RoomWaiter>(ingestor, Transport::kGrpc, options.saturated_wait);
   f->budget_ = std::make_unique<BufferBudget>(options.grpc.max_buffered_bytes);
-  f->service_ = std::make_unique<OtlpService>(ingestor, f->waiter_.get(), stats,
-                                              options.max_message_bytes, &f->io_);
+  f->service_ = std::make_unique<OtlpService>(ingestor, f->waiter_.get(), options.saturated_wait,
+                                              stats, options.max_message_bytes, &f->io_);
   f->Accept();
   f->thread_ = std::thread([io = &f->io_] {
     NameThisThread("otlp-grpc-recv");
