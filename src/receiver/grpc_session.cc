@@ -279,6 +279,7 @@ void GrpcSession::Refuse(GrpcCall* call, GrpcRefusal reason, const GrpcAnswer& a
   stats_->Refuse(reason,
                  answer.message.empty() ? std::string(GrpcRefusalName(reason)) : answer.message);
   call->phase = GrpcCall::Phase::kDispatched;  // so that Answer takes it
+  ++requests_;
   Answer(call->stream_id(), call->serial(), answer);
 }
 

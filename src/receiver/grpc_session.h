@@ -65,7 +65,8 @@ class GrpcSession {
 
   bool handshake_done() const { return handshake_done_; }
   std::size_t calls() const { return calls_.size(); }
-  std::uint64_t requests() const { return requests_; }  // handed to the handler
+  // Calls to be answered (handed to the handler, or refused by the session), and answered.
+  std::uint64_t requests() const { return requests_; }
   std::uint64_t answered() const { return answered_; }
 
  private:
