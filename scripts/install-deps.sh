@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libboost-dev libboost-system-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libgrpc++-dev protobuf-compiler-grpc libnghttp2-dev libprotobuf-dev protobuf-compiler libabsl-dev
   libsimdjson-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev libzstd-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc-dev

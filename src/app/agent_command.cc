@@ -137,6 +137,10 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
     limits->header_timeout = std::chrono::milliseconds(f.http_header_timeout_ms);
     limits->body_timeout = std::chrono::milliseconds(f.http_body_timeout_ms);
   }
+  opts.receiver.grpc = f.grpc_limits;
+  opts.receiver.grpc.idle_timeout = std::chrono::milliseconds(f.grpc_idle_timeout_ms);
+  opts.receiver.grpc.handshake_timeout = std::chrono::milliseconds(f.grpc_handshake_timeout_ms);
+  opts.receiver.grpc.max_buffered_bytes = f.grpc_buffer_mb << 20;
   // A bare number is refused: "2000" would be read as seconds by one reader and as
   // milliseconds by another (OTEL_METRIC_EXPORT_INTERVAL is in milliseconds).
   auto duration = [](const std::string& flag, const std::string& text) {
@@ -265,6 +269,43 @@ void AddListenerGuardFlags(CLI::App* sub, AgentFlags* flags) {
       ->capture_default_str();
 }
 
+namespace {
+
+// The OTLP/gRPC receiver's bounds (docs/limits.md, "OTLP/gRPC receiver").
+void AddGrpcReceiverFlags(CLI::App* sub, AgentFlags* flags) {
+  receiver::GrpcServerLimits& l = flags->grpc_limits;
+  sub->add_option("--receiver-grpc-max-connections", l.max_connections,
+                  "OTLP gRPC connections open at once; further ones are closed at once")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-max-streams", l.max_concurrent_streams,
+                  "Concurrent streams per OTLP gRPC connection (SETTINGS_MAX_CONCURRENT_STREAMS)")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-max-header-bytes", l.max_header_list_bytes,
+                  "Header list size of an OTLP gRPC call (SETTINGS_MAX_HEADER_LIST_SIZE)")
+      ->check(CLI::Range(1024, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-max-resets-per-second", l.max_resets_per_second,
+                  "Stream resets per OTLP gRPC connection per second before GOAWAY")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-buffer-mb", flags->grpc_buffer_mb,
+                  "Message bytes all OTLP gRPC connections hold at once, in MiB")
+      ->check(CLI::Range(1, 65'536))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-idle-timeout-ms", flags->grpc_idle_timeout_ms,
+                  "An OTLP gRPC connection that sends nothing this long is closed")
+      ->check(CLI::Range(10, 86'400'000))
+      ->capture_default_str();
+  sub->add_option("--receiver-grpc-handshake-timeout-ms", flags->grpc_handshake_timeout_ms,
+                  "Time a new OTLP gRPC connection has for its HTTP/2 preface")
+      ->check(CLI::Range(10, 600'000))
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--engine", flags->engine, "Engine kind of --upstream: vllm or sglang")
       ->capture_default_str();
@@ -341,6 +382,7 @@ void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
   AddListenerGuardFlags(sub, flags);
+  AddGrpcReceiverFlags(sub, flags);
   AddKeyFlags(sub, flags);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <array>
 
@@ -19,11 +20,6 @@
 #include "receiver/ingest.h"
 #include "receiver/otlp_receiver.h"
 #include "receiver/room_waiter.h"
-
-namespace grpc {
-class Server;
-class Service;
-}  // namespace grpc
 
 namespace infertel::receiver::internal {
 
@@ -42,22 +38,45 @@ constexpr std::array<char, 4> RetryInfoBytes(int seconds) {
 }
 static_assert(kRetryAfterSeconds > 0 && kRetryAfterSeconds < 128);
 
+class GrpcService;
+class GrpcConnection;
+class BufferBudget;
+
+// OTLP/gRPC: an HTTP/2 server over nghttp2 (grpc_connection.h, grpc_session.h) on an io_context
+// thread of its own; the bounds of options.grpc are applied per connection.
 class GrpcFrontend {
  public:
-  // nullptr and *error when the address cannot be bound. `ingestor` must outlive the front end.
-  // Serves options.grpc_address, with options.max_message_bytes and options.saturated_wait.
+  // nullptr and *error when the address cannot be bound. `ingestor` and `stats` must outlive
+  // the front end. Serves options.grpc_address, with options.max_message_bytes,
+  // options.saturated_wait and options.grpc.
   static std::unique_ptr<GrpcFrontend> Start(const OtlpReceiverOptions& options, Ingestor* ingestor,
-                                             std::string* error);
+                                             GrpcStats* stats, std::string* error);
   ~GrpcFrontend();
   std::uint16_t port() const { return port_; }
+  // Answers the calls waiting for room, sends every connection GOAWAY and waits up to 1 s for
+  // them to close; then stops the thread. Idempotent.
   void Stop();
 
  private:
-  GrpcFrontend() = default;
-  std::unique_ptr<RoomWaiter> waiter_;  // null when options.saturated_wait is 0
-  std::vector<std::unique_ptr<grpc::Service>> services_;
-  std::unique_ptr<grpc::Server> server_;
+  GrpcFrontend();
+  void Accept();
+  void Closed(GrpcConnection* connection);
+  void ShutdownAll();
+
+  OtlpReceiverOptions options_;
+  GrpcStats* stats_ = nullptr;
   std::uint16_t port_ = 0;
+  bool stopped_ = false;
+  std::unique_ptr<RoomWaiter> waiter_;  // null when options.saturated_wait is 0
+  std::unique_ptr<BufferBudget> budget_;
+  std::unique_ptr<GrpcService> service_;
+  // Declared last: destroyed first, with the connections still pending on it, while the
+  // members above are alive.
+  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::vector<GrpcConnection*> connections_;  // open ones; on io_'s thread only
+  std::atomic<std::size_t> open_{0};
+  std::thread thread_;
 };
 
 class HttpFrontend {

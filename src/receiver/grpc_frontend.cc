@@ -1,194 +1,283 @@
 #include <fmt/format.h>
-#include <grpcpp/grpcpp.h>
 
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
-#include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
-#include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "core/thread_name.h"
+#include "http/url.h"
 #include "receiver/frontends.h"
+#include "receiver/grpc_connection.h"
 #include "receiver/trace_decoder.h"
 
 namespace infertel::receiver::internal {
 namespace {
 
-// Raw-buffer handlers: decoding here rather than in gRPC's codec lets the receiver count and
-// explain undecodable payloads instead of gRPC answering INTERNAL unseen.
-template <typename Request, typename Base>
-class RawExportService final : public Base {
- public:
-  // `waiter`: where a call that finds the sink saturated waits for room; null: no wait.
-  RawExportService(Signal signal, Ingestor* ingestor, RoomWaiter* waiter)
-      : signal_(signal), ingestor_(ingestor), waiter_(waiter) {}
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
-  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request,
-                                   grpc::ByteBuffer* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+// How long before its deadline a waiting call must be resumed to be taken: time to decode,
+// submit and answer before the sender gives up on it.
+constexpr std::chrono::milliseconds kTimeToAnswer{50};
+
+// The OTLP Export services: each whole message is decoded here (after a wait for room when the
+// sink is saturated), handed to the Ingestor, and answered.
+class OtlpService final : public GrpcService {
+ public:
+  OtlpService(Ingestor* ingestor, RoomWaiter* waiter, std::chrono::milliseconds saturated_wait,
+              GrpcStats* stats, std::size_t max_message_bytes, asio::io_context* io)
+      : ingestor_(ingestor),
+        waiter_(waiter),
+        saturated_wait_(saturated_wait),
+        stats_(stats),
+        max_message_bytes_(max_message_bytes),
+        io_(io) {}
+
+  void Serve(const std::shared_ptr<GrpcConnection>& connection,
+             const GrpcRequest& request) override {
     // The sink is asked once per call when it has room; only a full one is asked again, by
     // Handle's Throttle (which counts the refusal), after the wait if there is one.
-    const bool full = ingestor_->Saturated(signal_);
-    // The call, its message and its answer stay valid until Finish, from whichever thread.
-    if (full && waiter_ != nullptr) {
-      const RoomWaiter::Clock::time_point latest = LatestResume(*context);
-      if (waiter_->Add(signal_, request->Length(), latest,
-                       [this, reactor, context, request, response, latest] {
-                         reactor->Finish(Resume(context, request, response, latest));
-                       }))
-        return reactor;
-    }
-    reactor->Finish(Handle(context, request, response, /*may_refuse=*/full));
-    return reactor;
+    const bool full = ingestor_->Saturated(request.signal);
+    if (full && waiter_ != nullptr && Wait(connection, request)) return;
+    connection->Answer(request.stream_id, request.serial, Handle(request, full));
+  }
+
+  void CountMalformed(Signal signal) override {
+    ingestor_->CountMalformed(Transport::kGrpc, signal);
   }
 
  private:
-  // How long before its deadline a waiting call must be resumed to be taken: time to decode,
-  // submit and answer before the sender gives up on it.
-  static constexpr std::chrono::milliseconds kTimeToAnswer{50};
-
-  // When a waiting call must be resumed at the latest: its deadline less kTimeToAnswer.
-  static RoomWaiter::Clock::time_point LatestResume(const grpc::CallbackServerContext& context) {
-    const auto deadline = context.deadline();
-    if (deadline == std::chrono::system_clock::time_point::max())
-      return RoomWaiter::Clock::time_point::max();
-    return RoomWaiter::Clock::now() +
-           std::chrono::duration_cast<RoomWaiter::Clock::duration>(
-               deadline - std::chrono::system_clock::now()) -
-           kTimeToAnswer;
+  // Holds the call in the waiter; it resumes on the connection's thread if the connection and
+  // the call are still there (a client that reset the stream meanwhile is not answered).
+  // `count`: false when a resumed call waits again.
+  bool Wait(const std::shared_ptr<GrpcConnection>& connection, const GrpcRequest& request) {
+    const RoomWaiter::Clock::time_point latest = request.deadline == GrpcClock::time_point::max()
+                                                     ? RoomWaiter::Clock::time_point::max()
+                                                     : request.deadline - kTimeToAnswer;
+    const RoomWaiter::Clock::time_point wait_end =
+        std::min(latest, RoomWaiter::Clock::now() + saturated_wait_);
+    return WaitOnce(connection, request.stream_id, request.serial, request.signal,
+                    request.message.size(), latest, wait_end, /*count=*/true);
   }
 
-  // A call resumed by the waiter (counted as waiting when it was added). A sender that gave up, or
-  // is about to (its deadline less kTimeToAnswer reached), sends the data again: taking it now
-  // would store it twice.
-  grpc::Status Resume(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-                      grpc::ByteBuffer* response, RoomWaiter::Clock::time_point latest) noexcept {
-    if (context->IsCancelled()) return grpc::Status::CANCELLED;
-    if (RoomWaiter::Clock::now() >= latest)
-      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                          "the call's deadline came while it waited for room in the agent's "
-                          "export queues");
-    return Handle(context, request, response, /*may_refuse=*/true);
+  bool WaitOnce(const std::shared_ptr<GrpcConnection>& connection, std::int32_t id,
+                std::uint64_t serial, Signal signal, std::size_t bytes,
+                RoomWaiter::Clock::time_point latest, RoomWaiter::Clock::time_point wait_end,
+                bool count) {
+    std::weak_ptr<GrpcConnection> weak = connection;
+    return waiter_->Add(
+        signal, bytes, wait_end,
+        [this, weak, id, serial, latest, wait_end] {
+          asio::post(*io_, [this, weak, id, serial, latest, wait_end] {
+            if (auto c = weak.lock()) Resume(c, id, serial, latest, wait_end);
+          });
+        },
+        count);
+  }
+
+  // A call resumed by the waiter (counted as waiting when it was added). A sender that gave up,
+  // or is about to (its deadline less kTimeToAnswer reached), sends the data again: taking it
+  // now would store it twice.
+  // Resumed calls run one by one on the connection's thread: one whose room was taken by a call
+  // resumed just before it waits again, until its wait is over (as an HTTP request does).
+  void Resume(const std::shared_ptr<GrpcConnection>& c, std::int32_t id, std::uint64_t serial,
+              RoomWaiter::Clock::time_point latest, RoomWaiter::Clock::time_point wait_end) {
+    GrpcConnection& connection = *c;
+    const std::optional<GrpcRequest> request = connection.session().Pending(id, serial);
+    if (!request) return;
+    const RoomWaiter::Clock::time_point now = RoomWaiter::Clock::now();
+    if (now < wait_end && ingestor_->Saturated(request->signal) &&
+        WaitOnce(c, id, serial, request->signal, request->message.size(), latest, wait_end,
+                 /*count=*/false))
+      return;
+    if (now >= latest)
+      return connection.Answer(id, serial,
+                               GrpcAnswer::Status(kGrpcDeadlineExceeded,
+                                                  "the call's deadline came while it waited for "
+                                                  "room in the agent's export queues"));
+    connection.Answer(id, serial, Handle(*request, /*may_refuse=*/true));
   }
 
   // `may_refuse`: the sink was found saturated, so it is asked again (Throttle) before decoding.
-  grpc::Status Handle(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-                      grpc::ByteBuffer* response, bool may_refuse) noexcept {
+  GrpcAnswer Handle(const GrpcRequest& request, bool may_refuse) {
     // UNAVAILABLE, as the OpenTelemetry Collector answers a refusal that may pass: retryable in
     // the OTLP specification, and retried by the Python exporters of vLLM and SGLang after the
     // RetryInfo delay (the JS gRPC exporter reports it as a failure instead).
-    if (may_refuse && ingestor_->Throttle(Transport::kGrpc, signal_)) return Throttled(context);
+    if (may_refuse && ingestor_->Throttle(Transport::kGrpc, request.signal)) return Throttled();
+    std::string inflated;
+    std::string_view wire = request.message;
+    if (request.gzip) {
+      if (auto refusal = Inflate(request, &inflated)) return *refusal;
+      wire = inflated;
+    }
+    switch (request.signal) {
+      case Signal::kTraces:
+        return DecodeAndAccept<TracesRequest>(request.signal, wire);
+      case Signal::kLogs:
+        return DecodeAndAccept<LogsRequest>(request.signal, wire);
+      case Signal::kMetrics:
+        return DecodeAndAccept<MetricsRequest>(request.signal, wire);
+    }
+    return GrpcAnswer::Status(kGrpcInternal, "unknown signal");
+  }
+
+  // Inflates a gzip message with the message limit as its bound; the refusal when it fails.
+  std::optional<GrpcAnswer> Inflate(const GrpcRequest& request, std::string* out) {
+    switch (InflateBounded(request.message, max_message_bytes_, out)) {
+      case InflateResult::kOk:
+        return std::nullopt;
+      case InflateResult::kTooLarge: {
+        std::string().swap(*out);
+        CountMalformed(request.signal);
+        GrpcAnswer a = GrpcAnswer::Status(
+            kGrpcResourceExhausted,
+            fmt::format("message inflates past the limit of {} bytes", max_message_bytes_));
+        stats_->Refuse(GrpcRefusal::kInflatedSize, a.message);
+        return a;
+      }
+      case InflateResult::kCorrupt:
+        break;
+    }
+    CountMalformed(request.signal);
+    stats_->Refuse(GrpcRefusal::kMalformed, "corrupt gzip message");
+    return GrpcAnswer::Status(kGrpcInternal, "cannot inflate the gzip message");
+  }
+
+  template <typename Request>
+  GrpcAnswer DecodeAndAccept(Signal signal, std::string_view wire) {
     // Decoded onto an arena that travels with the spans (pipeline/held.h).
     pipeline::Held<Request> decoded;
-    std::vector<grpc::Slice> slices;
-    const std::optional<std::string_view> wire = Contiguous(*request, &slices);
-    if (!wire || !DecodeProtobuf(*wire, &decoded)) {
-      ingestor_->CountMalformed(Transport::kGrpc, signal_);
-      return grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          fmt::format("cannot decode {} as protobuf", Request::descriptor()->name()));
+    if (!DecodeProtobuf(wire, &decoded)) {
+      CountMalformed(signal);
+      return GrpcAnswer::Status(kGrpcInvalidArgument, fmt::format("cannot decode {} as protobuf",
+                                                                  Request::descriptor()->name()));
     }
     IngestResult result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
     // No room for all of it after all (another request took the room since the look before
     // decoding): nothing was taken, and the sender is told to retry as above.
-    if (result.refused) return Throttled(context);
+    if (result.refused) return Throttled();
     if (result.all_rejected())
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, result.error_message);
-    const std::string body = ResponseProto(result);
-    grpc::Slice slice(body);
-    grpc::ByteBuffer out(&slice, 1);
-    response->Swap(&out);
-    return grpc::Status::OK;
+      return GrpcAnswer::Status(kGrpcInvalidArgument, result.error_message);
+    GrpcAnswer a;
+    a.body = ResponseProto(result);
+    return a;
   }
 
-  static grpc::Status Throttled(grpc::CallbackServerContext* context) {
-    static constexpr auto kRetryInfo = RetryInfoBytes(kRetryAfterSeconds);
-    context->AddTrailingMetadata(std::string(kRetryInfoTrailer),
-                                 std::string(kRetryInfo.data(), kRetryInfo.size()));
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kThrottledMessage));
+  static GrpcAnswer Throttled() {
+    GrpcAnswer a = GrpcAnswer::Status(kGrpcUnavailable, std::string(kThrottledMessage));
+    a.retry_info = true;
+    return a;
   }
 
-  // The message's bytes in one piece (nullopt when gRPC cannot read it): its one slice, or a
-  // copy of its slices in this thread's buffer, valid until the next call on this thread. `slices`
-  // holds the slices (and so their bytes) until the caller is done. A request of 512 vLLM spans
-  // is about 300 KB, which arrives in dozens of slices: the copy is a memcpy of about 600 bytes
-  // per span, against the 4–5 µs a span costs the agent; one buffer is what lets the decoder
-  // read with plain pointers.
-  static std::optional<std::string_view> Contiguous(const grpc::ByteBuffer& message,
-                                                    std::vector<grpc::Slice>* slices) {
-    if (!message.Dump(slices).ok()) return std::nullopt;
-    if (slices->size() == 1)
-      return std::string_view(reinterpret_cast<const char*>((*slices)[0].begin()),
-                              (*slices)[0].size());
-    // Kept between calls up to kKeptBytes; a larger message's buffer is given back after it.
-    thread_local std::string joined;
-    constexpr std::size_t kKeptBytes = 1 << 20;
-    if (joined.capacity() > kKeptBytes) std::string().swap(joined);
-    joined.clear();
-    for (const grpc::Slice& s : *slices)
-      joined.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    return joined;
-  }
-
-  Signal signal_;
   Ingestor* ingestor_;
   RoomWaiter* waiter_;
+  std::chrono::milliseconds saturated_wait_;
+  GrpcStats* stats_;
+  std::size_t max_message_bytes_;
+  asio::io_context* io_;
 };
-
-namespace trace_v1 = opentelemetry::proto::collector::trace::v1;
-namespace logs_v1 = opentelemetry::proto::collector::logs::v1;
-namespace metrics_v1 = opentelemetry::proto::collector::metrics::v1;
-
-using TraceRaw = RawExportService<
-    TracesRequest,
-    trace_v1::TraceService::WithRawCallbackMethod_Export<trace_v1::TraceService::Service>>;
-using LogsRaw = RawExportService<
-    LogsRequest, logs_v1::LogsService::WithRawCallbackMethod_Export<logs_v1::LogsService::Service>>;
-using MetricsRaw = RawExportService<
-    MetricsRequest,
-    metrics_v1::MetricsService::WithRawCallbackMethod_Export<metrics_v1::MetricsService::Service>>;
 
 }  // namespace
 
+GrpcFrontend::GrpcFrontend() = default;
+
 std::unique_ptr<GrpcFrontend> GrpcFrontend::Start(const OtlpReceiverOptions& options,
-                                                  Ingestor* ingestor, std::string* error) {
-  std::unique_ptr<GrpcFrontend> f(new GrpcFrontend());
-  if (options.saturated_wait.count() > 0)
-    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, Transport::kGrpc, options.saturated_wait);
-  f->services_.push_back(std::make_unique<TraceRaw>(Signal::kTraces, ingestor, f->waiter_.get()));
-  f->services_.push_back(std::make_unique<LogsRaw>(Signal::kLogs, ingestor, f->waiter_.get()));
-  f->services_.push_back(
-      std::make_unique<MetricsRaw>(Signal::kMetrics, ingestor, f->waiter_.get()));
-  const std::string& address = options.grpc_address;
-  const std::size_t max_bytes = options.max_message_bytes;
-  grpc::ServerBuilder builder;
-  int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(max_bytes, INT32_MAX)));
-  for (auto& s : f->services_) builder.RegisterService(s.get());
-  f->server_ = builder.BuildAndStart();
-  if (f->server_ == nullptr || selected_port <= 0) {
-    *error = fmt::format("OTLP gRPC receiver: cannot listen on {}", address);
-    if (f->server_) f->server_->Shutdown();
+                                                  Ingestor* ingestor, GrpcStats* stats,
+                                                  std::string* error) {
+  auto hp = http::ParseHostPort(options.grpc_address);
+  if (!hp) {
+    *error = fmt::format("OTLP gRPC receiver: malformed address '{}' (want HOST:PORT)",
+                         options.grpc_address);
     return nullptr;
   }
-  f->port_ = static_cast<std::uint16_t>(selected_port);
+  std::unique_ptr<GrpcFrontend> f(new GrpcFrontend());
+  f->options_ = options;
+  f->stats_ = stats;
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(hp->host == "localhost" ? "127.0.0.1" : hp->host, ec);
+  if (ec) {
+    *error = fmt::format("OTLP gRPC receiver: bad host '{}': {}", hp->host, ec.message());
+    return nullptr;
+  }
+  f->acceptor_ = std::make_unique<tcp::acceptor>(f->io_);
+  tcp::endpoint ep(ip, hp->port);
+  f->acceptor_->open(ep.protocol(), ec);
+  if (!ec) f->acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) f->acceptor_->bind(ep, ec);
+  if (!ec) f->acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    *error = fmt::format("OTLP gRPC receiver: cannot listen on {}: {}", options.grpc_address,
+                         ec.message());
+    return nullptr;
+  }
+  f->port_ = f->acceptor_->local_endpoint().port();
+  if (options.saturated_wait.count() > 0)
+    f->waiter_ = std::make_unique<RoomWaiter>(ingestor, Transport::kGrpc, options.saturated_wait);
+  f->budget_ = std::make_unique<BufferBudget>(options.grpc.max_buffered_bytes);
+  f->service_ = std::make_unique<OtlpService>(ingestor, f->waiter_.get(), options.saturated_wait,
+                                              stats, options.max_message_bytes, &f->io_);
+  f->Accept();
+  f->thread_ = std::thread([io = &f->io_] {
+    NameThisThread("otlp-grpc-recv");
+    io->run();
+  });
   return f;
+}
+
+void GrpcFrontend::Accept() {
+  acceptor_->async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (!ec) {
+      if (connections_.size() >= options_.grpc.max_connections) {
+        stats_->Refuse(GrpcRefusal::kConnections,
+                       fmt::format("more than {} connections", options_.grpc.max_connections));
+        boost::system::error_code ignored;
+        socket.close(ignored);
+      } else {
+        GrpcConnection::Shared shared{&options_.grpc, options_.max_message_bytes,
+                                      stats_,         budget_.get(),
+                                      service_.get(), [this](GrpcConnection* c) { Closed(c); }};
+        auto connection = std::make_shared<GrpcConnection>(std::move(socket), shared);
+        connections_.push_back(connection.get());
+        open_.store(connections_.size(), std::memory_order_relaxed);
+        connection->Start();
+      }
+    }
+    Accept();
+  });
+}
+
+void GrpcFrontend::Closed(GrpcConnection* connection) {
+  std::erase(connections_, connection);
+  open_.store(connections_.size(), std::memory_order_relaxed);
+}
+
+void GrpcFrontend::ShutdownAll() {
+  boost::system::error_code ec;
+  acceptor_->close(ec);
+  // Shutdown may close a connection at once, which takes it out of connections_.
+  const std::vector<GrpcConnection*> open = connections_;
+  for (GrpcConnection* c : open) c->Shutdown();
 }
 
 GrpcFrontend::~GrpcFrontend() { Stop(); }
 
 void GrpcFrontend::Stop() {
-  // First: the calls held for room are answered now, and later ones are not held, so the
-  // server's shutdown below finds no call waiting on the waiter's thread.
+  if (stopped_) return;
+  stopped_ = true;
+  // First: the calls held for room are resumed, onto io_, ahead of the shutdown posted below.
   if (waiter_) waiter_->Stop();
-  if (server_ == nullptr) return;
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server_->Wait();
-  server_.reset();
+  asio::post(io_, [this] { ShutdownAll(); });
+  // Not on a data path: the controlling thread looks every 5 ms for up to 1 s.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (open_.load(std::memory_order_relaxed) > 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  io_.stop();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace infertel::receiver::internal

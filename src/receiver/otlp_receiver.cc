@@ -11,7 +11,7 @@ OtlpReceiver::~OtlpReceiver() { Stop(); }
 
 bool OtlpReceiver::Start(std::string* error) {
   if (!options_.grpc_address.empty()) {
-    grpc_ = internal::GrpcFrontend::Start(options_, &ingestor_, error);
+    grpc_ = internal::GrpcFrontend::Start(options_, &ingestor_, &grpc_stats_, error);
     if (!grpc_) return false;
     grpc_port_ = grpc_->port();
   }

@@ -4,15 +4,15 @@
 // or JSON, optionally gzip). Every accepted request is handed by move to the signal's sink;
 // spans and log records OTLP calls invalid are removed and reported back as a partial success.
 //
-// gRPC: opentelemetry.proto.collector.{trace,logs,metrics}.v1 Export, served with gRPC's
-// callback API on raw byte buffers, so undecodable payloads reach the receiver and are counted
-// (INVALID_ARGUMENT). Handlers run on gRPC's own executor and never block (decode, validate,
-// Submit); a call waiting for room (saturated_wait) is resumed on the RoomWaiter's thread. gRPC
-// refuses messages above max_message_bytes itself (RESOURCE_EXHAUSTED) before the handler: those
-// are not counted here. HTTP: POST /v1/traces, /v1/logs, /v1/metrics on a Boost.Beast server with
-// its own io_context and `threads` threads, keep-alive. Status codes: 200 (also for partial
-// success), 400 malformed body or every item invalid (body: google.rpc.Status, protobuf or JSON
-// like the request), 404 unknown path, 405 not POST, 413 body or inflated body above
+// gRPC: opentelemetry.proto.collector.{trace,logs,metrics}.v1 Export, served by an HTTP/2 server
+// over nghttp2 (grpc_session.h, grpc_connection.h) on a thread of its own, bounded by
+// OtlpReceiverOptions::grpc (docs/limits.md); undecodable payloads are counted (INVALID_ARGUMENT),
+// messages over max_message_bytes are refused from their prefix (RESOURCE_EXHAUSTED, counted).
+// Handlers never block (decode, validate, Submit); a call waiting for room (saturated_wait) is
+// resumed on the connection's thread. HTTP: POST /v1/traces, /v1/logs, /v1/metrics on a Boost.Beast
+// server with its own io_context and `threads` threads, keep-alive. Status codes: 200 (also for
+// partial success), 400 malformed body or every item invalid (body: google.rpc.Status, protobuf or
+// JSON like the request), 404 unknown path, 405 not POST, 413 body or inflated body above
 // max_message_bytes, 415 unsupported Content-Type or Content-Encoding. Undecodable bodies (400),
 // 413 and 415 count as malformed requests of the path's signal; a 400 because every item was
 // invalid counts the items as refused; 404 and 405 are not counted (no signal, or not an export
@@ -28,6 +28,7 @@
 
 #include "core/stats.h"
 #include "http/connection_guard.h"
+#include "receiver/grpc_limits.h"
 #include "receiver/ingest.h"
 #include "receiver/span_limits.h"
 
@@ -55,6 +56,7 @@ struct OtlpReceiverOptions {
   // The OpenTelemetry span limits applied to received spans (receiver/span_limits.h); the
   // agent reads them from OTEL_*_LIMIT variables.
   SpanLimits span_limits;
+  GrpcServerLimits grpc;  // the gRPC listener's bounds (docs/limits.md, "OTLP/gRPC receiver")
 };
 
 // Thread-safety: Start/Stop from one controlling thread; the accessors from any thread.
@@ -79,11 +81,16 @@ class OtlpReceiver {
 
   const ReceiverStats& stats() const { return stats_; }
   // Registers the infertel_receiver_* series; the receiver must outlive the registry's use.
-  void RegisterStats(StatsRegistry* registry) const { stats_.Register(registry); }
+  void RegisterStats(StatsRegistry* registry) const {
+    stats_.Register(registry);
+    grpc_stats_.Register(registry);
+  }
+  const GrpcStats& grpc_stats() const { return grpc_stats_; }
 
  private:
   OtlpReceiverOptions options_;
   ReceiverStats stats_;
+  GrpcStats grpc_stats_;
   Ingestor ingestor_;
   std::unique_ptr<internal::GrpcFrontend> grpc_;
   std::unique_ptr<internal::HttpFrontend> http_;
