@@ -41,7 +41,6 @@ struct AgentFlags {
   int http_idle_timeout_ms = 60'000;
   int http_header_timeout_ms = 10'000;
   int http_body_timeout_ms = 30'000;
-  int receiver_wait_ms = 250;              // OtlpReceiverOptions::saturated_wait
   receiver::GrpcServerLimits grpc_limits;  // --receiver-grpc-* (durations and sizes below)
   int grpc_idle_timeout_ms = 60'000;
   int grpc_handshake_timeout_ms = 10'000;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "core/thread_name.h"
 #include "http/url.h"
@@ -151,12 +152,18 @@ class OtlpService final : public GrpcService {
   GrpcAnswer DecodeAndAccept(Signal signal, std::string_view wire) {
     // Decoded onto an arena that travels with the spans (pipeline/held.h).
     pipeline::Held<Request> decoded;
-    if (!DecodeProtobuf(wire, &decoded)) {
+    LimitCounts limited;  // what the span limits dropped while decoding
+    if (!DecodeProtobuf(wire, &decoded, &ingestor_->span_limits(), &limited)) {
       CountMalformed(signal);
       return GrpcAnswer::Status(kGrpcInvalidArgument, fmt::format("cannot decode {} as protobuf",
                                                                   Request::descriptor()->name()));
     }
-    IngestResult result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
+    IngestResult result;
+    if constexpr (std::is_same_v<Request, TracesRequest>) {
+      result = ingestor_->Accept(Transport::kGrpc, std::move(decoded), limited);
+    } else {
+      result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
+    }
     // No room for all of it after all (another request took the room since the look before
     // decoding): nothing was taken, and the sender is told to retry as above.
     if (result.refused) return Throttled();
