@@ -159,21 +159,7 @@ bool ExpectsContinue(const bhttp::request<bhttp::string_body>& req) {
 // Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business on each side, and so is
 // `Expect`: the gateway answered the expectation itself and sends the engine the whole body.
 bool IsHopByHop(bhttp::field f, std::string_view name) {
-  switch (f) {
-    case bhttp::field::expect:
-    case bhttp::field::connection:
-    case bhttp::field::keep_alive:
-    case bhttp::field::proxy_authenticate:
-    case bhttp::field::proxy_authorization:
-    case bhttp::field::proxy_connection:
-    case bhttp::field::te:
-    case bhttp::field::trailer:
-    case bhttp::field::transfer_encoding:
-    case bhttp::field::upgrade:
-      return true;
-    default:
-      return beast::iequals(name, "keep-alive");
-  }
+  return f == bhttp::field::expect || http::IsFixedHopByHop(f, name);
 }
 
 // "<trace id>-<16 random hex digits>", in one allocation.

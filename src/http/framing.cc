@@ -137,7 +137,7 @@ HopByHop::HopByHop(const RequestHeader& header) {
   });
 }
 
-bool HopByHop::operator()(bhttp::field field, std::string_view name) const {
+bool IsFixedHopByHop(bhttp::field field, std::string_view name) {
   switch (field) {
     case bhttp::field::connection:
     case bhttp::field::keep_alive:
@@ -150,9 +150,12 @@ bool HopByHop::operator()(bhttp::field field, std::string_view name) const {
     case bhttp::field::upgrade:
       return true;
     default:
-      break;
+      return iequals(name, "keep-alive");
   }
-  if (iequals(name, "keep-alive")) return true;
+}
+
+bool HopByHop::operator()(bhttp::field field, std::string_view name) const {
+  if (IsFixedHopByHop(field, name)) return true;
   for (std::string_view named : named_)
     if (iequals(name, named)) return true;
   return false;

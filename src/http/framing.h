@@ -70,6 +70,10 @@ FramingError CheckRequestFraming(const RequestHeader& header);
 // limits, which each server answers itself).
 FramingError FramingErrorFromParse(const boost::system::error_code& ec);
 
+// Whether a field is in the fixed hop-by-hop list of RFC 9110 §7.6.1 (Connection, Keep-Alive,
+// Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), on a request or a response.
+bool IsFixedHopByHop(boost::beast::http::field field, std::string_view name);
+
 // Whether a request field is hop-by-hop (RFC 9110 §7.6.1): the fixed list (Connection,
 // Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade) and every field that the
 // request's Connection header names. A proxy does not forward them.

@@ -12,7 +12,6 @@ namespace {
 // RFC 9113 §6.5.2: a field counts its name, its value and 32 bytes.
 constexpr std::size_t kFieldOverhead = 32;
 
-
 // application/grpc, application/grpc+proto and their parameters; not +json or other codecs.
 bool IsGrpcProto(std::string_view content_type) {
   const std::string_view type = content_type.substr(0, content_type.find(';'));

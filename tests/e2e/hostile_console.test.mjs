@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { pollUntil, requireBin, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { pollUntil, requireBin, runInfertel, startAgent, startSim, stopAll, tempDir, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const LEVEL = 'otel.instrumentation.vllm.tracing.level';
@@ -27,13 +27,6 @@ function aliasBomb(levels = 9) {
     doc += `l${i}: &l${i} {${keys}}\n`;
   }
   return doc;
-}
-
-/** The peak and current resident set of a process, in bytes, from /proc. */
-function memoryOf(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)[1]) * 1024;
-  return { peak: kb('VmHWM'), rss: kb('VmRSS') };
 }
 
 /** Sends SIGTERM and resolves with the milliseconds until the process was gone. */

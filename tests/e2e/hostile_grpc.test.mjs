@@ -14,7 +14,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
-import { pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { pollUntil, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, parsePrometheus } from './lib/util.mjs';
 
 const MIB = 1024 * 1024;
@@ -126,12 +126,6 @@ function grpcPrefix(length, compressed = 0) {
   b[0] = compressed;
   b.writeUInt32BE(length, 1);
   return b;
-}
-
-function memoryOf(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)[1]) * 1024;
-  return { peak: kb('VmHWM'), rss: kb('VmRSS') };
 }
 
 /** ~1 MB of gzip inflating to `total` bytes of zeros, made in pieces so the test stays small. */

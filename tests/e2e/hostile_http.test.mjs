@@ -12,16 +12,10 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 
-import { pollUntil, requireBin, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { pollUntil, requireBin, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, parsePrometheus } from './lib/util.mjs';
 
 const MIB = 1024 * 1024;
-
-function memoryOf(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)[1]) * 1024;
-  return { peak: kb('VmHWM'), rss: kb('VmRSS') };
-}
 
 async function samples(agent) {
   const r = await get(`${agent.adminUrl}/metrics`);

@@ -12,7 +12,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 
 import { promtoolCheck } from './lib/prom.mjs';
-import { pollUntil, rssBoundMiB, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { pollUntil, rssBoundMiB, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const adminMetrics = async (agent) => {
@@ -21,11 +21,12 @@ const adminMetrics = async (agent) => {
   return r.text;
 };
 
+const MIB = 1024 * 1024;
+
 /** VmRSS and VmHWM (peak) of a process, in MiB. */
 function memoryMiB(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)[1]);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  const { rss, peak } = memoryOf(pid);
+  return { rss: rss / MIB, peak: peak / MIB };
 }
 
 describe('model label values chosen by clients', () => {

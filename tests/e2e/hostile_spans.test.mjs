@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { encodeProtobuf } from './lib/otlp.mjs';
-import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
 
 const LIMITS = {
@@ -88,11 +88,6 @@ async function row(db, name) {
   return rows[0];
 }
 
-function vmHwmKiB(pid) {
-  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m[1]);
-}
-
 describe('hostile spans on the OTLP receiver', () => {
   let sim;
   let agent;
@@ -153,7 +148,7 @@ describe('hostile spans on the OTLP receiver', () => {
     const attributes = Array.from({ length: 900000 }, (_, i) => attr(`k${i.toString(36)}`, int(i)));
     const body = encodeProtobuf('/v1/traces', request([span('huge', { attributes })]));
     assert.ok(body.length < 16 << 20, `the request fits the receiver's 16 MiB: ${body.length}`);
-    const before = vmHwmKiB(agent.child.pid);
+    const before = memoryOf(agent.child.pid).peak / 1024;
     for (let i = 0; i < 3; i++) assert.equal((await post(agent, body)).status, 200);
     const got = await pollUntil(async () => {
       const x = await sql(db, "select length(attributes) as n, dropped_attributes_count as d from spans where name = 'huge'");
@@ -164,7 +159,7 @@ describe('hostile spans on the OTLP receiver', () => {
       assert.ok(g.n < 4096, `a row of 64 attributes, not ${g.n} bytes`);
       assert.equal(Number(g.d), 900000 - 64);
     }
-    const grew = (vmHwmKiB(agent.child.pid) - before) / 1024;
+    const grew = (memoryOf(agent.child.pid).peak / 1024 - before) / 1024;
     // The body (up to 16 MiB) is held while it is decoded; the dropped attributes cost nothing.
     assert.ok(grew < 48, `peak RSS grew by ${grew.toFixed(1)} MiB`);
   });

@@ -21,6 +21,13 @@ export function rssBoundMiB(mib) {
   return mib * MEMORY_FACTOR + MEMORY_SLACK_MIB;
 }
 
+/** The peak (VmHWM) and current (VmRSS) resident memory of a process, in bytes, from /proc. */
+export function memoryOf(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)[1]) * 1024;
+  return { peak: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
 /** Throws a clear message when the binary under test is not configured. */
 export function requireBin() {
   if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');
