@@ -9,14 +9,10 @@
 // bound to a strand (or the io_context run by one thread), since an eviction closes it from
 // a handler posted to the socket's executor.
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -114,38 +110,5 @@ class ConnectionTable : public std::enable_shared_from_this<ConnectionTable> {
   std::size_t open_ = 0;  // slots given and not yet released
   Reading reading_;       // connections reading a request, the one that started first in front
 };
-
-// Reads the next request's header from `stream` under the idle and header timeouts (counted
-// when they pass), the slot evictable meanwhile. Then sets the body timeout on the stream
-// for the caller's body read; a body read that ends with beast::error::timeout should be
-// counted with CountBodyTimeout.
-template <typename Parser>
-boost::asio::awaitable<boost::system::error_code> ReadRequestHeader(
-    boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer, Parser& parser,
-    ConnectionSlot& slot) {
-  namespace asio = boost::asio;
-  boost::system::error_code ec;
-  slot.Reading();
-  const ConnectionLimits& limits = slot.limits();
-  if (buffer.size() == 0) {
-    // Waiting for the first byte: the keep-alive wait.
-    stream.expires_after(limits.idle_timeout);
-    const std::size_t n = co_await stream.async_read_some(
-        buffer.prepare(1024), asio::redirect_error(asio::use_awaitable, ec));
-    buffer.commit(n);
-    if (ec == boost::beast::error::timeout) slot.stats().idle_timeout.fetch_add(1);
-    if (ec) co_return ec;
-  }
-  stream.expires_after(limits.header_timeout);
-  co_await boost::beast::http::async_read_header(stream, buffer, parser,
-                                                 asio::redirect_error(asio::use_awaitable, ec));
-  if (ec == boost::beast::error::timeout) slot.stats().header_timeout.fetch_add(1);
-  stream.expires_after(limits.body_timeout);
-  co_return ec;
-}
-
-inline void CountBodyTimeout(const boost::system::error_code& ec, ConnectionSlot& slot) {
-  if (ec == boost::beast::error::timeout) slot.stats().body_timeout.fetch_add(1);
-}
 
 }  // namespace infertel::http

@@ -1,5 +1,7 @@
 #include "http/simple_server.h"
 
+#include "http/read_header.h"
+
 #include "core/json.h"
 #include "core/thread_name.h"
 

@@ -15,6 +15,7 @@
 #include "http/body_room.h"
 #include "http/connection_guard.h"
 #include "http/framing.h"
+#include "http/read_header.h"
 #include "http/url.h"
 #include "receiver/frontends.h"
 #include "receiver/trace_decoder.h"

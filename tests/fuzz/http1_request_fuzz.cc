@@ -17,11 +17,33 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "http/framing.h"
+
+// Boost's assertions, enabled in this target (tests/fuzz/CMakeLists.txt). Beast 1.74's chunk
+// parser asserts `n >= 5` on re-entry after a final chunk, but when no CRLF is expected before
+// it 3 bytes are valid (`0\r\n` given alone, then `\r`, then `\n`): the code after the assertion
+// answers need_more correctly. Beast corrected the assertion in boostorg/beast#2861 (1.86); the
+// agent's release build compiles assertions out, and the unit test
+// FramingTest.FinalChunkGivenInPiecesIsRead checks that build reads such a body. Every other
+// assertion aborts, as without a handler.
+namespace boost {
+void assertion_failed(char const* expr, char const* function, char const* file, long line) {
+  const std::string_view f(file);
+  if (std::string_view(expr) == "n >= 5" && f.ends_with("http/impl/basic_parser.ipp")) return;
+  std::fprintf(stderr, "%s:%ld: %s: Assertion `%s' failed.\n", file, line, function, expr);
+  std::abort();
+}
+void assertion_failed_msg(char const* expr, char const* msg, char const* function, char const* file,
+                          long line) {
+  std::fprintf(stderr, "%s:%ld: %s: Assertion `%s' failed: %s\n", file, line, function, expr, msg);
+  std::abort();
+}
+}  // namespace boost
 
 namespace {
 
