@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-allocations format clean
+.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-saturation bench-allocations format clean
 
 all: build
 
@@ -56,6 +56,9 @@ bench-allocations: build
 
 bench-store-tail: build
 	bash bench/store_tail.sh $(BUILD_DIR)
+
+bench-saturation: build
+	bash bench/saturation.sh $(BUILD_DIR)
 
 format:
 	find src tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i
