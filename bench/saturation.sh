@@ -14,9 +14,9 @@
 # Per run: requests/s, p50/p99 (wrk's), and the proxy's CPU per request (utime + stime of the
 # nginx worker or the whole agent from /proc/PID/stat around the run, divided by the requests;
 # the upstream is another process, so its cost is not in it); for the agents also the CPU per
-# request of each thread. Each ratio is taken round by round against nginx's run of the same
+# request of each thread and their context switches per request. Each ratio is taken round by round against nginx's run of the same
 # round (added p99 = p99 − direct's p99 of the same round) and reported as the median of the
-# rounds. Every process it starts is stopped on exit. About 2 minutes.
+# rounds. Every process it starts is stopped on exit. About 3 minutes (more on a loaded machine).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,8 +36,11 @@ read -r -a EXTRA <<<"${BENCH_SAT_AGENT_FLAGS:-}"
 # BENCH_SAT_CANDIDATE_FLAGS), alternating with the others; its ratios are printed beside theirs.
 CANDIDATE_BIN=${BENCH_SAT_CANDIDATE_BIN:-}
 read -r -a CANDIDATE_FLAGS <<<"${BENCH_SAT_CANDIDATE_FLAGS:-}"
+# BENCH_SAT_CANDIDATE_SETUP: a command run with the candidate's pid as its last argument once it
+# listens (to change its threads' scheduling from outside, say).
+CANDIDATE_SETUP=${BENCH_SAT_CANDIDATE_SETUP:-}
 CANDIDATE=""
-[[ -n $CANDIDATE_BIN || ${#CANDIDATE_FLAGS[@]} -gt 0 ]] && CANDIDATE=1
+[[ -n $CANDIDATE_BIN || ${#CANDIDATE_FLAGS[@]} -gt 0 || -n $CANDIDATE_SETUP ]] && CANDIDATE=1
 
 pin_cores
 bench_init "saturation bench" saturation
@@ -59,6 +62,7 @@ if [[ -n $CANDIDATE ]]; then
   INFERTEL=${CANDIDATE_BIN:-$INFERTEL}
   start_agent agent-candidate "$UP_PORT" --store "$TMP/candidate.db" "${CANDIDATE_FLAGS[@]}"
   CAND_PORT=$AGENT_PORT CAND_PID=$AGENT_PID
+  if [[ -n $CANDIDATE_SETUP ]]; then $CANDIDATE_SETUP "$CAND_PID"; fi
   INFERTEL=$SAVED
 fi
 
@@ -68,6 +72,15 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"model":"bench-model","messages":[{"role":"system","content":"You are a helpful assistant. Answer briefly."},{"role":"user","content":"Summarise the benefits of continuous batching for LLM inference servers in two sentences."}],"temperature":0.7,"top_p":0.95,"max_tokens":16}'
 LUA
 
+# thread_switches PID: one line per thread of PID, "name switches" (voluntary and not).
+thread_switches() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' <"$t/comm")" \
+      "$(awk '/ctxt_switches/ { n += $2 } END { print n + 0 }' "$t/status")"
+  done 2>/dev/null
+}
+
 RESULTS=$TMP/results.txt
 : >"$RESULTS"
 # run LABEL PORT PID: one closed-loop run; appends "RUN label= …" with wrk's figures and the
@@ -76,10 +89,18 @@ run() {
   local label=$1 port=$2 pid=$3 url="http://127.0.0.1:$2/v1/chat/completions"
   "${PIN_LG[@]}" wrk -t1 -c"$CONNS" -d1s -s "$TMP/chat.lua" "$url" >/dev/null 2>&1 || true
   local t0=0 t1=0
-  [[ $pid != - ]] && { t0=$(cpu_ticks "$pid"); thread_ticks "$pid" >"$TMP/th0"; }
+  [[ $pid != - ]] && {
+    t0=$(cpu_ticks "$pid")
+    thread_ticks "$pid" >"$TMP/th0"
+    thread_switches "$pid" >"$TMP/sw0"
+  }
   "${PIN_LG[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$TMP/chat.lua" "$url" \
     >"$TMP/wrk.out" 2>&1 || true
-  [[ $pid != - ]] && { t1=$(cpu_ticks "$pid"); thread_ticks "$pid" >"$TMP/th1"; }
+  [[ $pid != - ]] && {
+    t1=$(cpu_ticks "$pid")
+    thread_ticks "$pid" >"$TMP/th1"
+    thread_switches "$pid" >"$TMP/sw1"
+  }
   python3 - "$TMP/wrk.out" "$label" "$((t1 - t0))" "$(getconf CLK_TCK)" >>"$RESULTS" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -102,13 +123,16 @@ PY
     local n
     n=$(result_field "$RESULTS" count RUN)
     echo "THREADS label=$label $(thread_us_per_item "$TMP/th0" "$TMP/th1" "$n")" >>"$RESULTS"
+    # Context switches per request, all threads: each is a wake-up or a preemption.
+    echo "SWITCHES label=$label per_req=$(awk -v n="$n" 'NR == FNR { b += $2; next } { a += $2 }
+      END { printf "%.3f", (n > 0 ? (a - b) / n : 0) }' "$TMP/sw0" "$TMP/sw1")" >>"$RESULTS"
   fi
 }
 
 echo "saturation bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
 echo "saturation bench: wrk -t1 -c$CONNS ${DURATION}s per run, $ROUNDS alternating rounds;" \
   "upstream+wrk on core ${LG_CPU:-any}, proxies on core ${PROXY_CPU:-any};" \
-  "agents: defaults${EXTRA[*]:+ + ${EXTRA[*]}}${CANDIDATE:+; candidate: ${CANDIDATE_BIN:-same binary} ${CANDIDATE_FLAGS[*]}}"
+  "agents: defaults${EXTRA[*]:+ + ${EXTRA[*]}}${CANDIDATE:+; candidate: ${CANDIDATE_BIN:-same binary} ${CANDIDATE_FLAGS[*]} ${CANDIDATE_SETUP}}"
 LOAD_BEFORE=$(load_avg)
 for ((r = 1; r <= ROUNDS; r++)); do
   run direct "$UP_PORT" -
@@ -123,13 +147,15 @@ DROPPED=$(metric "$(wait_line "$TMP/agent-store.log" 'admin listening on' | port
 
 python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" "$DROPPED" <<'PY'
 import sys
-runs, threads = {}, {}
+runs, threads, switches = {}, {}, {}
 for line in open(sys.argv[1]):
     kind, *fields = line.split()
     kv = dict(f.split("=", 1) for f in fields)
     label = kv.pop("label")
     if kind == "RUN":
         runs.setdefault(label, []).append({k: float(v) for k, v in kv.items()})
+    elif kind == "SWITCHES":
+        switches.setdefault(label, []).append(float(kv.get("per_req") or 0))
     else:
         threads.setdefault(label, []).append({k: float(v) for k, v in kv.items()})
 def median(xs):  # the lower median, as bench/run.sh reports rounds
@@ -167,7 +193,8 @@ for label in LABELS:
     ts = threads.get(label, [])
     if ts:
         names = sorted({k for t in ts for k in t}, key=lambda k: -median([t.get(k, 0) for t in ts]))
-        print(f"  {label:<16}" + " ".join(f"{k}={median([t.get(k, 0) for t in ts]):.2f}" for k in names))
+        print(f"  {label:<16}" + " ".join(f"{k}={median([t.get(k, 0) for t in ts]):.2f}" for k in names)
+              + f"; context switches per request {joined(switches.get(label, []), '{:.2f}')}")
 print("\nIssue 38 item 4 (each ratio against nginx's run of the same round, median of the rounds)")
 print(f"{'target':<44}" + "".join(f"{l:>16}" for l in LABELS) + "  rounds (" + " | ".join(LABELS) + ")")
 def row(name, f, ok):
