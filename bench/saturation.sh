@@ -86,7 +86,7 @@ RESULTS=$TMP/results.txt
 # run LABEL PORT PID: one closed-loop run; appends "RUN label= …" with wrk's figures and the
 # proxy's CPU ticks, and one "THREADS label= …" line with its threads' µs per request.
 run() {
-  local label=$1 port=$2 pid=$3 url="http://127.0.0.1:$2/v1/chat/completions"
+  local label=$1 pid=$3 url="http://127.0.0.1:$2/v1/chat/completions"
   "${PIN_LG[@]}" wrk -t1 -c"$CONNS" -d1s -s "$TMP/chat.lua" "$url" >/dev/null 2>&1 || true
   local t0=0 t1=0
   [[ $pid != - ]] && {
@@ -119,7 +119,7 @@ cpu_us = int(sys.argv[3]) / int(sys.argv[4]) * 1e6
 print(f"RUN label={sys.argv[2]} count={count} per_s={count / secs:.1f} p50={us(pct['50'])} "
       f"p99={us(pct['99'])} cpu_us_req={cpu_us / count if count else 0:.2f} errors={errs}")
 PY
-  if [[ $pid != - && -n $(tail -1 "$RESULTS" | grep "label=$label ") ]]; then
+  if [[ $pid != - ]] && tail -1 "$RESULTS" | grep -q "label=$label "; then
     local n
     n=$(result_field "$RESULTS" count RUN)
     echo "THREADS label=$label $(thread_us_per_item "$TMP/th0" "$TMP/th1" "$n")" >>"$RESULTS"
