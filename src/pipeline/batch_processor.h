@@ -404,7 +404,30 @@ class BatchProcessor final : public Sink<Request> {
     bool exited = false;
     int flush_requests = 0;
     Clock::time_point deadline{};
+    // The worker's own (LogDrop): when it last logged a drop, and items dropped since.
+    Clock::time_point last_drop_log{};
+    std::uint64_t unlogged_drops = 0;
   };
+
+  // At most one line every 10 s: a destination that fails at once (a store on a full disk)
+  // fails every batch, and a line each would flood the log. The counter has every item.
+  static void LogDrop(Lane& lane, std::size_t items, int attempts, const std::string& message) {
+    const auto now = Clock::now();
+    if (lane.last_drop_log != Clock::time_point{} &&
+        now - lane.last_drop_log < std::chrono::seconds(10)) {
+      lane.unlogged_drops += items;
+      return;
+    }
+    spdlog::warn(
+        "exporter {} ({}): dropping {} items after {} attempt(s){}: {}", lane.exporter->Name(),
+        SignalTraits<Request>::kName, items, attempts,
+        lane.unlogged_drops > 0
+            ? fmt::format(" ({} more dropped since the last such line)", lane.unlogged_drops)
+            : std::string(),
+        message);
+    lane.last_drop_log = now;
+    lane.unlogged_drops = 0;
+  }
 
   static void PublishDepth(Lane& lane) {
     lane.stats->queue_items.store(lane.q_items, std::memory_order_relaxed);
@@ -534,9 +557,7 @@ class BatchProcessor final : public Sink<Request> {
       }
       if (give_up) {
         lane.stats->dropped_export_failed.fetch_add(items, std::memory_order_relaxed);
-        spdlog::warn("exporter {} ({}): dropping {} items after {} attempt(s): {}",
-                     lane.exporter->Name(), SignalTraits<Request>::kName, items, attempt,
-                     r.message);
+        LogDrop(lane, items, attempt, r.message);
         return;
       }
       lane.stats->retries.fetch_add(1, std::memory_order_relaxed);
