@@ -267,9 +267,10 @@ bool Agent::Start(std::string* error) {
         std::string_view target = req.target();
         for (const auto& [prefix, handler] : admin_routes_)
           if (target.substr(0, prefix.size()) == prefix) return handler(req);
-        // 200 while the agent serves; a failing exporter makes it "degraded" (still 200: the
-        // gateway and the other destinations work, and restarting the agent would not bring a
-        // backend back). docs/operations.md, "Exporter queues and a failing backend".
+        // 200 while the agent serves; a failing exporter or a fault of the store's file system
+        // makes it "degraded" (still 200: the gateway and the other destinations work, and
+        // restarting the agent would bring back neither a backend nor a disk).
+        // docs/operations.md, "Exporter queues and a failing backend".
         if (target == "/healthz") {
           const std::string failing =
               impl_->pipelines ? impl_->pipelines->FailingExporters() : std::string();

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -86,6 +87,14 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) Fail(2, error);
   auto env = KeyFlagsOverEnv(config::ProcessEnv(), f);
   opts.exports = f.exports;
+  // Where the store goes, said before anything is written there.
+  auto store_line =
+      exporting::ResolveStorePath(&opts.exports, config::ProcessEnv(), ::geteuid() == 0, &error);
+  if (!store_line) Fail(2, error);
+  if (!store_line->empty()) {
+    std::printf("%s: %s\n", g_who.c_str(), store_line->c_str());
+    std::fflush(stdout);
+  }
   if (f.export_delay_ms >= 0)
     opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
   const std::string& proto = opts.exports.otlp_protocol;

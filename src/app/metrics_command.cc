@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,12 +14,14 @@
 #include "app/commands.h"
 #include "core/metric_families.h"
 #include "core/printable.h"
+#include "export/sqlite/data_dir.h"
 
 namespace infertel {
 namespace {
 
 struct MetricsFlags {
-  std::string store = "infertel.db";
+  std::string store;      // default: infertel.db in the data directory
+  std::string data_dir;   // --data-dir
   std::string name;       // only names containing this
   bool markdown = false;  // print the documented families (docs/telemetry-reference.md)
 };
@@ -42,12 +45,16 @@ void Run(const MetricsFlags& f) {
     std::fputs(metrics::MetricsMarkdownTable().c_str(), stdout);
     return;
   }
-  if (!std::filesystem::exists(f.store)) Fail(1, "no store at " + f.store);
+  std::string where, error;
+  const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
+  if (!path) Fail(1, error);
+  if (!std::filesystem::exists(*path))
+    Fail(1, fmt::format("no store at {} ({}; give --store FILE or --data-dir DIR)", *path, where));
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(f.store.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path->c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     std::string why = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    Fail(1, f.store + ": " + why);
+    Fail(1, *path + ": " + why);
   }
   std::unique_ptr<sqlite3, decltype(&sqlite3_close)> guard(db, &sqlite3_close);
   sqlite3_busy_timeout(db, 5000);
@@ -73,7 +80,7 @@ void Run(const MetricsFlags& f) {
     ++rows;
   }
   if (rows == 0)
-    std::printf("no metrics in %s%s\n", f.store.c_str(), f.name.empty() ? "" : " matching --name");
+    std::printf("no metrics in %s%s\n", path->c_str(), f.name.empty() ? "" : " matching --name");
 }
 
 }  // namespace
@@ -82,7 +89,10 @@ void AddMetricsCommand(CLI::App& app) {
   auto flags = std::make_shared<MetricsFlags>();
   CLI::App* sub = app.add_subcommand(
       "metrics", "Print the latest value of every metric series in the embedded store");
-  sub->add_option("--store", flags->store, "Embedded store (SQLite) path")->capture_default_str();
+  sub->add_option("--store", flags->store,
+                  "Embedded store (SQLite) path (default: infertel.db in the data directory)");
+  sub->add_option("--data-dir", flags->data_dir,
+                  "The agent's data directory (default: as the agent chooses it, docs/store.md)");
   sub->add_option("--name", flags->name, "Only metrics whose name contains this");
   sub->add_flag("--markdown", flags->markdown,
                 "Print the documented metric families as a Markdown table instead");

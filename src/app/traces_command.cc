@@ -1,5 +1,6 @@
 // `infertel traces`: recent traces from the embedded store, as indented trees.
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -10,13 +11,15 @@
 #include "app/commands.h"
 #include "core/ids.h"
 #include "core/printable.h"
+#include "export/sqlite/data_dir.h"
 #include "export/sqlite/sqlite_store.h"
 
 namespace infertel {
 namespace {
 
 struct TracesFlags {
-  std::string store = "infertel.db";
+  std::string store;     // default: infertel.db in the data directory
+  std::string data_dir;  // --data-dir
   std::size_t limit = 10;
   std::string trace;
   std::string service;
@@ -28,7 +31,11 @@ struct TracesFlags {
 }
 
 void Run(const TracesFlags& f) {
-  if (!std::filesystem::exists(f.store)) Fail(1, "no store at " + f.store);
+  std::string where, error;
+  const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
+  if (!path) Fail(1, error);
+  if (!std::filesystem::exists(*path))
+    Fail(1, fmt::format("no store at {} ({}; give --store FILE or --data-dir DIR)", *path, where));
   exporting::TraceQuery q;
   q.limit = f.limit;
   q.service = f.service;
@@ -38,11 +45,10 @@ void Run(const TracesFlags& f) {
     q.trace_id = ToHex(*id);  // lowercase, as stored
   }
   exporting::SqliteStore store;
-  std::string error;
-  if (!store.Open(f.store, &error)) Fail(1, error);
+  if (!store.Open(*path, &error)) Fail(1, error);
   const std::string out = exporting::RenderTraceTrees(store, q);
   if (out.empty()) {
-    std::printf("no traces in %s%s\n", f.store.c_str(),
+    std::printf("no traces in %s%s\n", path->c_str(),
                 f.trace.empty() && f.service.empty() ? "" : " matching the filter");
     return;
   }
@@ -55,7 +61,10 @@ void AddTracesCommand(CLI::App& app) {
   auto flags = std::make_shared<TracesFlags>();
   CLI::App* sub =
       app.add_subcommand("traces", "Print recent traces from the embedded store as trees");
-  sub->add_option("--store", flags->store, "Embedded store (SQLite) path")->capture_default_str();
+  sub->add_option("--store", flags->store,
+                  "Embedded store (SQLite) path (default: infertel.db in the data directory)");
+  sub->add_option("--data-dir", flags->data_dir,
+                  "The agent's data directory (default: as the agent chooses it, docs/store.md)");
   sub->add_option("--limit", flags->limit, "How many traces, newest first")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -5,11 +5,13 @@
 
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 
 #include "core/otel_env.h"
 #include "export/debug/debug_exporter.h"
 #include "export/otlp_grpc/otlp_grpc_exporter.h"
 #include "export/otlp_http/otlp_http_exporter.h"
+#include "export/sqlite/data_dir.h"
 
 namespace infertel::exporting {
 namespace {
@@ -122,7 +124,8 @@ template <typename Request, typename GrpcMake, typename HttpMake, typename Store
           typename DebugMake>
 std::optional<std::vector<std::unique_ptr<pipeline::Exporter<Request>>>> Build(
     const ExportOptions& o, std::string_view signal, std::string* error, GrpcMake grpc_make,
-    HttpMake http_make, StoreMake store_make, DebugMake debug_make) {
+    HttpMake http_make, StoreMake store_make, DebugMake debug_make,
+    const std::shared_ptr<StoreHealth>& store_health) {
   std::vector<std::unique_ptr<pipeline::Exporter<Request>>> out;
   if (OtlpEnabled(o, signal)) {
     Resolved r = Resolve(o, signal);
@@ -146,7 +149,11 @@ std::optional<std::vector<std::unique_ptr<pipeline::Exporter<Request>>>> Build(
     out.push_back(std::move(e));
   }
   if (o.store_enabled) {
-    auto e = store_make(StoreOptionsOf(o), error);
+    if (o.store_path.empty()) {
+      *error = "the store has no path (ResolveStorePath puts it under the data directory)";
+      return std::nullopt;
+    }
+    auto e = store_make(StoreOptionsOf(o), error, store_health);
     if (!e) return std::nullopt;
     out.push_back(std::move(e));
   }
@@ -244,7 +251,12 @@ void AddExportFlags(CLI::App& cmd, ExportOptions* o) {
          "bound of each exporter's queue in MiB (per exporter and signal; beyond it telemetry is "
          "refused or dropped, counted)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4096}));
-  cmd.add_option("--store", o->store_path, "embedded store file (SQLite)");
+  cmd.add_option("--store", o->store_path,
+                 "embedded store file (SQLite); default infertel.db in the data directory");
+  cmd.add_option("--data-dir", o->data_dir,
+                 "data directory, where the store goes (default: INFERTEL_DATA_DIR, else systemd's "
+                 "STATE_DIRECTORY, else /var/lib/infertel as root, else "
+                 "${XDG_STATE_HOME:-$HOME/.local/state}/infertel)");
   cmd.add_flag_callback(
       "--no-store", [o] { o->store_enabled = false; }, "do not write the embedded store");
   cmd.add_option_function<std::uint64_t>(
@@ -267,21 +279,21 @@ bool OtlpEnabled(const ExportOptions& o, std::string_view signal) {
 }
 
 std::optional<std::vector<std::unique_ptr<pipeline::TraceExporter>>> BuildTraceExporters(
-    const ExportOptions& o, std::string* error) {
+    const ExportOptions& o, std::string* error, std::shared_ptr<StoreHealth> store_health) {
   return Build<TracesRequest>(o, "traces", error, MakeOtlpGrpcTraceExporter,
                               MakeOtlpHttpTraceExporter, MakeStoreTraceExporter,
-                              MakeDebugTraceExporter);
+                              MakeDebugTraceExporter, store_health);
 }
 std::optional<std::vector<std::unique_ptr<pipeline::LogExporter>>> BuildLogExporters(
-    const ExportOptions& o, std::string* error) {
+    const ExportOptions& o, std::string* error, std::shared_ptr<StoreHealth> store_health) {
   return Build<LogsRequest>(o, "logs", error, MakeOtlpGrpcLogExporter, MakeOtlpHttpLogExporter,
-                            MakeStoreLogExporter, MakeDebugLogExporter);
+                            MakeStoreLogExporter, MakeDebugLogExporter, store_health);
 }
 std::optional<std::vector<std::unique_ptr<pipeline::MetricExporter>>> BuildMetricExporters(
-    const ExportOptions& o, std::string* error) {
+    const ExportOptions& o, std::string* error, std::shared_ptr<StoreHealth> store_health) {
   return Build<MetricsRequest>(o, "metrics", error, MakeOtlpGrpcMetricExporter,
                                MakeOtlpHttpMetricExporter, MakeStoreMetricExporter,
-                               MakeDebugMetricExporter);
+                               MakeDebugMetricExporter, store_health);
 }
 
 bool Pipelines::Flush(std::chrono::milliseconds timeout) {
@@ -315,6 +327,7 @@ void DescribeFailing(const pipeline::BatchProcessor<Request>* p, std::string* ou
 
 std::string Pipelines::FailingExporters() const {
   std::string out;
+  if (store_health && store_health->Faulted()) out += store_health->Describe() + "\n";
   DescribeFailing(traces.get(), &out);
   DescribeFailing(logs.get(), &out);
   DescribeFailing(metrics.get(), &out);
@@ -329,17 +342,38 @@ void Pipelines::Shutdown(std::chrono::milliseconds timeout) {
 
 std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& o, StatsRegistry* stats,
                                           std::string* error) {
-  auto t = BuildTraceExporters(o, error);
+  std::shared_ptr<StoreHealth> health;
+  if (o.store_enabled && !o.store_path.empty()) {
+    health = std::make_shared<StoreHealth>(StoreHealthOptions{.path = o.store_path});
+    if (stats) health->RegisterStats(stats);
+  }
+  auto t = BuildTraceExporters(o, error, health);
   if (!t) return nullptr;
-  auto l = BuildLogExporters(o, error);
+  auto l = BuildLogExporters(o, error, health);
   if (!l) return nullptr;
-  auto m = BuildMetricExporters(o, error);
+  auto m = BuildMetricExporters(o, error, health);
   if (!m) return nullptr;
   auto p = std::make_unique<Pipelines>();
+  p->store_health = std::move(health);
   p->traces = std::make_unique<pipeline::TraceBatchProcessor>(std::move(*t), o.batch, stats);
   p->logs = std::make_unique<pipeline::LogBatchProcessor>(std::move(*l), o.batch, stats);
   p->metrics = std::make_unique<pipeline::MetricBatchProcessor>(std::move(*m), o.batch, stats);
   return p;
+}
+
+std::optional<std::string> ResolveStorePath(ExportOptions* o, const config::EnvLookup& env,
+                                            bool root, std::string* error) {
+  constexpr std::string_view kHow =
+      "--data-dir DIR or INFERTEL_DATA_DIR to move it, --store FILE for another file, --no-store "
+      "for none";
+  if (!o->store_enabled) return std::string();
+  if (!o->store_path.empty())
+    return fmt::format("store {} (from --store; {})", o->store_path, kHow);
+  auto dir = ChooseDataDir(o->data_dir, env, root, error);
+  if (!dir || !MakeDataDir(dir->path, error)) return std::nullopt;
+  o->store_path = (std::filesystem::path(dir->path) / kStoreFileName).string();
+  return fmt::format("store {} (data directory {}: {}; {})", o->store_path, dir->path, dir->rule,
+                     kHow);
 }
 
 StoreOptions StoreOptionsOf(const ExportOptions& o) {

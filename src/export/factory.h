@@ -18,6 +18,7 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "export/sqlite/sqlite_store.h"
+#include "export/sqlite/store_health.h"
 #include "pipeline/batch_processor.h"
 
 namespace CLI {
@@ -46,8 +47,10 @@ struct ExportOptions {
   SignalOtlpOptions traces, logs, metrics;
 
   // The embedded store.
-  bool store_enabled = true;                             // --no-store
-  std::string store_path = "infertel.db";                // --store
+  bool store_enabled = true;  // --no-store
+  // --store; "" until ResolveStorePath puts it under the data directory.
+  std::string store_path;
+  std::string data_dir;  // --data-dir; "" for the rules of export/sqlite/data_dir.h
   std::uint64_t store_max_bytes = 256ull * 1024 * 1024;  // --store-max-mb
   std::chrono::seconds store_max_age{24 * 3600};         // --store-max-age
   std::chrono::seconds store_cleanup_interval{60};
@@ -72,6 +75,13 @@ inline ExportOptions ExportOptionsFromEnv(const config::EnvLookup& env,
   return FromEnv(env, errors);
 }
 
+// Puts the store under the data directory (export/sqlite/data_dir.h, created if absent) unless
+// its path was given or it is off. Returns the start-up line saying where the store is, which
+// rule chose it and how to change it ("" when the store is off); nullopt and *error when no
+// data directory can be chosen or created.
+std::optional<std::string> ResolveStorePath(ExportOptions* options, const config::EnvLookup& env,
+                                            bool root, std::string* error);
+
 // The store options the store exporters use.
 StoreOptions StoreOptionsOf(const ExportOptions& options);
 // One line naming where each signal goes, e.g.
@@ -79,7 +89,7 @@ StoreOptions StoreOptionsOf(const ExportOptions& options);
 std::string Describe(const ExportOptions& options);
 
 // Registers --otlp-endpoint, --otlp-protocol, --otlp-header (repeatable k=v), --otlp-timeout-ms,
-// --otlp-gzip, --store, --no-store, --store-max-mb, --store-max-age, --debug-export,
+// --otlp-gzip, --store, --data-dir, --no-store, --store-max-mb, --store-max-age, --debug-export,
 // --debug-export-json on `cmd`, writing into `*options` at parse time (so call FromEnv first:
 // flags override the environment). `options` must outlive the parse.
 void AddExportFlags(CLI::App& cmd, ExportOptions* options);
@@ -94,25 +104,32 @@ bool ParseOtlpHeaders(std::string_view text, std::map<std::string, std::string>*
 bool OtlpEnabled(const ExportOptions& options, std::string_view signal);
 
 // The exporters of one signal, in lane order: OTLP, store, debug. nullopt and *error when one
-// cannot be built (bad endpoint or protocol, store not writable).
+// cannot be built (bad endpoint or protocol, store not writable). The store's exporters call
+// `store_health`'s hooks when given (export/sqlite/store_health.h).
 std::optional<std::vector<std::unique_ptr<pipeline::TraceExporter>>> BuildTraceExporters(
-    const ExportOptions& options, std::string* error);
+    const ExportOptions& options, std::string* error,
+    std::shared_ptr<StoreHealth> store_health = {});
 std::optional<std::vector<std::unique_ptr<pipeline::LogExporter>>> BuildLogExporters(
-    const ExportOptions& options, std::string* error);
+    const ExportOptions& options, std::string* error,
+    std::shared_ptr<StoreHealth> store_health = {});
 std::optional<std::vector<std::unique_ptr<pipeline::MetricExporter>>> BuildMetricExporters(
-    const ExportOptions& options, std::string* error);
+    const ExportOptions& options, std::string* error,
+    std::shared_ptr<StoreHealth> store_health = {});
 
 // The three processors. Stats (may be null) receive each lane's self-metrics.
 struct Pipelines {
   std::unique_ptr<pipeline::TraceBatchProcessor> traces;
   std::unique_ptr<pipeline::LogBatchProcessor> logs;
   std::unique_ptr<pipeline::MetricBatchProcessor> metrics;
+  // The store's file system faults, shared by its three exporters; null with --no-store.
+  std::shared_ptr<StoreHealth> store_health;
 
   bool Flush(std::chrono::milliseconds timeout);
   void Shutdown(std::chrono::milliseconds timeout);
   // One line per failing exporter (its last attempt failed), for /healthz: the signal, the
-  // exporter, failed attempts in a row, items dropped there so far and the last error. Empty
-  // when every exporter is healthy.
+  // exporter, failed attempts in a row, items dropped there so far and the last error; first
+  // a line for a fault of the store's file system (StoreHealth::Describe), which shows even
+  // while nothing is written. Empty when every exporter is healthy.
   std::string FailingExporters() const;
 };
 // nullptr and *error when an exporter cannot be built.

@@ -15,6 +15,7 @@
 #include "core/semconv.h"
 #include "export/otlp_json/json_util.h"
 #include "export/sqlite/paced_vfs.h"
+#include "export/sqlite/store_health.h"
 
 namespace infertel::exporting {
 namespace {
@@ -724,7 +725,10 @@ constexpr std::size_t kStoreBatchRows = 4096;
 template <typename Request>
 class StoreExporter final : public pipeline::Exporter<Request> {
  public:
-  explicit StoreExporter(std::unique_ptr<SqliteStore> store) : store_(std::move(store)) {}
+  StoreExporter(std::unique_ptr<SqliteStore> store, std::shared_ptr<StoreHealth> health)
+      : store_(std::move(store)), health_(std::move(health)) {
+    if (health_) epoch_ = health_->Opened();
+  }
   std::string_view Name() const noexcept override { return "store"; }
   std::size_t BatchItems(std::size_t configured) const noexcept override {
     return std::max(configured, kStoreBatchRows);
@@ -733,6 +737,7 @@ class StoreExporter final : public pipeline::Exporter<Request> {
   pipeline::ExportResult Export(const Request& request) noexcept override {
     try {
       std::string error;
+      if (!Writable(&error)) return pipeline::ExportResult::Permanent(std::move(error));
       bool busy = false;
       bool ok;
       if constexpr (std::is_same_v<Request, TracesRequest>)
@@ -741,6 +746,8 @@ class StoreExporter final : public pipeline::Exporter<Request> {
         ok = store_->InsertLogs(request, &error, &busy);
       else
         ok = store_->UpsertMetrics(request, &error, &busy);
+      if (health_ && !Reported(ok, &error))
+        return pipeline::ExportResult::Permanent(std::move(error));
       MaybeCleanup();
       if (ok) return pipeline::ExportResult::Ok();
       return busy ? pipeline::ExportResult::Retryable(std::move(error))
@@ -754,6 +761,42 @@ class StoreExporter final : public pipeline::Exporter<Request> {
   void UsePacer(pipeline::Pacer pacer) noexcept override { store_->SetPacer(pacer); }
 
  private:
+  // The store_health.h hooks before a write: false and *error when the batch is to be dropped
+  // (a fault), after reopening the store when the health asks for it.
+  bool Writable(std::string* error) {
+    if (!health_) return true;
+    switch (health_->BeforeWrite(epoch_)) {
+      case StoreHealth::Gate::kWrite:
+        return true;
+      case StoreHealth::Gate::kDrop:
+        *error = health_->Describe();
+        return false;
+      case StoreHealth::Gate::kReopen:
+        break;
+    }
+    auto fresh = std::make_unique<SqliteStore>();
+    if (!fresh->Open(store_->options(), error)) {
+      health_->AfterWriteFailed(ClassifySqliteFailure(fresh->handle()), *error);
+      return false;
+    }
+    fresh->SetPacer(store_->pacer());
+    // The old connection closes. On a file that was unlinked SQLite skips the checkpoint and
+    // leaves the WAL by that name alone (pager.c, databaseIsUnmoved): a new store's is safe.
+    store_ = std::move(fresh);
+    epoch_ = health_->Opened();
+    return true;
+  }
+  // The hooks after a write: false when its batch is lost (written into an unlinked file).
+  bool Reported(bool ok, std::string* error) {
+    if (!ok) {
+      health_->AfterWriteFailed(ClassifySqliteFailure(store_->handle()), *error);
+      return true;
+    }
+    if (health_->AfterWriteOk()) return true;
+    *error = health_->Describe();
+    return false;
+  }
+
   void MaybeCleanup() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_cleanup_ < store_->options().cleanup_interval) return;
@@ -762,32 +805,36 @@ class StoreExporter final : public pipeline::Exporter<Request> {
   }
 
   std::unique_ptr<SqliteStore> store_;
+  std::shared_ptr<StoreHealth> health_;  // null: no fault handling (tests)
+  std::uint64_t epoch_ = 0;
   std::chrono::steady_clock::time_point last_cleanup_{};
 };
 
 template <typename Request>
 std::unique_ptr<pipeline::Exporter<Request>> MakeStoreExporter(const StoreOptions& options,
+                                                               std::shared_ptr<StoreHealth> health,
                                                                std::string* error) {
   StoreOptions o = options;
   o.read_only = false;
   auto store = std::make_unique<SqliteStore>();
   if (!store->Open(o, error)) return nullptr;
-  return std::make_unique<StoreExporter<Request>>(std::move(store));
+  return std::make_unique<StoreExporter<Request>>(std::move(store), std::move(health));
 }
 
 }  // namespace
 
-std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(const StoreOptions& options,
-                                                                std::string* error) {
-  return MakeStoreExporter<TracesRequest>(options, error);
+std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(
+    const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health) {
+  return MakeStoreExporter<TracesRequest>(options, std::move(health), error);
 }
 std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(const StoreOptions& options,
-                                                            std::string* error) {
-  return MakeStoreExporter<LogsRequest>(options, error);
+                                                            std::string* error,
+                                                            std::shared_ptr<StoreHealth> health) {
+  return MakeStoreExporter<LogsRequest>(options, std::move(health), error);
 }
-std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(const StoreOptions& options,
-                                                                  std::string* error) {
-  return MakeStoreExporter<MetricsRequest>(options, error);
+std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(
+    const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health) {
+  return MakeStoreExporter<MetricsRequest>(options, std::move(health), error);
 }
 
 }  // namespace infertel::exporting

@@ -95,6 +95,8 @@ struct sqlite3_stmt;
 
 namespace infertel::exporting {
 
+class StoreHealth;  // store_health.h
+
 struct StoreOptions {
   std::string path = "infertel.db";                // --store
   std::uint64_t max_bytes = 256ull * 1024 * 1024;  // --store-max-mb
@@ -193,14 +195,16 @@ class SqliteStore {
 
 // Exporters writing into their own SqliteStore connection (opened here, used by the exporter
 // thread only). Retention runs after an export when `cleanup_interval` has passed. Lock
-// contention is retryable, any other SQLite failure permanent. nullptr and *error when the file
-// cannot be opened.
-std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(const StoreOptions& options,
-                                                                std::string* error);
-std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(const StoreOptions& options,
-                                                            std::string* error);
-std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(const StoreOptions& options,
-                                                                  std::string* error);
+// contention is retryable, any other SQLite failure permanent. With `health`, the exporter
+// calls its hooks around every write (store_health.h): during a fault of the file system it
+// drops batches at once, and it reopens the store when the fault's cause has gone. nullptr and
+// *error when the file cannot be opened.
+std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(
+    const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
+std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(
+    const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
+std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(
+    const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
 
 // ---- Rendering (render.cc) ----
 // Text rendering of stored traces as indented trees, for `infertel traces` and the demo.

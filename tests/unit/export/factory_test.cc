@@ -44,6 +44,7 @@ TEST(ExportOptionsTest, ReadsOtelEnvironment) {
   EXPECT_EQ(o.batch.max_queue_items, 77u);
   EXPECT_EQ(o.batch.max_batch_items, 9u);
   EXPECT_TRUE(OtlpEnabled(o, "logs"));
+  o.store_path = "infertel.db";
   const std::string d = Describe(o);
   EXPECT_NE(d.find("traces -> otlp grpc http://t:1/x + store infertel.db"), std::string::npos) << d;
   EXPECT_NE(d.find("logs -> otlp http/json http://c:4318/v1/logs"), std::string::npos) << d;
@@ -119,6 +120,38 @@ TEST(FactoryTest, StoreIsTheSinkWithoutAnEndpointAndJoinsOtlpWithOne) {
   EXPECT_NE(stats.Render().find(
                 "infertel_exporter_sent_items_total{exporter=\"store\",signal=\"traces\"} 1"),
             std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FactoryTest, PutsTheStoreUnderTheDataDirectoryAndSaysWhy) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("infertel-factory-datadir-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string data = (dir / "data").string();
+  std::string error;
+  ExportOptions o;
+  EXPECT_FALSE(BuildTraceExporters(o, &error));  // no path until resolved
+  EXPECT_NE(error.find("ResolveStorePath"), std::string::npos) << error;
+  auto line = ResolveStorePath(&o, Env({{"INFERTEL_DATA_DIR", data}}), true, &error);
+  ASSERT_TRUE(line) << error;
+  EXPECT_EQ(o.store_path, data + "/infertel.db");
+  EXPECT_EQ(*line, "store " + data + "/infertel.db (data directory " + data +
+                       ": from INFERTEL_DATA_DIR; --data-dir DIR or INFERTEL_DATA_DIR to move "
+                       "it, --store FILE for another file, --no-store for none)");
+  EXPECT_TRUE(std::filesystem::is_directory(data));
+
+  o = ExportOptions{};
+  o.store_path = "x.db";
+  line = ResolveStorePath(&o, Env({}), false, &error);
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->rfind("store x.db (from --store; ", 0), 0u) << *line;
+  EXPECT_EQ(o.store_path, "x.db");
+
+  o = ExportOptions{};
+  o.store_enabled = false;
+  EXPECT_EQ(ResolveStorePath(&o, Env({}), false, &error), std::string());
+  EXPECT_FALSE(ResolveStorePath(&(o = ExportOptions{}), Env({}), false, &error));
+  EXPECT_NE(error.find("no data directory"), std::string::npos) << error;
   std::filesystem::remove_all(dir);
 }
 
