@@ -35,6 +35,22 @@ export function requireBin() {
   return INFERTEL_BIN;
 }
 
+// Every infertel the tests start gets a data directory of its own under the system's temporary
+// directory (unless a test sets INFERTEL_DATA_DIR itself), so that no test writes a store into
+// the user's home or /var/lib/infertel, even one that forgets --store or --no-store.
+let dataDirRoot = null;
+/** The INFERTEL_DATA_DIR given to infertel processes the tests start, removed at exit. */
+export function testDataDir() {
+  if (!dataDirRoot) {
+    dataDirRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'infertel-e2e-data-'));
+    process.on('exit', () => fs.rmSync(dataDirRoot, { recursive: true, force: true }));
+  }
+  return dataDirRoot;
+}
+function childEnv(env) {
+  return { ...process.env, INFERTEL_DATA_DIR: testDataDir(), ...env };
+}
+
 const live = new Set();
 function killAllSync() {
   for (const p of live) {
@@ -108,10 +124,12 @@ export class Proc {
  * `waitFor` ({name: RegExp with one capture group for the URL}). Rejects with the process's
  * output when it exits first or when `timeoutMs` passes.
  */
-export async function startInfertel(args, { name = args[0], env = {}, waitFor = {}, timeoutMs = 15000 } = {}) {
+export async function startInfertel(args, { name = args[0], env = {}, waitFor = {}, timeoutMs = 15000, wrap = [] } = {}) {
   const bin = requireBin();
-  const child = spawn(bin, args, {
-    env: { ...process.env, ...env },
+  // `wrap`: a command that execs the binary with its arguments, e.g. `unshare -m ...`.
+  const [cmd, ...cmdArgs] = wrap.length ? [...wrap, bin, ...args] : [bin, ...args];
+  const child = spawn(cmd, cmdArgs, {
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const proc = new Proc(name, args, child);
@@ -185,20 +203,24 @@ export async function startSim({ engine = 'vllm', model = 'e2e-model', seed = 42
 
 /**
  * `infertel agent --engine ENGINE` (default vllm); resolves with the Proc, `proc.url` the gateway and
- * `proc.adminUrl` the admin base URL. `otlp` = {endpoint, protocol}; `store` = path or false.
+ * `proc.adminUrl` the admin base URL. `otlp` = {endpoint, protocol}; `store` = path, 'data-dir' or
+ * false; `wrap` as for startInfertel.
  */
-export async function startAgent({ upstream, engine = 'vllm', otlp, store = false, exportDelayMs = 50, extra = [], env = {} } = {}) {
+export async function startAgent({ upstream, engine = 'vllm', otlp, store = false, exportDelayMs = 50, extra = [], env = {}, wrap = [] } = {}) {
   // The OTLP receivers on OS-chosen ports, so that agents never fight over 4317/4318.
   const args = ['agent', '--engine', engine, '--upstream', upstream, '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0',
     '--receiver-grpc', '127.0.0.1:0', '--receiver-http', '127.0.0.1:0'];
-  if (store) args.push('--store', store);
-  else args.push('--no-store');
+  // store: a path (--store), 'data-dir' (the store under --data-dir or INFERTEL_DATA_DIR, as
+  // `extra` or `env` give it), or false (--no-store).
+  if (store && store !== 'data-dir') args.push('--store', store);
+  else if (!store) args.push('--no-store');
   if (otlp) args.push('--otlp-endpoint', otlp.endpoint, '--otlp-protocol', otlp.protocol);
   if (exportDelayMs !== undefined && exportDelayMs !== null) args.push('--export-delay-ms', String(exportDelayMs));
   args.push(...extra);
   const p = await startInfertel(args, {
     name: 'agent',
     env,
+    wrap,
     waitFor: {
       url: new RegExp(`^infertel agent: gateway listening on ${URL_RE}`),
       adminUrl: new RegExp(`^infertel agent: admin listening on ${URL_RE}`),
@@ -215,7 +237,7 @@ export async function startAgent({ upstream, engine = 'vllm', otlp, store = fals
 
 /** Runs `$INFERTEL_BIN ...args` to completion (bounded), resolving {code, stdout, stderr}. */
 export function runInfertel(args, { timeoutMs = 20000, env = {} } = {}) {
-  return runCommand(requireBin(), args, { timeoutMs, env });
+  return runCommand(requireBin(), args, { timeoutMs, env: { INFERTEL_DATA_DIR: testDataDir(), ...env } });
 }
 
 /** Runs a command to completion with an optional stdin string; never rejects on exit code. */
