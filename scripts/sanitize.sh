@@ -3,10 +3,15 @@
 # own allocator).
 #   scripts/sanitize.sh address   ASan+UBSan: every unit test, then every end-to-end test
 #   scripts/sanitize.sh thread    TSan: the unit tests of the threaded parts (pipeline,
-#                                 receiver, gateway, metrics, console, export)
+#                                 receiver, gateway, metrics, console, export, engines, http),
+#                                 building only those test binaries; TSAN_AREAS="pipeline http"
+#                                 picks some of them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-address}
+# The areas whose code runs on more than one thread (the assembler, the admin server and the
+# connection guard included): their unit tests are what TSan runs.
+thread_areas=${TSAN_AREAS:-pipeline receiver gateway metrics console export engines http}
 case "$kind" in
   address) OUT=build-asan; FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
   thread) OUT=build-tsan; FLAGS="-fsanitize=thread" ;;
@@ -16,7 +21,11 @@ launcher=$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=cc
 cmake -S . -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERTEL_JEMALLOC=OFF \
   -DINFERTEL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="$FLAGS -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" $launcher ${SANITIZE_CMAKE_FLAGS:-} >/dev/null
-cmake --build "$OUT" -j "${JOBS:-$(nproc)}"
+if [ "$kind" = address ]; then
+  cmake --build "$OUT" -j "${JOBS:-$(nproc)}"
+else
+  cmake --build "$OUT" -j "${JOBS:-$(nproc)}" --target $(printf 'unit_%s ' $thread_areas)
+fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
@@ -38,7 +47,7 @@ if [ "$kind" = address ]; then
     status=1
   fi
 else
-  for area in pipeline receiver gateway metrics console export; do
+  for area in $thread_areas; do
     echo "== unit_$area under TSan"
     "$OUT/tests/unit_$area" --gtest_brief=1 || status=1
   done
