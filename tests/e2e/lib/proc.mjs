@@ -28,6 +28,16 @@ export function memoryOf(pid) {
   return { peak: kb('VmHWM'), rss: kb('VmRSS') };
 }
 
+/**
+ * Resets a process's peak resident memory (VmHWM) to its current one (Linux's clear_refs), so
+ * that the peak read after an attack is that attack's, not an earlier test's. Returns the
+ * process's memory after the reset (memoryOf).
+ */
+export function resetPeak(pid) {
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return memoryOf(pid);
+}
+
 /** Throws a clear message when the binary under test is not configured. */
 export function requireBin() {
   if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');
