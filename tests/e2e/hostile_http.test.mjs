@@ -12,7 +12,7 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 
-import { pollUntil, requireBin, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
+import { pollUntil, requireBin, rssSettles, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MIB = 1024 * 1024;
@@ -176,6 +176,9 @@ describe('slow and idle senders on the OTLP/HTTP receiver and the admin address'
     assert.equal(r.status, 413, r.body);
     const grew = memoryOf(agent.child.pid).peak - memBefore.peak;
     assert.ok(grew < 24 * MIB, `peak RSS grew by ${(grew / MIB).toFixed(1)} MiB for a ${bomb.length}-byte bomb`);
+    // And the inflated buffer is given back, not kept (jemalloc's background purge).
+    const { rss, bound } = await rssSettles(agent.child.pid, memBefore.rss, { slackMiB: 4, timeoutMs: 30000 });
+    assert.ok(rss <= bound, `RSS ${(rss / MIB).toFixed(1)} MiB after the bomb, ${(memBefore.rss / MIB).toFixed(1)} MiB before`);
   });
 
   test('the admin address answers 415 to a body with a Content-Encoding, counted', async () => {

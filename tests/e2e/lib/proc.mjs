@@ -38,6 +38,18 @@ export function resetPeak(pid) {
   return memoryOf(pid);
 }
 
+/**
+ * Waits up to `timeoutMs` for a process's resident memory (VmRSS) to come back within
+ * `slackMiB` (scaled by rssBoundMiB) of `rssBefore` bytes, as it should once what an attack
+ * made it allocate is freed. Resolves with {rss, bound} in bytes; rss <= bound when it did.
+ */
+export async function rssSettles(pid, rssBefore, { slackMiB = 4, timeoutMs = 10000 } = {}) {
+  const bound = rssBefore + rssBoundMiB(slackMiB) * 1024 * 1024;
+  let rss = memoryOf(pid).rss;
+  await pollUntil(() => (rss = memoryOf(pid).rss) <= bound, { timeoutMs, intervalMs: 200 });
+  return { rss, bound };
+}
+
 /** Throws a clear message when the binary under test is not configured. */
 export function requireBin() {
   if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');
