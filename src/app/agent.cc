@@ -244,6 +244,7 @@ bool Agent::Start(std::string* error) {
   gopts.upstreams = options_.upstreams;
   gopts.threads = options_.threads;
   gopts.max_request_body = options_.max_request_body;
+  gopts.max_connections = options_.gateway_max_connections;
   im.gateway = std::make_unique<gateway::Gateway>(std::move(gopts), config_);
   // A signal with no exporter (no OTLP endpoint and no store) gets no records built: they
   // would only be dropped at the sink.

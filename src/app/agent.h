@@ -27,6 +27,7 @@ struct AgentOptions {
   http::ConnectionLimits admin_connections{.max_connections = 64};  // cap and read timeouts
   int threads = 2;
   std::size_t max_request_body = 32u << 20;
+  std::size_t gateway_max_connections = 4096;  // client connections, every listener together
   exporting::ExportOptions exports;
   std::string default_service_name = "infertel";
   receiver::OtlpReceiverOptions receiver;  // where engines send their native spans

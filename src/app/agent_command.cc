@@ -133,6 +133,7 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   opts.admin = *admin;
   opts.threads = f.threads;
   opts.max_request_body = f.max_body;
+  opts.gateway_max_connections = f.gateway_max_connections;
   // "off" (or an empty value) disables a receiver listener.
   opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
   opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
@@ -252,8 +253,8 @@ void AgentRun::Stop() {
   if (console) console->Stop();
 }
 
-// The connection cap and read timeouts of the OTLP/HTTP receiver and the admin address
-// (http/connection_guard.h; docs/limits.md).
+// The connection caps of the gateway, the OTLP/HTTP receiver and the admin address, and the
+// read timeouts of the last two (http/connection_guard.h; docs/limits.md).
 void AddListenerGuardFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--receiver-http-max-connections", flags->receiver_http_max_connections,
                   "OTLP/HTTP connections at once; beyond it the one reading its request longest "
@@ -263,6 +264,12 @@ void AddListenerGuardFlags(CLI::App* sub, AgentFlags* flags) {
   sub->add_option("--admin-max-connections", flags->admin_max_connections,
                   "Admin address connections at once (as --receiver-http-max-connections)")
       ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--gateway-max-connections", flags->gateway_max_connections,
+                  "Gateway client connections at once, every listener together; beyond it the "
+                  "one waiting for or reading its request longest is closed (never one being "
+                  "answered or streamed), or the new one refused (503) if all are busy")
+      ->check(CLI::Range(1, 1'000'000))
       ->capture_default_str();
   sub->add_option("--http-idle-timeout-ms", flags->http_idle_timeout_ms,
                   "OTLP/HTTP and admin: how long a kept-alive connection waits for a request")

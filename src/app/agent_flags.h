@@ -38,6 +38,7 @@ struct AgentFlags {
   // http::ConnectionLimits of the OTLP/HTTP receiver and the admin address.
   std::size_t receiver_http_max_connections = 256;
   std::size_t admin_max_connections = 64;
+  std::size_t gateway_max_connections = 4096;
   int http_idle_timeout_ms = 60'000;
   int http_header_timeout_ms = 10'000;
   int http_body_timeout_ms = 30'000;

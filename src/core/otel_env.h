@@ -24,6 +24,11 @@ inline constexpr std::string_view kSpanAttributeValueLengthLimit =
 inline constexpr std::string_view kSpanLinkCountLimit = "OTEL_SPAN_LINK_COUNT_LIMIT";
 inline constexpr std::string_view kEventAttributeCountLimit = "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT";
 inline constexpr std::string_view kLinkAttributeCountLimit = "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT";
+// Log record limits ("LogRecord Limits"), applied by the receiver to received log records.
+inline constexpr std::string_view kLogRecordAttributeCountLimit =
+    "OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT";
+inline constexpr std::string_view kLogRecordAttributeValueLengthLimit =
+    "OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT";
 inline constexpr std::string_view kMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL";
 
 // OTLP exporter options: the prefix, then an optional signal ("TRACES_", "LOGS_",

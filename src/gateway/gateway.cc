@@ -88,6 +88,8 @@ void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
          T::kCounter, labels, &drain_cut);
   framing.Register(r, "infertel_gateway_refused_requests",
                    "Requests refused for their framing (RFC 9112), by reason", labels);
+  connections.Register(r, "infertel_gateway_refused_connections",
+                       "infertel_gateway_open_connections");
 }
 
 namespace {
@@ -323,6 +325,7 @@ struct Gateway::Impl {
   std::atomic<bool> draining{false};      // StopAccepting() was called
   std::atomic<bool> cutting{false};       // the drain deadline passed: what ends now was cut
   std::atomic<std::size_t> in_flight{0};  // busy sessions, every worker
+  std::shared_ptr<http::ConnectionTable> connections;  // the cap, every listener together
 
   explicit Impl(Gateway* g) : gw(g) {}
 
@@ -331,6 +334,11 @@ struct Gateway::Impl {
 
   Task<void> AcceptLoop(std::size_t upstream_index);
   Task<void> Session(std::size_t ui, Worker* w, WorkerSocket client);
+  // A new client connection in the connection cap: another one closed to make room, or this
+  // one refused (503) and closed (null). `*answering` must outlive the slot.
+  std::unique_ptr<http::ConnectionSlot> AdmitClient(WorkerSocket& client, const bool* answering);
+  // Counts a client read past client_idle_timeout by what it was waiting for.
+  void CountReadTimeout(const bhttp::request_parser<bhttp::string_body>& parser);
   // Returns true when the client connection may carry another request.
   Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
                        bhttp::request<bhttp::string_body>& req);
@@ -430,6 +438,10 @@ bool Gateway::Start(std::string* error) {
     st.port = st.acceptor->local_endpoint().port();
     im.upstreams.push_back(std::move(st));
   }
+  // The stats outlive the table's use: Stop() joins the workers, whose sessions hold slots.
+  im.connections = http::ConnectionTable::Make(
+      http::ConnectionLimits{.max_connections = std::max<std::size_t>(1, options_.max_connections)},
+      std::shared_ptr<http::ConnectionStats>(std::shared_ptr<void>(), &stats_.connections));
   int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<Impl::Worker>();
@@ -543,6 +555,9 @@ Task<void> Gateway::Impl::AcceptLoop(std::size_t ui) {
 }
 
 Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client) {
+  bool answering = false;  // the request read, being answered: never evicted
+  const std::unique_ptr<http::ConnectionSlot> guard = AdmitClient(client, &answering);
+  if (!guard) co_return;
   stats().active_connections.fetch_add(1, std::memory_order_relaxed);
   Deadline deadline(&w->deadlines, &client);
   SessionSlot slot{&client};
@@ -559,6 +574,8 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
   buffer.reserve(kClientBufferRoom);
   for (;;) {
     set_busy(false);
+    answering = false;
+    guard->Reading();
     if (draining.load(std::memory_order_relaxed)) break;
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(opts().max_request_body);
@@ -593,6 +610,7 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
       }
     }
     MapTimeout(ec, deadline);
+    if (ec == beast::error::timeout) CountReadTimeout(parser);
     if (ec == bhttp::error::body_limit) {
       stats().requests.fetch_add(1, std::memory_order_relaxed);
       stats().rejected.fetch_add(1, std::memory_order_relaxed);
@@ -618,6 +636,8 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
       break;
     }
     deadline.Never();
+    guard->Answering();
+    answering = true;
     stats().requests.fetch_add(1, std::memory_order_relaxed);
     bool again = co_await HandleOne(ui, w, client, deadline, parser.get());
     if (!again || stopping.load(std::memory_order_relaxed)) break;
@@ -628,6 +648,26 @@ Task<void> Gateway::Impl::Session(std::size_t ui, Worker* w, WorkerSocket client
   w->Unlink(&slot);
   set_busy(false);
   stats().active_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::unique_ptr<http::ConnectionSlot> Gateway::Impl::AdmitClient(WorkerSocket& client,
+                                                                 const bool* answering) {
+  // Evictions run on the connection's worker, as its session does. One decided just as the
+  // connection finished reading its request (it was the longest reading) arrives too late and
+  // is declined: the request is answered, the connection no longer counted in the cap.
+  return connections->Admit(client.get_executor(), client.native_handle(), [&client, answering] {
+    if (*answering) return;
+    error_code ec;
+    client.close(ec);
+  });
+}
+
+void Gateway::Impl::CountReadTimeout(const bhttp::request_parser<bhttp::string_body>& parser) {
+  http::ConnectionStats& c = stats().connections;
+  auto& counter = !parser.got_some()         ? c.idle_timeout
+                  : !parser.is_header_done() ? c.header_timeout
+                                             : c.body_timeout;
+  counter.fetch_add(1, std::memory_order_relaxed);
 }
 
 Task<void> Gateway::Impl::RefuseFraming(WorkerSocket& client, Deadline& deadline,

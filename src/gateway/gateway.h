@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "gateway/exchange.h"
 #include "gateway/upstream_failure.h"
+#include "http/connection_guard.h"
 #include "http/framing.h"
 #include "http/url.h"
 
@@ -48,8 +49,13 @@ struct GatewayOptions {
   // The upstream timeouts are live keys (infertel.upstream.*-timeout-ms), read per request:
   // see UpstreamTimeouts.
   std::chrono::milliseconds client_idle_timeout{75'000};  // keep-alive wait for a request
-  std::size_t max_idle_upstream_connections = 64;         // per worker and upstream
-  std::size_t max_delta_timestamps = 4096;                // per exchange
+  // Client connections open at once, every listener together (http/connection_guard.h): at
+  // the cap the one waiting for or reading its request longest is closed; a connection whose
+  // request is being answered (forwarded, streamed) never is. Many long streams are normal
+  // for an inference server, so the cap is well above an engine's batch.
+  std::size_t max_connections = 4096;
+  std::size_t max_idle_upstream_connections = 64;  // per worker and upstream
+  std::size_t max_delta_timestamps = 4096;         // per exchange
   // Level-2 token detail kept per exchange: OTEL_SPAN_EVENT_COUNT_LIMIT (default 128).
   std::size_t max_span_events = 128;
 };
@@ -69,6 +75,9 @@ struct GatewayStats {
   std::atomic<std::uint64_t> active_streams{0};      // SSE responses in flight now
   std::atomic<std::uint64_t> drain_cut{0};           // in flight at the drain deadline: cut
   http::FramingStats framing;  // refused for their framing (also in `rejected`), by reason
+  // The connection cap and the read timeouts (`idle_timeout`: no byte of a request within
+  // client_idle_timeout; `header_timeout`, `body_timeout`: a request begun and not read).
+  http::ConnectionStats connections;
   void Register(StatsRegistry* registry, const std::string& labels) const;
 };
 

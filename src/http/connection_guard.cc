@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include "core/stats.h"
 
@@ -13,8 +14,9 @@ namespace asio = boost::asio;
 
 struct ConnectionSlot::State {
   std::shared_ptr<ConnectionTable> table;
-  boost::beast::tcp_stream* stream;  // valid while `alive`
-  bool alive = true;                 // guarded by the table's mutex
+  asio::any_io_executor executor;  // the socket's
+  std::function<void()> close;     // closes the socket; empty once the slot is released
+  bool alive = true;               // guarded by the table's mutex
   bool reading = false;
   ConnectionTable::Reading::iterator pos;  // in the table's reading list while `reading`
 };
@@ -32,17 +34,14 @@ void LogRateLimited(std::atomic<std::int64_t>* last_log, std::string_view what) 
 }
 
 // Written without waiting (the socket's send buffer is empty on a new connection); whatever
-// does not fit is lost with the connection.
-void Refuse503(boost::beast::tcp_stream& stream) {
+// does not fit is lost with the connection, which the caller then closes.
+void Refuse503(int fd) {
   static constexpr std::string_view kBusy =
       "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
       "Content-Type: text/plain\r\nContent-Length: 22\r\n\r\ntoo many connections\r\n";
-  boost::system::error_code ec;
-  auto& socket = stream.socket();
-  socket.non_blocking(true, ec);
-  if (!ec) socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ec);
-  socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket.close(ec);
+  [[maybe_unused]] const ssize_t n =
+      ::send(fd, kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_RDWR);
 }
 
 }  // namespace
@@ -70,7 +69,8 @@ void ConnectionSlot::Answering() { state_->table->SetReading(state_, false); }
 const ConnectionLimits& ConnectionSlot::limits() const { return state_->table->limits(); }
 ConnectionStats& ConnectionSlot::stats() const { return state_->table->stats(); }
 
-std::unique_ptr<ConnectionSlot> ConnectionTable::Admit(boost::beast::tcp_stream& stream) {
+std::unique_ptr<ConnectionSlot> ConnectionTable::Admit(asio::any_io_executor executor, int fd,
+                                                       std::function<void()> close) {
   static std::atomic<std::int64_t> last_log{0};
   {
     std::lock_guard lock(mu_);
@@ -79,13 +79,15 @@ std::unique_ptr<ConnectionSlot> ConnectionTable::Admit(boost::beast::tcp_stream&
       stats_->open.fetch_add(1, std::memory_order_relaxed);
       auto state = std::make_shared<ConnectionSlot::State>();
       state->table = shared_from_this();
-      state->stream = &stream;
+      state->executor = std::move(executor);
+      state->close = std::move(close);
       return std::unique_ptr<ConnectionSlot>(new ConnectionSlot(std::move(state)));
     }
   }
   stats_->connection_limit.fetch_add(1, std::memory_order_relaxed);
   LogRateLimited(&last_log, "connection cap reached with every connection busy: refused (503)");
-  Refuse503(stream);
+  Refuse503(fd);
+  close();
   return nullptr;
 }
 
@@ -101,13 +103,12 @@ bool ConnectionTable::EvictOldestLocked() {
   --open_;
   stats_->open.fetch_sub(1, std::memory_order_relaxed);
   victim->alive = false;  // its slot no longer counts; Release leaves the counts alone
-  auto ex = victim->stream->get_executor();
+  auto ex = victim->executor;
   asio::post(ex, [victim = std::move(victim)] {
-    // Runs on the connection's executor; the stream is still there, since the session's slot
-    // holds the stream's owner alive until it is released, after its last operation.
+    // Runs on the connection's executor; the socket is still there while `close` is set,
+    // since the session's slot keeps the socket's owner alive until it is released.
     std::lock_guard lock(victim->table->mu_);
-    boost::system::error_code ec;
-    if (victim->stream != nullptr) victim->stream->socket().close(ec);
+    if (victim->close) victim->close();
   });
   stats_->evicted.fetch_add(1, std::memory_order_relaxed);
   LogRateLimited(&last_log, "connection cap reached: closed the connection reading longest");
@@ -116,7 +117,7 @@ bool ConnectionTable::EvictOldestLocked() {
 
 void ConnectionTable::Release(ConnectionSlot::State& state) {
   std::lock_guard lock(mu_);
-  state.stream = nullptr;
+  state.close = nullptr;
   if (state.reading) reading_.erase(state.pos);
   state.reading = false;
   if (!state.alive) return;  // evicted: already given back

@@ -1,14 +1,16 @@
 #pragma once
 // What keeps slow or idle senders from holding an HTTP/1 server (the OTLP/HTTP receiver, the
-// admin address): a time limit on each phase of reading a request, and a cap on connections
-// at which the connection that has been reading its request longest is closed to make room for
-// a new one, so that idle and slow connections cannot lock normal requests out. Only when
-// every connection is being answered is a new connection refused (503 and closed).
+// admin address, the gateway, which has read timeouts of its own): a time limit on each phase of
+// reading a request, and a cap on connections at which the connection that has been reading its
+// request longest is closed to make room for a new one, so that idle and slow connections cannot
+// lock normal requests out. Only when every connection is being answered is a new connection
+// refused (503 and closed).
 //
 // Thread-safety: the table may be used from several threads; each connection's socket must be
 // bound to a strand (or the io_context run by one thread), since an eviction closes it from
 // a handler posted to the socket's executor.
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -90,7 +93,22 @@ class ConnectionTable : public std::enable_shared_from_this<ConnectionTable> {
   // the connection reading its request longest is closed (counted `evicted`) to make room; if
   // every connection is answering a request, the new one is answered 503 and closed (counted
   // `connection_limit`) and nullptr is returned.
-  std::unique_ptr<ConnectionSlot> Admit(boost::beast::tcp_stream& stream);
+  std::unique_ptr<ConnectionSlot> Admit(boost::beast::tcp_stream& stream) {
+    return Admit(stream.socket());
+  }
+  // The same for a TCP socket of any executor.
+  template <typename Socket>
+  std::unique_ptr<ConnectionSlot> Admit(Socket& socket) {
+    return Admit(socket.get_executor(), socket.native_handle(), [&socket] {
+      boost::system::error_code ec;
+      socket.close(ec);
+    });
+  }
+  // The same, where `close` closes the connection's socket `fd`: called on `executor` to evict
+  // it (and it may decline, as the gateway does for a connection that finished reading its
+  // request while the eviction was on its way), or at once when the connection is refused.
+  std::unique_ptr<ConnectionSlot> Admit(boost::asio::any_io_executor executor, int fd,
+                                        std::function<void()> close);
 
   const ConnectionLimits& limits() const { return limits_; }
   ConnectionStats& stats() const { return *stats_; }

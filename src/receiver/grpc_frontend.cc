@@ -158,12 +158,7 @@ class OtlpService final : public GrpcService {
       return GrpcAnswer::Status(kGrpcInvalidArgument, fmt::format("cannot decode {} as protobuf",
                                                                   Request::descriptor()->name()));
     }
-    IngestResult result;
-    if constexpr (std::is_same_v<Request, TracesRequest>) {
-      result = ingestor_->Accept(Transport::kGrpc, std::move(decoded), limited);
-    } else {
-      result = ingestor_->Accept(Transport::kGrpc, std::move(decoded));
-    }
+    const IngestResult result = ingestor_->Accept(Transport::kGrpc, std::move(decoded), limited);
     // No room for all of it after all (another request took the room since the look before
     // decoding): nothing was taken, and the sender is told to retry as above.
     if (result.refused) return Throttled();

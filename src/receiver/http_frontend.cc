@@ -101,25 +101,22 @@ Response DecodeAndAccept(Signal signal, Encoding enc, std::string_view body, Ing
   pipeline::Held<Request> held;
   std::string error;
   bool ok;
-  LimitCounts limited;  // what the span limits dropped while decoding
+  LimitCounts limited;  // what the limits dropped while decoding
   if (enc == Encoding::kProtobuf) {
     ok = DecodeProtobuf(body, &held, &ingestor->span_limits(), &limited);
     if (!ok) error = fmt::format("cannot decode {} as protobuf", Request::descriptor()->name());
   } else {
     held = pipeline::Held<Request>::Make();
-    ok = otlp_json::Decode(body, held.request, &error);
+    otlp_json::DecodeBounds bounds{ingestor->span_limits().value_element_count};
+    ok = otlp_json::Decode(body, held.request, &error, &bounds);
+    limited.value_elements += bounds.skipped;
     if (!ok) error = fmt::format("cannot decode OTLP/JSON: {}", error);
   }
   if (!ok) {
     ingestor->CountMalformed(Transport::kHttp, signal);
     return StatusResponse(bhttp::status::bad_request, enc, kInvalidArgument, error);
   }
-  IngestResult result;
-  if constexpr (std::is_same_v<Request, TracesRequest>) {
-    result = ingestor->Accept(Transport::kHttp, std::move(held), limited);
-  } else {
-    result = ingestor->Accept(Transport::kHttp, std::move(held));
-  }
+  const IngestResult result = ingestor->Accept(Transport::kHttp, std::move(held), limited);
   // No room for all of it after all (another request took the room since the look before the
   // body was read): nothing was taken; the sender retries after Retry-After.
   if (result.refused) return Throttled(enc);

@@ -138,8 +138,9 @@ void MarkNormalized(Span* s, unsigned why) {
 }
 
 constexpr std::array<std::string_view, kLimitReasons> kLimitReasonNames = {
-    "span_attributes", "span_events",         "span_links",  "event_attributes",
-    "link_attributes", "resource_attributes", "value_length"};
+    "span_attributes", "span_events",         "span_links",    "event_attributes",
+    "link_attributes", "resource_attributes", "value_length",  "log_attributes",
+    "value_elements",  "value_depth",         "unknown_fields"};
 
 }  // namespace
 
@@ -162,8 +163,9 @@ std::string_view NormalizeReasonName(NormalizeReason r) {
 }
 
 std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c) {
-  return {c.span_attributes, c.span_events,         c.span_links,  c.event_attributes,
-          c.link_attributes, c.resource_attributes, c.value_length};
+  return {c.span_attributes, c.span_events,         c.span_links,    c.event_attributes,
+          c.link_attributes, c.resource_attributes, c.value_length,  c.log_attributes,
+          c.value_elements,  c.value_depth,         c.unknown_fields};
 }
 
 std::string_view LimitReasonName(int reason) { return kLimitReasonNames.at(reason); }
@@ -231,8 +233,9 @@ void ReceiverStats::Register(StatsRegistry* r) const {
   }
   for (int i = 0; i < kLimitReasons; ++i)
     r->Add("infertel_receiver_limited",
-           "Items of received spans dropped by the span limits (attributes, events, links), or "
-           "string values cut to the value length limit (value_length)",
+           "Items of received spans and log records dropped by the limits (attributes, events, "
+           "links, elements of array and key-value list values, values nested too deep, fields "
+           "OTLP does not define), or string values cut to the value length limit (value_length)",
            T::kCounter, fmt::format(R"(reason="{}")", LimitReasonName(i)), &limited[i]);
   for (int i = 0; i < kNormalizeReasons; ++i)
     r->Add("infertel_receiver_normalized",
@@ -345,6 +348,11 @@ void Ingestor::Sanitize(TracesRequest* request, const LimitCounts& decoded) noex
   ApplySpanLimits(request, limits_, &limited);
   NormalizeCounts normalized{};
   NormalizeSpans(request, &normalized);
+  CountSanitized(limited, normalized);
+}
+
+void Ingestor::CountSanitized(const LimitCounts& limited,
+                              const NormalizeCounts& normalized) noexcept {
   const auto by_reason = LimitReasonCounts(limited);
   std::uint64_t limited_total = 0, normalized_total = 0;
   for (int i = 0; i < kLimitReasons; ++i) {
@@ -365,16 +373,21 @@ void Ingestor::Sanitize(TracesRequest* request, const LimitCounts& decoded) noex
   if (last != 0 && now - last < std::chrono::nanoseconds(std::chrono::minutes(1)).count()) return;
   if (!last_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   spdlog::warn(
-      "receiver: a trace request had {} items dropped or cut by the span limits and {} span "
-      "fields set right (logged at most once a minute; see infertel_receiver_limited_total and "
-      "infertel_receiver_normalized_total)",
+      "receiver: a request had {} items dropped or cut by the span and log record limits and {} "
+      "span fields set right (logged at most once a minute; see infertel_receiver_limited_total "
+      "and infertel_receiver_normalized_total)",
       limited_total, normalized_total);
 }
-IngestResult Ingestor::Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept {
+IngestResult Ingestor::Accept(Transport transport, pipeline::Held<LogsRequest>&& request,
+                              const LimitCounts& decoded) noexcept {
+  LimitCounts limited = decoded;
+  ApplyLogLimits(request.request, limits_, &limited);
+  CountSanitized(limited, NormalizeCounts{});
   return AcceptImpl(transport, Signal::kLogs, sinks_.logs, std::move(request));
 }
-IngestResult Ingestor::Accept(Transport transport,
-                              pipeline::Held<MetricsRequest>&& request) noexcept {
+IngestResult Ingestor::Accept(Transport transport, pipeline::Held<MetricsRequest>&& request,
+                              const LimitCounts& decoded) noexcept {
+  CountSanitized(decoded, NormalizeCounts{});
   return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
 }
 

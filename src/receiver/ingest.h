@@ -51,7 +51,7 @@ std::string_view NormalizeReasonName(NormalizeReason r);
 using NormalizeCounts = std::array<std::uint64_t, kNormalizeReasons>;
 
 // What the span limits removed, by the `reason` label of infertel_receiver_limited_total.
-inline constexpr int kLimitReasons = 7;
+inline constexpr int kLimitReasons = 11;
 std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c);
 std::string_view LimitReasonName(int reason);
 
@@ -131,16 +131,19 @@ class Ingestor {
       : sinks_(sinks), stats_(stats), limits_(limits) {}
   ReceiverStats* stats() const { return stats_; }
 
-  // The limits a front end decodes trace requests within (DecodeProtobuf).
+  // The limits a front end decodes requests within (DecodeProtobuf, otlp_json::Decode).
   const SpanLimits& span_limits() const { return limits_; }
 
   // A request decoded onto an arena (pipeline/held.h): passed on without copying. Trace
   // requests are brought within span_limits() (nothing to do when decoded within them) and
-  // normalized (NormalizeSpans); `decoded` is what the decoder's limits dropped, counted here.
+  // normalized (NormalizeSpans), log requests within them too (ApplyLogLimits); `decoded` is
+  // what the decoder's limits dropped, counted here.
   IngestResult Accept(Transport transport, pipeline::Held<TracesRequest>&& request,
                       const LimitCounts& decoded = {}) noexcept;
-  IngestResult Accept(Transport transport, pipeline::Held<LogsRequest>&& request) noexcept;
-  IngestResult Accept(Transport transport, pipeline::Held<MetricsRequest>&& request) noexcept;
+  IngestResult Accept(Transport transport, pipeline::Held<LogsRequest>&& request,
+                      const LimitCounts& decoded = {}) noexcept;
+  IngestResult Accept(Transport transport, pipeline::Held<MetricsRequest>&& request,
+                      const LimitCounts& decoded = {}) noexcept;
   // Counts one request that was refused before decoding (undecodable, too large, bad type).
   void CountMalformed(Transport transport, Signal signal) noexcept;
   // True, and the request counted as throttled, when the signal's sink is saturated (its
@@ -165,6 +168,8 @@ class Ingestor {
 
   // Applies the span limits and normalization, counts them, and logs at most once a minute.
   void Sanitize(TracesRequest* request, const LimitCounts& decoded) noexcept;
+  // Counts what the limits removed and what was set right; logs at most once a minute.
+  void CountSanitized(const LimitCounts& limited, const NormalizeCounts& normalized) noexcept;
 
   ReceiverSinks sinks_;
   ReceiverStats* stats_;

@@ -1,10 +1,14 @@
 #include "receiver/span_limits.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/unknown_field_set.h>
 
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "core/otel_env.h"
 
@@ -39,35 +43,77 @@ std::uint64_t KeepFirst(RepeatedPtrField<T>* field, std::uint32_t limit) {
   return static_cast<std::uint64_t>(extra);
 }
 
-void CutStrings(AnyValue* v, std::uint32_t max_chars, std::uint64_t* cut) {
+// What LimitValue applies: the value limits, and the string length of this kind of value
+// (UINT32_MAX: strings are not cut, as in a log record's body).
+struct ValueLimits {
+  std::uint32_t max_chars;
+  std::uint32_t elements;
+  std::uint32_t depth;
+};
+ValueLimits ForValues(const SpanLimits& l, std::uint32_t max_chars) {
+  return {max_chars, l.value_element_count, l.value_depth};
+}
+
+void CutString(std::string* s, std::uint32_t max_chars, LimitCounts* c) {
+  if (s->size() <= max_chars) return;  // never more characters than bytes
+  const std::size_t keep = Utf8PrefixBytes(*s, max_chars);
+  if (keep == s->size()) return;
+  s->resize(keep);
+  ++c->value_length;
+}
+
+// An array's or key-value list's elements: emptied past the depth limit (`level` is the
+// collection's own: 1 for the value's outermost), else the first ones kept.
+template <typename T>
+bool LimitElements(RepeatedPtrField<T>* values, const ValueLimits& l, std::uint32_t level,
+                   LimitCounts* c) {
+  if (level > l.depth) {
+    if (values->empty()) return false;
+    values->Clear();
+    ++c->value_depth;
+    return false;
+  }
+  c->value_elements += KeepFirst(values, l.elements);
+  return true;
+}
+
+// Brings one value within `l`; `level` is the depth of a collection this value would be.
+void LimitValue(AnyValue* v, const ValueLimits& l, std::uint32_t level, LimitCounts* c) {
   if (v->has_string_value()) {
-    std::string* s = v->mutable_string_value();
-    if (s->size() <= max_chars) return;  // never more characters than bytes
-    const std::size_t keep = Utf8PrefixBytes(*s, max_chars);
-    if (keep == s->size()) return;
-    s->resize(keep);
-    ++*cut;
+    CutString(v->mutable_string_value(), l.max_chars, c);
   } else if (v->has_array_value()) {
-    for (auto& e : *v->mutable_array_value()->mutable_values()) CutStrings(&e, max_chars, cut);
+    auto* values = v->mutable_array_value()->mutable_values();
+    if (!LimitElements(values, l, level, c)) return;
+    for (auto& e : *values) LimitValue(&e, l, level + 1, c);
   } else if (v->has_kvlist_value()) {
-    for (auto& kv : *v->mutable_kvlist_value()->mutable_values())
-      if (kv.has_value()) CutStrings(kv.mutable_value(), max_chars, cut);
+    auto* values = v->mutable_kvlist_value()->mutable_values();
+    if (!LimitElements(values, l, level, c)) return;
+    for (auto& kv : *values)
+      if (kv.has_value()) LimitValue(kv.mutable_value(), l, level + 1, c);
   }
 }
 
-// Keeps the first `limit` attributes, cuts long strings; returns how many were dropped.
+// Keeps the first `limit` attributes and brings their values within `l`; returns how many
+// were dropped.
 std::uint64_t LimitAttributes(RepeatedPtrField<KeyValue>* attrs, std::uint32_t limit,
-                              std::uint32_t max_chars, std::uint64_t* cut) {
+                              const ValueLimits& l, LimitCounts* c) {
   const std::uint64_t dropped = KeepFirst(attrs, limit);
   for (auto& kv : *attrs)
-    if (kv.has_value()) CutStrings(kv.mutable_value(), max_chars, cut);
+    if (kv.has_value()) LimitValue(kv.mutable_value(), l, 1, c);
   return dropped;
 }
 
+// A resource's attributes, the dropped ones added to its count.
+void LimitResource(Resource* res, const SpanLimits& l, std::uint32_t max_chars, LimitCounts* c) {
+  const std::uint64_t n = LimitAttributes(res->mutable_attributes(), l.resource_attribute_count,
+                                          ForValues(l, max_chars), c);
+  if (n > 0) res->set_dropped_attributes_count(AddDropped(res->dropped_attributes_count(), n));
+  c->resource_attributes += n;
+}
+
 void LimitSpan(Span* s, const SpanLimits& l, LimitCounts* c) {
-  const std::uint32_t len = l.attribute_value_length;
-  const std::uint64_t attrs =
-      LimitAttributes(s->mutable_attributes(), l.attribute_count, len, &c->value_length);
+  const ValueLimits len = ForValues(l, l.attribute_value_length);
+  const std::uint64_t attrs = LimitAttributes(s->mutable_attributes(), l.attribute_count, len, c);
   if (attrs > 0) s->set_dropped_attributes_count(AddDropped(s->dropped_attributes_count(), attrs));
   c->span_attributes += attrs;
   const std::uint64_t events = KeepFirst(s->mutable_events(), l.event_count);
@@ -75,7 +121,7 @@ void LimitSpan(Span* s, const SpanLimits& l, LimitCounts* c) {
   c->span_events += events;
   for (auto& ev : *s->mutable_events()) {
     const std::uint64_t n =
-        LimitAttributes(ev.mutable_attributes(), l.event_attribute_count, len, &c->value_length);
+        LimitAttributes(ev.mutable_attributes(), l.event_attribute_count, len, c);
     if (n > 0) ev.set_dropped_attributes_count(AddDropped(ev.dropped_attributes_count(), n));
     c->event_attributes += n;
   }
@@ -84,7 +130,7 @@ void LimitSpan(Span* s, const SpanLimits& l, LimitCounts* c) {
   c->span_links += links;
   for (auto& link : *s->mutable_links()) {
     const std::uint64_t n =
-        LimitAttributes(link.mutable_attributes(), l.link_attribute_count, len, &c->value_length);
+        LimitAttributes(link.mutable_attributes(), l.link_attribute_count, len, c);
     if (n > 0) link.set_dropped_attributes_count(AddDropped(link.dropped_attributes_count(), n));
     c->link_attributes += n;
   }
@@ -107,9 +153,15 @@ SpanLimits SpanLimitsFromEnv(const std::function<const char*(const char*)>& gete
   l.resource_attribute_count = general.value_or(l.resource_attribute_count);
   l.event_count = FirstSet(getenv, {e::kSpanEventCountLimit}, warnings).value_or(l.event_count);
   l.link_count = FirstSet(getenv, {e::kSpanLinkCountLimit}, warnings).value_or(l.link_count);
-  l.attribute_value_length =
-      FirstSet(getenv, {e::kSpanAttributeValueLengthLimit, e::kAttributeValueLengthLimit}, warnings)
-          .value_or(l.attribute_value_length);
+  l.log_attribute_count = count(e::kLogRecordAttributeCountLimit, l.log_attribute_count);
+  const auto general_length = FirstSet(getenv, {e::kAttributeValueLengthLimit}, warnings);
+  auto length = [&](std::string_view specific, std::uint32_t fallback) {
+    if (auto v = FirstSet(getenv, {specific}, warnings)) return *v;
+    return general_length.value_or(fallback);
+  };
+  l.attribute_value_length = length(e::kSpanAttributeValueLengthLimit, l.attribute_value_length);
+  l.log_attribute_value_length =
+      length(e::kLogRecordAttributeValueLengthLimit, l.log_attribute_value_length);
   return l;
 }
 
@@ -121,26 +173,61 @@ LimitCounts& LimitCounts::operator+=(const LimitCounts& o) {
   link_attributes += o.link_attributes;
   resource_attributes += o.resource_attributes;
   value_length += o.value_length;
+  log_attributes += o.log_attributes;
+  value_elements += o.value_elements;
+  value_depth += o.value_depth;
+  unknown_fields += o.unknown_fields;
   return *this;
 }
 
 std::uint64_t LimitCounts::total() const {
   return span_attributes + span_events + span_links + event_attributes + link_attributes +
-         resource_attributes + value_length;
+         resource_attributes + value_length + log_attributes + value_elements + value_depth +
+         unknown_fields;
 }
 
 void ApplySpanLimits(TracesRequest* request, const SpanLimits& l, LimitCounts* c) {
   for (auto& rs : *request->mutable_resource_spans()) {
-    if (rs.has_resource()) {
-      Resource* res = rs.mutable_resource();
-      const std::uint64_t n = LimitAttributes(res->mutable_attributes(), l.resource_attribute_count,
-                                              l.attribute_value_length, &c->value_length);
-      if (n > 0) res->set_dropped_attributes_count(AddDropped(res->dropped_attributes_count(), n));
-      c->resource_attributes += n;
-    }
+    if (rs.has_resource()) LimitResource(rs.mutable_resource(), l, l.attribute_value_length, c);
     for (auto& ss : *rs.mutable_scope_spans())
       for (auto& s : *ss.mutable_spans()) LimitSpan(&s, l, c);
   }
+}
+
+void ApplyLogLimits(LogsRequest* request, const SpanLimits& l, LimitCounts* c) {
+  const ValueLimits attr_values = ForValues(l, l.log_attribute_value_length);
+  const ValueLimits body = ForValues(l, UINT32_MAX);
+  for (auto& rl : *request->mutable_resource_logs()) {
+    // A resource is not a log record: its values as a span's resource's.
+    if (rl.has_resource()) LimitResource(rl.mutable_resource(), l, l.attribute_value_length, c);
+    for (auto& sl : *rl.mutable_scope_logs()) {
+      for (auto& r : *sl.mutable_log_records()) {
+        const std::uint64_t n =
+            LimitAttributes(r.mutable_attributes(), l.log_attribute_count, attr_values, c);
+        if (n > 0) r.set_dropped_attributes_count(AddDropped(r.dropped_attributes_count(), n));
+        c->log_attributes += n;
+        if (r.has_body()) LimitValue(r.mutable_body(), body, 1, c);
+      }
+    }
+  }
+}
+
+std::uint64_t DropUnknownFields(google::protobuf::Message* m) {
+  const google::protobuf::Reflection* r = m->GetReflection();
+  std::uint64_t n = static_cast<std::uint64_t>(r->GetUnknownFields(*m).field_count());
+  if (n > 0) r->MutableUnknownFields(m)->Clear();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  r->ListFields(*m, &fields);
+  for (const auto* f : fields) {
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (!f->is_repeated()) {
+      n += DropUnknownFields(r->MutableMessage(m, f));
+      continue;
+    }
+    const int size = r->FieldSize(*m, f);
+    for (int i = 0; i < size; ++i) n += DropUnknownFields(r->MutableRepeatedMessage(m, f, i));
+  }
+  return n;
 }
 
 std::size_t Utf8PrefixBytes(std::string_view s, std::size_t max_chars) {

@@ -36,6 +36,18 @@ struct SpanLimits {
   // sets none; 1 Mi characters keeps a whole prompt of 256k tokens (about 4 characters
   // each) when an engine records one as an attribute, and bounds the row a value makes.
   std::uint32_t attribute_value_length = 1u << 20;
+  // Per log record (the specification's "LogRecord Limits"):
+  // OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT, else OTEL_ATTRIBUTE_COUNT_LIMIT; and
+  // OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT, else OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT.
+  std::uint32_t log_attribute_count = 128;
+  std::uint32_t log_attribute_value_length = 1u << 20;
+  // Inside a value (an attribute's, a log record's body): the elements of one array or
+  // key-value list, the first ones kept; and how deep arrays and key-value lists nest in one
+  // another, a deeper one emptied. OpenTelemetry sets neither: each element costs about 50
+  // bytes of memory for 2 to 4 bytes of protobuf, so 16 MiB of request could be 300 MB of
+  // values. A GenAI message body nests about 6 deep (messages, tool calls, function).
+  std::uint32_t value_element_count = 1024;
+  std::uint32_t value_depth = 8;
 };
 
 // Reads the limits from the standard variables through `getenv` (returns null when unset). A
@@ -53,14 +65,30 @@ struct LimitCounts {
   std::uint64_t link_attributes = 0;
   std::uint64_t resource_attributes = 0;
   std::uint64_t value_length = 0;
+  std::uint64_t log_attributes = 0;
+  std::uint64_t value_elements = 0;  // elements of arrays and key-value lists dropped
+  std::uint64_t value_depth = 0;     // arrays and key-value lists emptied for their depth
+  std::uint64_t unknown_fields = 0;  // protobuf fields OTLP does not define, not kept
   LimitCounts& operator+=(const LimitCounts& o);
   std::uint64_t total() const;
 };
 
 // Applies `limits` to every resource, span, event and link of `request` in place; what it
 // removes or cuts is added to *counts. Finds nothing to do in a request DecodeTraces decoded
-// with the same limits.
+// with the same limits. (Unknown fields are DropUnknownFields's.)
 void ApplySpanLimits(TracesRequest* request, const SpanLimits& limits, LimitCounts* counts);
+
+// The same for log records: their attributes (log_attribute_count, log_attribute_value_length),
+// the elements and depth of their bodies' and attributes' values, and their resources'
+// attributes. A body's strings are not cut: the specification limits attributes only, and the
+// request's size bounds a body.
+void ApplyLogLimits(LogsRequest* request, const SpanLimits& limits, LimitCounts* counts);
+
+// Removes the fields that OTLP does not define (protobuf keeps them as unknown fields, and an
+// exporter would send them on) from `message` and every message in it; returns how many. Walks
+// by reflection: for requests protobuf's parser decoded, not for DecodeTraces's, which keeps
+// none within limits.
+std::uint64_t DropUnknownFields(google::protobuf::Message* message);
 
 // The byte length of the first `max_chars` characters of the valid UTF-8 string `s` (all of
 // it when it has no more).

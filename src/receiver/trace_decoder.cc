@@ -121,33 +121,73 @@ class Reader {
   const std::uint8_t* end_;
 };
 
-// Keeps a field the message does not know in its unknown fields, as protobuf's parser does.
-bool KeepUnknown(Message* m, std::uint32_t field, std::uint32_t wire_type, Reader* r) {
-  auto* unknown = m->GetReflection()->MutableUnknownFields(m);
+// The span limits while decoding (receiver/span_limits.h). An item past a count limit is
+// still decoded, so that the decoder takes only what protobuf takes, but onto a scratch arena
+// that is reset before it grows past kScratchBytes: it costs no memory of the request. An
+// item is decoded there with no limits (`none`), so that nothing inside it uses the scratch
+// arena's reset while the item is alive.
+class Limiter {
+ public:
+  Limiter(const SpanLimits* limits, LimitCounts* counts) : limits_(limits), counts_(counts) {}
+
+  const SpanLimits* limits() const { return limits_; }
+  // How many arrays and key-value lists the value being decoded is inside.
+  std::uint32_t level() const { return level_; }
+  void Enter() { ++level_; }
+  void Leave() { --level_; }
+  LimitCounts& counts() { return *counts_; }
+  static Limiter& None() {
+    static thread_local LimitCounts unused;
+    static thread_local Limiter none(nullptr, &unused);
+    return none;
+  }
+  // A message to decode an item past a limit into, and forget.
+  template <typename T>
+  T* Scratch() {
+    constexpr std::uint64_t kScratchBytes = 1u << 20;
+    if (scratch_.SpaceAllocated() > kScratchBytes) scratch_.Reset();
+    return Arena::CreateMessage<T>(&scratch_);
+  }
+
+ private:
+  const SpanLimits* limits_;
+  LimitCounts* counts_;
+  std::uint32_t level_ = 0;
+  Arena scratch_;
+};
+
+// Keeps a field the message does not know in its unknown fields, as protobuf's parser does; or,
+// within limits, reads it as protobuf would and counts it, without keeping it: OTLP defines no
+// such field, and each kept one costs a heap entry of 16 bytes or more for 2 bytes of input.
+bool KeepUnknown(Message* m, std::uint32_t field, std::uint32_t wire_type, Reader* r,
+                 Limiter* lim) {
+  const bool keep = lim->limits() == nullptr;
+  if (!keep) ++lim->counts().unknown_fields;
+  auto* unknown = keep ? m->GetReflection()->MutableUnknownFields(m) : nullptr;
   const int number = static_cast<int>(field);
   switch (wire_type) {
     case kVarint: {
       std::uint64_t v;
       if (!r->Varint(&v)) return false;
-      unknown->AddVarint(number, v);
+      if (keep) unknown->AddVarint(number, v);
       return true;
     }
     case kFixed64: {
       std::uint64_t v;
       if (!r->Fixed64(&v)) return false;
-      unknown->AddFixed64(number, v);
+      if (keep) unknown->AddFixed64(number, v);
       return true;
     }
     case kFixed32: {
       std::uint32_t v;
       if (!r->Fixed32(&v)) return false;
-      unknown->AddFixed32(number, v);
+      if (keep) unknown->AddFixed32(number, v);
       return true;
     }
     case kLen: {
       std::string_view s;
       if (!r->Len(&s)) return false;
-      unknown->AddLengthDelimited(number)->assign(s.data(), s.size());
+      if (keep) unknown->AddLengthDelimited(number)->assign(s.data(), s.size());
       return true;
     }
     default:  // groups, which OTLP never sends, and invalid wire types
@@ -155,9 +195,10 @@ bool KeepUnknown(Message* m, std::uint32_t field, std::uint32_t wire_type, Reade
   }
 }
 
-// Reads `body`'s fields into `m`, each through `field(number, wire_type, reader)`.
+// Reads `body`'s fields into `m`, each through `field(number, wire_type, reader)`; the
+// unknown ones as KeepUnknown does within `lim`.
 template <typename OnField>
-bool Fields(std::string_view body, Message* m, OnField&& field) {
+bool Fields(std::string_view body, Message* m, Limiter* lim, OnField&& field) {
   Reader r(body);
   while (!r.done()) {
     std::uint32_t number, wire_type;
@@ -166,7 +207,7 @@ bool Fields(std::string_view body, Message* m, OnField&& field) {
       case Got::kTaken:
         break;
       case Got::kUnknown:
-        if (!KeepUnknown(m, number, wire_type, &r)) return false;
+        if (!KeepUnknown(m, number, wire_type, &r, lim)) return false;
         break;
       case Got::kGiveUp:
         return false;
@@ -224,36 +265,6 @@ Got Nested(std::uint32_t wire_type, Reader& r, Decode decode) {
   return Taken(r.Len(&s) && decode(s));
 }
 
-// The span limits while decoding (receiver/span_limits.h). An item past a count limit is
-// still decoded, so that the decoder takes only what protobuf takes, but onto a scratch arena
-// that is reset before it grows past kScratchBytes: it costs no memory of the request. An
-// item is decoded there with no limits (`none`), so that nothing inside it uses the scratch
-// arena's reset while the item is alive.
-class Limiter {
- public:
-  Limiter(const SpanLimits* limits, LimitCounts* counts) : limits_(limits), counts_(counts) {}
-
-  const SpanLimits* limits() const { return limits_; }
-  LimitCounts& counts() { return *counts_; }
-  static Limiter& None() {
-    static thread_local LimitCounts unused;
-    static thread_local Limiter none(nullptr, &unused);
-    return none;
-  }
-  // A message to decode an item past a limit into, and forget.
-  template <typename T>
-  T* Scratch() {
-    constexpr std::uint64_t kScratchBytes = 1u << 20;
-    if (scratch_.SpaceAllocated() > kScratchBytes) scratch_.Reset();
-    return Arena::CreateMessage<T>(&scratch_);
-  }
-
- private:
-  const SpanLimits* limits_;
-  LimitCounts* counts_;
-  Arena scratch_;
-};
-
 // The next element of a repeated field limited to `limit` elements (no limit when the limiter
 // has none): added to `field` and decoded by `decode(bytes, element, limiter)`, or, past the
 // limit, decoded into a scratch element and counted in *dropped.
@@ -272,22 +283,51 @@ Got Limited(std::uint32_t wire_type, Reader& r, Repeated* field, std::uint32_t l
 bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth, Limiter* lim);
 bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim);
 
-// An array's or a key-value list's elements, one nesting level below the list.
+// A limit of the limiter's, or none.
+std::uint32_t LimitOf(const Limiter& lim, std::uint32_t SpanLimits::*limit) {
+  return lim.limits() != nullptr ? lim.limits()->*limit : UINT32_MAX;
+}
+
+// An array's or a key-value list's elements, one nesting level below the list, within the
+// limit of elements.
 bool DecodeArrayValue(std::string_view body, ArrayValue* a, int depth, Limiter* lim) {
-  return Fields(body, a, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, a, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != ArrayValue::kValuesFieldNumber) return Got::kUnknown;
-    return Nested(wt, r, [&](std::string_view e) {
-      return DecodeAnyValue(e, a->add_values(), depth + 1, lim);
-    });
+    return Limited(wt, r, a->mutable_values(), LimitOf(*lim, &SpanLimits::value_element_count),
+                   &lim->counts().value_elements, lim,
+                   [depth](std::string_view e, AnyValue* v, Limiter* l) {
+                     return DecodeAnyValue(e, v, depth + 1, l);
+                   });
   });
 }
 bool DecodeKeyValueList(std::string_view body, KeyValueList* l, int depth, Limiter* lim) {
-  return Fields(body, l, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, l, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != KeyValueList::kValuesFieldNumber) return Got::kUnknown;
-    return Nested(wt, r, [&](std::string_view e) {
-      return DecodeKeyValue(e, l->add_values(), depth + 1, lim);
-    });
+    return Limited(wt, r, l->mutable_values(), LimitOf(*lim, &SpanLimits::value_element_count),
+                   &lim->counts().value_elements, lim,
+                   [depth](std::string_view e, KeyValue* kv, Limiter* lm) {
+                     return DecodeKeyValue(e, kv, depth + 1, lm);
+                   });
   });
+}
+
+// An array or key-value list value (`set` selects it in `v`), one level deeper; past the depth
+// limit checked on the scratch arena and left empty, as ApplySpanLimits leaves it, and counted
+// when it had elements.
+template <typename C, typename Decode>
+bool Collection(std::string_view body, AnyValue* v, C* (AnyValue::*set)(), int depth, Limiter* lim,
+                Decode decode) {
+  if (lim->limits() != nullptr && lim->level() >= lim->limits()->value_depth) {
+    (v->*set)();
+    C* scratch = lim->template Scratch<C>();
+    if (!decode(body, scratch, depth + 1, &Limiter::None())) return false;
+    if (scratch->values_size() > 0) ++lim->counts().value_depth;
+    return true;
+  }
+  lim->Enter();
+  const bool ok = decode(body, (v->*set)(), depth + 1, lim);
+  lim->Leave();
+  return ok;
 }
 
 // A string value, checked whole as protobuf checks it, and kept only up to the value length
@@ -309,7 +349,7 @@ Got StringValue(std::uint32_t wire_type, Reader& r, AnyValue* v, Limiter* lim) {
 
 bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim) {
   if (depth > kMaxDecodeDepth) return false;
-  return Fields(body, v, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, v, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case AnyValue::kStringValueFieldNumber:
         return StringValue(wt, r, v, lim);
@@ -326,11 +366,11 @@ bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim)
         });
       case AnyValue::kArrayValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          return DecodeArrayValue(s, v->mutable_array_value(), depth + 1, lim);
+          return Collection(s, v, &AnyValue::mutable_array_value, depth, lim, DecodeArrayValue);
         });
       case AnyValue::kKvlistValueFieldNumber:
         return Nested(wt, r, [&](std::string_view s) {
-          return DecodeKeyValueList(s, v->mutable_kvlist_value(), depth + 1, lim);
+          return Collection(s, v, &AnyValue::mutable_kvlist_value, depth, lim, DecodeKeyValueList);
         });
       case AnyValue::kBytesValueFieldNumber:
         return Bytes(wt, r, v, &AnyValue::mutable_bytes_value);
@@ -343,7 +383,7 @@ bool DecodeAnyValue(std::string_view body, AnyValue* v, int depth, Limiter* lim)
 // occurrence of a field wins); the value as protobuf reads it.
 bool DecodeKeyValue(std::string_view body, KeyValue* kv, int depth, Limiter* lim) {
   if (depth > kMaxDecodeDepth) return false;
-  return Fields(body, kv, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, kv, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case KeyValue::kKeyFieldNumber: {
         if (wt != kLen) return Got::kUnknown;
@@ -375,11 +415,6 @@ Got Attribute(std::uint32_t wire_type, Reader& r, Repeated* attrs, std::uint32_t
       [](std::string_view s, KeyValue* kv, Limiter* l) { return DecodeKeyValue(s, kv, 1, l); });
 }
 
-// A limit of the limiter's, or none.
-std::uint32_t LimitOf(const Limiter& lim, std::uint32_t SpanLimits::*limit) {
-  return lim.limits() != nullptr ? lim.limits()->*limit : UINT32_MAX;
-}
-
 // Adds what the limits dropped to a message's dropped count (after its fields are read: the
 // sender's own count may come after the items on the wire) and to the limiter's counts.
 template <typename M>
@@ -393,7 +428,7 @@ void CountDropped(M* m, std::uint32_t (M::*get)() const, void (M::*set)(std::uin
 bool DecodeResource(std::string_view body, Resource* res, Limiter* lim) {
   std::uint64_t dropped = 0;
   const std::uint32_t limit = LimitOf(*lim, &SpanLimits::resource_attribute_count);
-  const bool ok = Fields(body, res, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  const bool ok = Fields(body, res, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Resource::kAttributesFieldNumber:
         return Attribute(wt, r, res->mutable_attributes(), limit, &dropped, lim);
@@ -407,8 +442,8 @@ bool DecodeResource(std::string_view body, Resource* res, Limiter* lim) {
   return ok;
 }
 
-bool DecodeScope(std::string_view body, InstrumentationScope* scope) {
-  return Fields(body, scope, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+bool DecodeScope(std::string_view body, InstrumentationScope* scope, Limiter* lim) {
+  return Fields(body, scope, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case InstrumentationScope::kNameFieldNumber:
         return Bytes(wt, r, scope, &InstrumentationScope::mutable_name, /*utf8=*/true);
@@ -419,8 +454,8 @@ bool DecodeScope(std::string_view body, InstrumentationScope* scope) {
   });
 }
 
-bool DecodeStatus(std::string_view body, Status* st) {
-  return Fields(body, st, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+bool DecodeStatus(std::string_view body, Status* st, Limiter* lim) {
+  return Fields(body, st, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Status::kMessageFieldNumber:
         return Bytes(wt, r, st, &Status::mutable_message, /*utf8=*/true);
@@ -436,7 +471,7 @@ bool DecodeStatus(std::string_view body, Status* st) {
 bool DecodeEvent(std::string_view body, Span::Event* ev, Limiter* lim) {
   std::uint64_t dropped = 0;
   const std::uint32_t limit = LimitOf(*lim, &SpanLimits::event_attribute_count);
-  const bool ok = Fields(body, ev, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  const bool ok = Fields(body, ev, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Span::Event::kTimeUnixNanoFieldNumber:
         return Uint64(wt, r, ev, &Span::Event::set_time_unix_nano);
@@ -458,7 +493,7 @@ bool DecodeEvent(std::string_view body, Span::Event* ev, Limiter* lim) {
 bool DecodeLink(std::string_view body, Span::Link* link, Limiter* lim) {
   std::uint64_t dropped = 0;
   const std::uint32_t limit = LimitOf(*lim, &SpanLimits::link_attribute_count);
-  const bool ok = Fields(body, link, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  const bool ok = Fields(body, link, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case Span::Link::kTraceIdFieldNumber:
         return Bytes(wt, r, link, &Span::Link::mutable_trace_id);
@@ -520,15 +555,16 @@ Got SpanField(std::uint32_t f, std::uint32_t wt, Reader& r, Span* s, Limiter* li
     case Span::kDroppedLinksCountFieldNumber:
       return Uint32(wt, r, s, &Span::set_dropped_links_count);
     case Span::kStatusFieldNumber:
-      return Nested(wt, r,
-                    [s](std::string_view e) { return DecodeStatus(e, s->mutable_status()); });
+      return Nested(wt, r, [s, lim](std::string_view e) {
+        return DecodeStatus(e, s->mutable_status(), lim);
+      });
   }
   return Got::kUnknown;
 }
 
 bool DecodeSpan(std::string_view body, Span* s, Limiter* lim) {
   SpanDropped d;
-  const bool ok = Fields(body, s, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  const bool ok = Fields(body, s, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     return SpanField(f, wt, r, s, lim, &d);
   });
   LimitCounts& c = lim->counts();
@@ -542,11 +578,12 @@ bool DecodeSpan(std::string_view body, Span* s, Limiter* lim) {
 }
 
 bool DecodeScopeSpans(std::string_view body, ScopeSpans* ss, Limiter* lim) {
-  return Fields(body, ss, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, ss, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case ScopeSpans::kScopeFieldNumber:
-        return Nested(wt, r,
-                      [ss](std::string_view e) { return DecodeScope(e, ss->mutable_scope()); });
+        return Nested(wt, r, [ss, lim](std::string_view e) {
+          return DecodeScope(e, ss->mutable_scope(), lim);
+        });
       case ScopeSpans::kSpansFieldNumber:
         return Nested(
             wt, r, [ss, lim](std::string_view e) { return DecodeSpan(e, ss->add_spans(), lim); });
@@ -558,7 +595,7 @@ bool DecodeScopeSpans(std::string_view body, ScopeSpans* ss, Limiter* lim) {
 }
 
 bool DecodeResourceSpans(std::string_view body, ResourceSpans* rs, Limiter* lim) {
-  return Fields(body, rs, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(body, rs, lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     switch (f) {
       case ResourceSpans::kResourceFieldNumber:
         // A second resource is merged into the first by protobuf, its dropped count replacing
@@ -588,7 +625,7 @@ bool DecodeTraces(std::string_view wire, TracesRequest* out, const SpanLimits* l
                   LimitCounts* counts) {
   LimitCounts unused;
   Limiter lim(limits, counts != nullptr ? counts : &unused);
-  return Fields(wire, out, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
+  return Fields(wire, out, &lim, [&](std::uint32_t f, std::uint32_t wt, Reader& r) {
     if (f != TracesRequest::kResourceSpansFieldNumber) return Got::kUnknown;
     return Nested(wt, r, [out, &lim](std::string_view e) {
       return DecodeResourceSpans(e, out->add_resource_spans(), &lim);

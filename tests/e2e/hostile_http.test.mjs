@@ -1,5 +1,5 @@
-// End-to-end: idle and slow senders against the OTLP/HTTP receiver and the admin address, and
-// bodies that inflate or do not say how they are encoded (docs/limits.md). With 512 idle and
+// End-to-end: idle and slow senders against the OTLP/HTTP receiver, the admin address and the
+// gateway, and bodies that inflate or do not say how they are encoded (docs/limits.md). With 512 idle and
 // 256 slow (1 byte/s) connections open to each port, normal requests are still answered
 // within 2 s (the connection reading its request longest is closed to make room), the refusals
 // and timeouts are counted, and the agent's memory stays bounded. A gzip bomb to the receiver
@@ -12,8 +12,8 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 
-import { pollUntil, requireBin, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
-import { get, metricSum, parsePrometheus } from './lib/util.mjs';
+import { pollUntil, requireBin, rssSettles, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
+import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MIB = 1024 * 1024;
 
@@ -176,6 +176,9 @@ describe('slow and idle senders on the OTLP/HTTP receiver and the admin address'
     assert.equal(r.status, 413, r.body);
     const grew = memoryOf(agent.child.pid).peak - memBefore.peak;
     assert.ok(grew < 24 * MIB, `peak RSS grew by ${(grew / MIB).toFixed(1)} MiB for a ${bomb.length}-byte bomb`);
+    // And the inflated buffer is given back, not kept (jemalloc's background purge).
+    const { rss, bound } = await rssSettles(agent.child.pid, memBefore.rss, { slackMiB: 4, timeoutMs: 30000 });
+    assert.ok(rss <= bound, `RSS ${(rss / MIB).toFixed(1)} MiB after the bomb, ${(memBefore.rss / MIB).toFixed(1)} MiB before`);
   });
 
   test('the admin address answers 415 to a body with a Content-Encoding, counted', async () => {
@@ -190,5 +193,89 @@ describe('slow and idle senders on the OTLP/HTTP receiver and the admin address'
     const family = 'infertel_admin_refused_requests_total';
     const reason = (l) => l.reason === 'unsupported_content_encoding';
     assert.equal(metricSum(await samples(agent), family, reason) - metricSum(before, family, reason), 1);
+  });
+});
+
+describe('idle and slow clients on the gateway port', () => {
+  let sim;
+  let agent;
+  const CAP = 128;
+
+  before(async () => {
+    requireBin();
+    sim = await startSim({ model: 'e2e-hostile-gateway/model', seed: 10, speed: 0.1 }); // steps of 20 ms and more
+    agent = await startAgent({ upstream: sim.url, extra: ['--gateway-max-connections', String(CAP)] });
+  });
+
+  after(async () => {
+    await stopAll(agent, sim);
+  });
+
+  test('at the cap the longest-reading connection makes room; streams being answered are never closed', async () => {
+    const gateway = new URL(agent.url).host;
+    const client = openaiClient(agent.url);
+    const before = await samples(agent);
+    const memBefore = memoryOf(agent.child.pid);
+    // Long streams, being answered while the flood comes: none may be evicted for it.
+    const streams = Array.from({ length: 8 }, () =>
+      client.chat.completions
+        .create({ model: 'e2e-hostile-gateway/model', messages: [{ role: 'user', content: 'tell a long story' }], max_tokens: 150, ignore_eos: true, stream: true })
+        .then(collectStream),
+    );
+    const f = await flood(gateway, { idle: 4 * CAP, slow: CAP });
+    const floodedAt = Date.now();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const t0 = Date.now();
+        const r = await client.chat.completions.create({ model: 'e2e-hostile-gateway/model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+        const ms = Date.now() - t0;
+        assert.equal(r.choices.length, 1);
+        assert.ok(ms < 2000, `a normal request answered in ${ms} ms with ${5 * CAP} hostile connections`);
+        console.log(`gateway flood: a normal request answered in ${ms} ms`);
+      }
+      const ended = await Promise.all(streams);
+      assert.ok(Date.now() - floodedAt > 1000, 'the streams outlasted the flood');
+      for (const chunks of ended) {
+        const finish = chunks.map((c) => c.choices?.[0]?.finish_reason).filter(Boolean);
+        assert.deepEqual(finish, ['length'], 'each stream ran to its end');
+      }
+      const now = await samples(agent);
+      const delta = (reason) =>
+        metricSum(now, 'infertel_gateway_refused_connections_total', (l) => l.reason === reason) -
+        metricSum(before, 'infertel_gateway_refused_connections_total', (l) => l.reason === reason);
+      assert.ok(delta('evicted') >= 3 * CAP, `idle and slow connections evicted: ${delta('evicted')}`);
+      const open = metricSum(now, 'infertel_gateway_open_connections');
+      assert.ok(open <= CAP, `open connections ${open}, cap ${CAP}`);
+      const grew = memoryOf(agent.child.pid).peak - memBefore.peak;
+      console.log(`gateway flood: ${delta('evicted')} evicted, ${open} open, peak RSS +${(grew / MIB).toFixed(1)} MiB`);
+      assert.ok(grew < 32 * MIB, `peak RSS grew by ${(grew / MIB).toFixed(1)} MiB under ${5 * CAP} connections`);
+    } finally {
+      f.stop();
+    }
+  });
+
+  test('when every connection is being answered, a new one is refused 503 and counted', async () => {
+    const client = openaiClient(agent.url);
+    const before = await samples(agent);
+    const streams = Array.from({ length: CAP }, () =>
+      client.chat.completions
+        .create({ model: 'e2e-hostile-gateway/model', messages: [{ role: 'user', content: 'a story' }], max_tokens: 20, stream: true })
+        .then(collectStream),
+    );
+    // Every stream's request read (counted as it goes to the engine): all CAP connections are
+    // being answered, none reading.
+    const requests = (m) => metricSum(m, 'infertel_gateway_requests_total');
+    const busy = await pollUntil(async () => {
+      const m = await samples(agent);
+      return requests(m) - requests(before) >= CAP ? m : null;
+    }, { timeoutMs: 10000, intervalMs: 100 });
+    assert.ok(busy, `${CAP} streams in flight`);
+    const r = await request(`${agent.url}/v1/models`);
+    assert.equal(r.status, 503, r.body);
+    await Promise.all(streams);
+    const now = await samples(agent);
+    const family = 'infertel_gateway_refused_connections_total';
+    const limit = (l) => l.reason === 'connection_limit';
+    assert.ok(metricSum(now, family, limit) - metricSum(before, family, limit) >= 1);
   });
 });

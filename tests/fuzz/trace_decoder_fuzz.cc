@@ -4,8 +4,9 @@
 // Besides memory errors it checks the decoder's promise (receiver/trace_decoder.h): whenever it
 // takes an input, protobuf takes it too and both give the same message; and within span limits
 // (small ones, so that inputs reach them), the same message as protobuf's followed by
-// ApplySpanLimits, with the same counts, which the limits then leave as it is. (A string the
-// wire gives twice for one value, the last winning, may be counted as cut twice.)
+// ApplySpanLimits and DropUnknownFields, with the same counts, which the limits then leave as
+// it is. (A string the wire gives twice for one value, the last winning, may be counted as cut
+// twice; so may a collection emptied for its depth.)
 
 #include <google/protobuf/arena.h>
 
@@ -28,7 +29,8 @@ bool SameCounts(const LimitCounts& a, const LimitCounts& b) {
   return a.span_attributes == b.span_attributes && a.span_events == b.span_events &&
          a.span_links == b.span_links && a.event_attributes == b.event_attributes &&
          a.link_attributes == b.link_attributes && a.resource_attributes == b.resource_attributes &&
-         a.value_length >= b.value_length;
+         a.value_length >= b.value_length && a.value_elements == b.value_elements &&
+         a.value_depth >= b.value_depth && a.unknown_fields == b.unknown_fields;
 }
 
 void CheckWithinLimits(std::string_view wire, const TracesRequest& parsed) {
@@ -40,12 +42,15 @@ void CheckWithinLimits(std::string_view wire, const TracesRequest& parsed) {
   limits.link_attribute_count = 0;
   limits.resource_attribute_count = 1;
   limits.attribute_value_length = 3;
+  limits.value_element_count = 2;
+  limits.value_depth = 2;
   google::protobuf::Arena arena;
   auto* decoded = google::protobuf::Arena::CreateMessage<TracesRequest>(&arena);
   LimitCounts by_decoder, by_protobuf, again;
   if (!infertel::receiver::DecodeTraces(wire, decoded, &limits, &by_decoder)) std::abort();
   TracesRequest limited = parsed;
   infertel::receiver::ApplySpanLimits(&limited, limits, &by_protobuf);
+  by_protobuf.unknown_fields += infertel::receiver::DropUnknownFields(&limited);
   if (decoded->SerializeAsString() != limited.SerializeAsString()) std::abort();
   if (!SameCounts(by_decoder, by_protobuf)) std::abort();
   infertel::receiver::ApplySpanLimits(decoded, limits, &again);

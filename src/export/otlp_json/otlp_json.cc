@@ -140,8 +140,15 @@ void EncodeMessage(const Message& m, std::string* out) {
 
 // ---- decoding ----
 
+// An AnyValue array's or key-value list's elements.
+bool IsCollectionValues(const FieldDescriptor* f) {
+  return f->containing_type() == otlp_common::ArrayValue::descriptor() ||
+         f->containing_type() == otlp_common::KeyValueList::descriptor();
+}
+
 struct Decoder {
   std::string error;
+  DecodeBounds* bounds = nullptr;
 
   bool Fail(const FieldDescriptor* f, std::string_view what) {
     error = fmt::format("field {}: {}", f->full_name(), what);
@@ -289,6 +296,25 @@ struct Decoder {
     return Fail(f, "unsupported type");
   }
 
+  // A repeated field's items, nulls skipped; past the bound on collections' elements, the
+  // rest only counted.
+  bool Repeated(Message* m, const FieldDescriptor* f, simdjson::dom::element e, int depth) {
+    simdjson::dom::array arr;
+    if (e.get_array().get(arr) != simdjson::SUCCESS) return Fail(f, "expected an array");
+    std::uint32_t room =
+        bounds != nullptr && IsCollectionValues(f) ? bounds->collection_values : UINT32_MAX;
+    for (auto item : arr) {
+      if (item.is_null()) continue;
+      if (room == 0) {
+        ++bounds->skipped;
+        continue;
+      }
+      if (room != UINT32_MAX) --room;
+      if (!Value(m, f, item, true, depth)) return false;
+    }
+    return true;
+  }
+
   bool Object(Message* m, simdjson::dom::object obj, int depth) {
     if (depth > kMaxDepth) {
       error = "nesting too deep";
@@ -304,12 +330,7 @@ struct Decoder {
       simdjson::dom::element e = field.value;
       if (e.is_null()) continue;
       if (f->is_repeated()) {
-        simdjson::dom::array arr;
-        if (e.get_array().get(arr) != simdjson::SUCCESS) return Fail(f, "expected an array");
-        for (auto item : arr) {
-          if (item.is_null()) continue;
-          if (!Value(m, f, item, true, depth)) return false;
-        }
+        if (!Repeated(m, f, e, depth)) return false;
       } else if (!Value(m, f, e, false, depth)) {
         return false;
       }
@@ -327,8 +348,10 @@ std::string Encode(const Message& message) {
   return out;
 }
 
-bool Decode(std::string_view json, Message* out, std::string* error) {
-  thread_local simdjson::dom::parser parser;
+namespace {
+
+bool DecodeWith(simdjson::dom::parser& parser, std::string_view json, Message* out,
+                std::string* error, DecodeBounds* bounds) {
   out->Clear();
   simdjson::dom::element doc;
   if (auto err = parser.parse(json.data(), json.size(), true).get(doc); err) {
@@ -341,11 +364,27 @@ bool Decode(std::string_view json, Message* out, std::string* error) {
     return false;
   }
   Decoder d;
+  d.bounds = bounds;
   if (!d.Object(out, obj, 0)) {
     if (error) *error = std::move(d.error);
     return false;
   }
   return true;
+}
+
+// A parser's buffers grow to the largest document it read (several times its size: the tape
+// takes 8 bytes a value, the index 4 a structural character) and are kept for the next one.
+// Past this size they are given back once the document is decoded, so that one large request
+// does not keep tens of MiB in each receiving thread for the agent's lifetime.
+constexpr std::size_t kKeepParserBytes = 1u << 20;
+
+}  // namespace
+
+bool Decode(std::string_view json, Message* out, std::string* error, DecodeBounds* bounds) {
+  thread_local simdjson::dom::parser parser;
+  const bool ok = DecodeWith(parser, json, out, error, bounds);
+  if (json.size() > kKeepParserBytes) parser = simdjson::dom::parser{};
+  return ok;
 }
 
 }  // namespace infertel::otlp_json

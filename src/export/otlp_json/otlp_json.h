@@ -12,6 +12,7 @@
 //
 // Thread-safety: all functions are reentrant.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,9 +27,18 @@ inline std::string EncodeTraces(const TracesRequest& r) { return Encode(r); }
 inline std::string EncodeLogs(const LogsRequest& r) { return Encode(r); }
 inline std::string EncodeMetrics(const MetricsRequest& r) { return Encode(r); }
 
-// Replaces `*out` with the message decoded from `json`. On error returns false, sets
-// `*error` (when non-null) and leaves `*out` in an unspecified state.
-bool Decode(std::string_view json, google::protobuf::Message* out, std::string* error);
+// Bounds on what Decode keeps (the receiver's, receiver/span_limits.h): the elements of an
+// AnyValue array or key-value list past `collection_values` are skipped, neither decoded nor
+// kept, and counted in `skipped`, so that a request of a million elements costs none of them.
+struct DecodeBounds {
+  std::uint32_t collection_values = UINT32_MAX;
+  std::uint64_t skipped = 0;
+};
+
+// Replaces `*out` with the message decoded from `json`, within `bounds` when not null. On error
+// returns false, sets `*error` (when non-null) and leaves `*out` in an unspecified state.
+bool Decode(std::string_view json, google::protobuf::Message* out, std::string* error,
+            DecodeBounds* bounds = nullptr);
 inline bool DecodeTraces(std::string_view json, TracesRequest* out, std::string* error) {
   return Decode(json, out, error);
 }

@@ -28,6 +28,28 @@ export function memoryOf(pid) {
   return { peak: kb('VmHWM'), rss: kb('VmRSS') };
 }
 
+/**
+ * Resets a process's peak resident memory (VmHWM) to its current one (Linux's clear_refs), so
+ * that the peak read after an attack is that attack's, not an earlier test's. Returns the
+ * process's memory after the reset (memoryOf).
+ */
+export function resetPeak(pid) {
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return memoryOf(pid);
+}
+
+/**
+ * Waits up to `timeoutMs` for a process's resident memory (VmRSS) to come back within
+ * `slackMiB` (scaled by rssBoundMiB) of `rssBefore` bytes, as it should once what an attack
+ * made it allocate is freed. Resolves with {rss, bound} in bytes; rss <= bound when it did.
+ */
+export async function rssSettles(pid, rssBefore, { slackMiB = 4, timeoutMs = 10000 } = {}) {
+  const bound = rssBefore + rssBoundMiB(slackMiB) * 1024 * 1024;
+  let rss = memoryOf(pid).rss;
+  await pollUntil(() => (rss = memoryOf(pid).rss) <= bound, { timeoutMs, intervalMs: 200 });
+  return { rss, bound };
+}
+
 /** Throws a clear message when the binary under test is not configured. */
 export function requireBin() {
   if (!INFERTEL_BIN) throw new Error('INFERTEL_BIN is not set (absolute path to build/infertel)');

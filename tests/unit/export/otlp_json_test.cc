@@ -174,6 +174,34 @@ TEST(OtlpJsonTest, RejectsMalformedInput) {
   EXPECT_FALSE(otlp_json::DecodeTraces(deep, &out, &error));
 }
 
+// Within bounds, the elements of an array or key-value list value past the bound are skipped
+// and counted, at any depth; other repeated fields are not bounded.
+TEST(OtlpJsonTest, DecodesCollectionValuesWithinBounds) {
+  std::string json = R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"s","attributes":[)";
+  json += R"({"key":"a","value":{"arrayValue":{"values":[)";
+  for (int i = 0; i < 100; ++i)
+    json += (i ? "," : "") + std::string(R"({"intValue":")") + std::to_string(i) + R"("})";
+  json += R"(,null]}}},{"key":"l","value":{"kvlistValue":{"values":[)";
+  json += R"({"key":"x","value":{"arrayValue":{"values":[{"boolValue":true},{},{}]}}},)";
+  json += R"({"key":"y"},{"key":"z"}]}}},{"key":"b"},{"key":"c"}]}]}]}]})";
+  TracesRequest r;
+  std::string error;
+  otlp_json::DecodeBounds bounds{2};
+  ASSERT_TRUE(otlp_json::Decode(json, &r, &error, &bounds)) << error;
+  const Span& s = r.resource_spans(0).scope_spans(0).spans(0);
+  ASSERT_EQ(s.attributes_size(), 4);
+  ASSERT_EQ(s.attributes(0).value().array_value().values_size(), 2);
+  EXPECT_EQ(s.attributes(0).value().array_value().values(1).int_value(), 1);
+  ASSERT_EQ(s.attributes(1).value().kvlist_value().values_size(), 2);
+  EXPECT_EQ(s.attributes(1).value().kvlist_value().values(0).value().array_value().values_size(),
+            2);
+  EXPECT_EQ(bounds.skipped, 98u + 1u + 1u);
+  TracesRequest unbounded;
+  ASSERT_TRUE(otlp_json::Decode(json, &unbounded, &error)) << error;
+  const auto& all = unbounded.resource_spans(0).scope_spans(0).spans(0).attributes(0);
+  EXPECT_EQ(all.value().array_value().values_size(), 100);
+}
+
 TEST(OtlpJsonTest, DecodesTheVllmFixture) {
   std::ifstream f(INFERTEL_FIXTURES_DIR "/vllm-llm_request-otlp-0.29.0-SANITIZED.json");
   ASSERT_TRUE(f.good());

@@ -375,6 +375,7 @@ std::optional<std::string> ByProtobufWithin(const std::string& wire, const SpanL
   TracesRequest r;
   if (!r.ParseFromString(wire)) return std::nullopt;
   ApplySpanLimits(&r, limits, counts);
+  counts->unknown_fields += DropUnknownFields(&r);
   return r.SerializeAsString();
 }
 
@@ -396,6 +397,8 @@ SpanLimits SmallLimits() {
   l.link_attribute_count = 0;
   l.resource_attribute_count = 3;
   l.attribute_value_length = 4;
+  l.value_element_count = 2;
+  l.value_depth = 2;
   return l;
 }
 
@@ -424,6 +427,149 @@ TEST(TraceDecoderTest, DecodesRandomRequestsWithinLimitsAsProtobufThenTheLimitsD
   EXPECT_EQ(by_decoder_counts.link_attributes, by_protobuf_counts.link_attributes);
   EXPECT_EQ(by_decoder_counts.resource_attributes, by_protobuf_counts.resource_attributes);
   EXPECT_EQ(by_decoder_counts.value_length, by_protobuf_counts.value_length);
+  EXPECT_GT(by_decoder_counts.value_elements, 0u);
+  EXPECT_GT(by_decoder_counts.value_depth, 0u);
+  EXPECT_GT(by_decoder_counts.unknown_fields, 0u);
+  EXPECT_EQ(by_decoder_counts.value_elements, by_protobuf_counts.value_elements);
+  EXPECT_EQ(by_decoder_counts.value_depth, by_protobuf_counts.value_depth);
+  EXPECT_EQ(by_decoder_counts.unknown_fields, by_protobuf_counts.unknown_fields);
+}
+
+// An attribute's value: an array past the element limit keeps its first elements, a
+// key-value list too, and collections nested past the depth limit are emptied; the dropped
+// elements are checked as protobuf checks them but cost no memory.
+TEST(TraceDecoderTest, ValuesPastTheElementAndDepthLimitsAreCutAndCostNoMemory) {
+  TracesRequest req = OneSpan();
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  auto* array = s->add_attributes();
+  array->set_key("array");
+  for (int i = 0; i < 1'000'000; ++i) array->mutable_value()->mutable_array_value()->add_values();
+  auto* list = s->add_attributes();
+  list->set_key("list");
+  for (int i = 0; i < 2000; ++i)
+    AddAttr(list->mutable_value()->mutable_kvlist_value()->mutable_values(), "k", i);
+  auto* deep = s->add_attributes();
+  deep->set_key("deep");
+  AnyValue* v = deep->mutable_value();
+  for (int i = 0; i < 12; ++i) v = v->mutable_kvlist_value()->add_values()->mutable_value();
+  v->set_int_value(1);
+  const std::string wire = req.SerializeAsString();
+
+  const SpanLimits limits;  // 1024 elements, 8 deep
+  Arena arena;
+  auto* r = Arena::CreateMessage<TracesRequest>(&arena);
+  LimitCounts counts;
+  ASSERT_TRUE(DecodeTraces(wire, r, &limits, &counts));
+  const Span& got = r->resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(got.attributes(1).value().array_value().values_size(), 1024);
+  EXPECT_EQ(got.attributes(2).value().kvlist_value().values_size(), 1024);
+  EXPECT_EQ(got.attributes(2).value().kvlist_value().values(1023).value().int_value(), 1023);
+  const AnyValue* g = &got.attributes(3).value();
+  int levels = 0;
+  while (g->kvlist_value().values_size() > 0) {
+    g = &g->kvlist_value().values(0).value();
+    ++levels;
+  }
+  EXPECT_EQ(levels, 8);
+  EXPECT_TRUE(g->has_kvlist_value()) << "the ninth list is there, empty";
+  EXPECT_EQ(counts.value_elements, (1'000'000u - 1024u) + (2000u - 1024u));
+  EXPECT_EQ(counts.value_depth, 1u);
+  EXPECT_LT(arena.SpaceAllocated(), 1u << 20);
+
+  LimitCounts by_protobuf;
+  EXPECT_SAME_BYTES(r->SerializeAsString(), *ByProtobufWithin(wire, limits, &by_protobuf));
+  EXPECT_EQ(by_protobuf.value_elements, counts.value_elements);
+  EXPECT_EQ(by_protobuf.value_depth, counts.value_depth);
+}
+
+// Fields OTLP does not define are read as protobuf reads them but not kept within limits, and
+// counted; without limits they are kept, as protobuf keeps them.
+TEST(TraceDecoderTest, UnknownFieldsAreNotKeptWithinLimits) {
+  TracesRequest req = OneSpan();
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  for (int i = 0; i < 1000; ++i) s->GetReflection()->MutableUnknownFields(s)->AddVarint(99, i);
+  AnyValue* v = s->mutable_attributes(0)->mutable_value();
+  v->GetReflection()->MutableUnknownFields(v)->AddLengthDelimited(42, std::string(1000, 'x'));
+  const std::string wire = req.SerializeAsString();
+  LimitCounts counts;
+  const auto within = ByDecoderWithin(wire, SpanLimits{}, &counts);
+  ASSERT_TRUE(within.has_value());
+  EXPECT_SAME_BYTES(*within, OneSpan().SerializeAsString());
+  EXPECT_EQ(counts.unknown_fields, 1001u);
+  EXPECT_SAME_BYTES(*ByDecoder(wire), wire);
+
+  pipeline::Held<TracesRequest> held;  // protobuf's path (deep nesting) drops them too
+  AnyValue* deep = s->add_attributes()->mutable_value();
+  for (int i = 0; i < kMaxDecodeDepth / 2; ++i) deep = deep->mutable_array_value()->add_values();
+  LimitCounts fallback;
+  const SpanLimits limits;
+  ASSERT_TRUE(DecodeProtobuf(req.SerializeAsString(), &held, &limits, &fallback));
+  EXPECT_EQ(fallback.unknown_fields, 1001u);
+  EXPECT_EQ(fallback.value_depth, 1u);
+}
+
+// Log records: attributes within OTEL_LOGRECORD_* limits (their own count, and the value
+// length), the values inside attributes and the body within the element and depth limits,
+// the body's strings never cut; decoded by protobuf, unknown fields dropped.
+TEST(SpanLimitsTest, LogRecordsAreBroughtWithinTheLogRecordLimits) {
+  LogsRequest req;
+  auto* rl = req.add_resource_logs();
+  for (int i = 0; i < 5; ++i) AddAttr(rl->mutable_resource()->mutable_attributes(), "r", i);
+  auto* rec = rl->add_scope_logs()->add_log_records();
+  AddAttr(rec->mutable_attributes(), "long", std::string(100, 'a'));
+  for (int i = 1; i < 300; ++i) AddAttr(rec->mutable_attributes(), "k", i);
+  rec->set_dropped_attributes_count(2);
+  auto* body = rec->mutable_body()->mutable_kvlist_value();
+  AddAttr(body->mutable_values(), "content", std::string(100, 'b'));
+  for (int i = 1; i < 50; ++i) AddAttr(body->mutable_values(), "m", i);
+  rec->GetReflection()->MutableUnknownFields(rec)->AddVarint(77, 1);
+
+  SpanLimits l;
+  l.log_attribute_count = 10;
+  l.log_attribute_value_length = 8;
+  l.resource_attribute_count = 3;
+  l.value_element_count = 20;
+  pipeline::Held<LogsRequest> held;
+  LimitCounts c;
+  ASSERT_TRUE(DecodeProtobuf(req.SerializeAsString(), &held, &l, &c));
+  const auto& got = held.request->resource_logs(0).scope_logs(0).log_records(0);
+  EXPECT_EQ(got.attributes_size(), 10);
+  EXPECT_EQ(got.attributes(0).value().string_value(), "aaaaaaaa");
+  EXPECT_EQ(got.dropped_attributes_count(), 2u + 290u);
+  EXPECT_EQ(got.body().kvlist_value().values_size(), 20);
+  EXPECT_EQ(got.body().kvlist_value().values(0).value().string_value(), std::string(100, 'b'));
+  EXPECT_EQ(got.GetReflection()->GetUnknownFields(got).field_count(), 0);
+  EXPECT_EQ(held.request->resource_logs(0).resource().attributes_size(), 3);
+  EXPECT_EQ(c.log_attributes, 290u);
+  EXPECT_EQ(c.value_length, 1u);
+  EXPECT_EQ(c.value_elements, 30u);
+  EXPECT_EQ(c.resource_attributes, 2u);
+  EXPECT_EQ(c.unknown_fields, 1u);
+  LimitCounts again;
+  ApplyLogLimits(held.request, l, &again);
+  EXPECT_EQ(again.total(), 0u);
+}
+
+TEST(SpanLimitsTest, LogRecordVariablesWinOverTheGeneralOnes) {
+  std::map<std::string, std::string> env = {{"OTEL_ATTRIBUTE_COUNT_LIMIT", "10"},
+                                            {"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "50"},
+                                            {"OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "7"},
+                                            {"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "60"}};
+  auto get = [&](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  std::vector<std::string> warnings;
+  SpanLimits l = SpanLimitsFromEnv(get, &warnings);
+  EXPECT_EQ(l.log_attribute_count, 7u);
+  EXPECT_EQ(l.log_attribute_value_length, 50u);
+  EXPECT_EQ(l.attribute_value_length, 60u);
+  env["OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT"] = "5";
+  env.erase("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT");
+  l = SpanLimitsFromEnv(get, &warnings);
+  EXPECT_EQ(l.log_attribute_count, 10u);
+  EXPECT_EQ(l.log_attribute_value_length, 5u);
+  EXPECT_TRUE(warnings.empty());
 }
 
 TEST(TraceDecoderTest, ItemsPastTheLimitsAreDroppedAndAddedToTheSendersDroppedCounts) {
@@ -573,7 +719,8 @@ TEST(TraceDecoderTest, LeavesDeepNestingAndOldFieldsToProtobuf) {
                     ->mutable_spans(0)
                     ->mutable_attributes(0)
                     ->mutable_value();
-  for (int i = 0; i < kMaxDecodeDepth; ++i) v = v->mutable_array_value()->add_values();
+  // Past the decoder's depth (an AnyValue at 2 + 2 per array), within protobuf's (100).
+  for (int i = 0; i < kMaxDecodeDepth / 2; ++i) v = v->mutable_array_value()->add_values();
   v->set_int_value(1);
   std::string wire = deep.SerializeAsString();
   EXPECT_FALSE(ByDecoder(wire).has_value());
