@@ -72,6 +72,8 @@ namespace {
 constexpr std::uint32_t kBlockItems = 512;
 constexpr int kZstdLevel = 3;
 constexpr std::size_t kSummarizedTraces = 1 << 16;
+// Both halves of a trace id into the key of summarized_.
+constexpr std::int64_t kMix = 0x1E3779B97F4A7C15;
 // What a write adds to the files at most, for the bound: every page a transaction touches is
 // written whole to the WAL (a few for the smallest), then a block's compressed bytes and its
 // rows (a span's row, its index entry and its share of summary rows, about 150 bytes).
@@ -270,7 +272,8 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
         if (int rc = EncodeSpan(p, span, resource, scope, service, &json, &blk, &row);
             rc != SQLITE_OK)
           return rc;
-        if ((row.root || !ids.count(row.parent)) && summarized_.insert(row.tid).second)
+        if ((row.root || !ids.count(row.parent)) &&
+            summarized_.insert(row.tid ^ (row.tid2 * kMix)).second)
           if (int rc = AddSummary(p, span, row); rc != SQLITE_OK) return rc;
         blk.Add(row);
         PaceBetweenRows();
