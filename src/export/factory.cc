@@ -367,7 +367,8 @@ std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& o, StatsRegistry*
 std::optional<std::string> ResolveStorePath(ExportOptions* o, const config::EnvLookup& env,
                                             bool root, std::string* error) {
   constexpr std::string_view kHow =
-      "--data-dir DIR or INFERTEL_DATA_DIR to move it, --store DIR for another directory, --no-store "
+      "--data-dir DIR or INFERTEL_DATA_DIR to move it, --store DIR for another directory, "
+      "--no-store "
       "for none";
   if (!o->store_enabled) return std::string();
   if (!o->store_path.empty())

@@ -18,8 +18,8 @@
 #include "core/clock.h"
 #include "export/sqlite/paced_vfs.h"
 #include "export/sqlite/partition.h"
-#include "export/sqlite/store_internal.h"
 #include "export/sqlite/store_health.h"
+#include "export/sqlite/store_internal.h"
 
 namespace infertel::exporting {
 
@@ -177,7 +177,8 @@ bool SqliteStore::OpenWriter(std::string* error) {
   // One writer per directory: two would each count only their own files against the bound.
   lock_fd_ = ::open((options_.path + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    last_fault_ = static_cast<std::uint8_t>(lock_fd_ < 0 ? ClassifyErrno(errno) : StoreFault::kNone);
+    last_fault_ =
+        static_cast<std::uint8_t>(lock_fd_ < 0 ? ClassifyErrno(errno) : StoreFault::kNone);
     *error =
         fmt::format("store {}: {}", options_.path,
                     lock_fd_ < 0 ? std::strerror(errno) : "another process is writing this store");

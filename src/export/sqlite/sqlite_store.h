@@ -216,7 +216,7 @@ class SqliteStore {
   std::unordered_set<std::uint64_t> series_;  // hashes of the metric series kept
   std::vector<std::unique_ptr<Partition>> readers_;
   pipeline::Pacer pacer_;
-  std::uint8_t last_fault_ = 0;      // a StoreFault
+  std::uint8_t last_fault_ = 0;     // a StoreFault
   std::uint64_t opened_epoch_ = 0;  // of the last ReopenSince
 };
 
