@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/hex.h"
 #include "core/semconv.h"
 #include "core/telemetry.h"
 #include "export/sqlite/sqlite_store.h"
