@@ -416,7 +416,8 @@ int SqliteStore::BlockWritten(std::uint64_t bytes) {
   if (pending_bytes_ > options_.max_bytes / 16 && options_.max_bytes > 0) {
     if (int rc = current_->Commit(); rc != SQLITE_OK) return rc;
     AfterCommit();
-    pending_bytes_ = 2 * kWriteBaseBytes;
+    // The block about to go in belongs to the next part: its estimate stays counted.
+    pending_bytes_ = 2 * (kWriteBaseBytes + bytes);
     if (int rc = current_->Begin(); rc != SQLITE_OK) return rc;
   }
   RemoveUntilFits(pending_bytes_);
