@@ -92,8 +92,11 @@ describe('OTLP receiver flooded: accepted spans all reach the store', () => {
 
   test('gRPC, OTLP/HTTP protobuf and OTLP/JSON, 32 requests at a time each: accepted == delivered', async (t) => {
     const count = { sent: 0, accepted: 0, refused: 0, rejected: 0 };
-    const grpc = new OTLPGrpcExporter({ url: `http://${agent.receiverGrpc}`, timeoutMillis: 30000 });
-    const proto = new OTLPProtoExporter({ url: `${agent.receiverHttp}/v1/traces`, timeoutMillis: 30000 });
+    // The pool's workers are shared, so one exporter may have all of them in flight: above the
+    // SDK's default of 30 concurrent exports, which it would refuse on the client side.
+    const limits = { timeoutMillis: 30000, concurrencyLimit: CONCURRENCY };
+    const grpc = new OTLPGrpcExporter({ url: `http://${agent.receiverGrpc}`, ...limits });
+    const proto = new OTLPProtoExporter({ url: `${agent.receiverHttp}/v1/traces`, ...limits });
     const viaExporter = (exporter, spans) => async () => {
       count.sent += spans.length;
       const r = await new Promise((resolve) => exporter.export(spans, resolve));
