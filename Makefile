@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-saturation bench-allocations format clean
+.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations format clean
 
 all: build
 
@@ -58,6 +58,16 @@ bench-store-tail: build
 	bash bench/store_tail.sh $(BUILD_DIR)
 
 bench-saturation: build
+	bash bench/saturation.sh $(BUILD_DIR)
+
+# The store's bytes per span, write rate and query times (bench/store_format.sh).
+bench-store-format: build
+	bash bench/store_format.sh $(BUILD_DIR)
+
+# Issue 38's items 2-4 in one run: the store's format, then the tail, throughput and CPU per
+# request against nginx with the store on and off (bench/saturation.sh).
+bench-store: build
+	bash bench/store_format.sh $(BUILD_DIR)
 	bash bench/saturation.sh $(BUILD_DIR)
 
 format:

@@ -12,6 +12,7 @@ void AddAgentCommand(CLI::App& app);    // src/app/agent_command.cc
 void AddSimCommand(CLI::App& app);      // src/sim/sim_command.cc
 void AddDemoCommand(CLI::App& app);     // src/app/demo_command.cc
 void AddTracesCommand(CLI::App& app);   // src/app/traces_command.cc
+void AddSpansCommand(CLI::App& app);    // src/app/traces_command.cc
 void AddConfigCommand(CLI::App& app);   // src/app/config_command.cc
 void AddMetricsCommand(CLI::App& app);  // src/app/metrics_command.cc
 void AddLaunchCommand(CLI::App& app);   // src/app/launch_command.cc

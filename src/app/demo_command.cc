@@ -214,7 +214,13 @@ void Run(const DemoFlags& f) {
   ao.exports.store_path = f.store;
   ao.exports.store_enabled = true;
   std::error_code fec;
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f.store + suffix, fec);
+  // A fresh store each run: the summary counts this run's spans. Only a directory that is a
+  // store (or an old demo's single file) is removed.
+  if (std::filesystem::is_directory(f.store, fec)) {
+    if (std::filesystem::exists(f.store + "/lock", fec)) std::filesystem::remove_all(f.store, fec);
+  } else if (std::filesystem::is_regular_file(f.store, fec)) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f.store + suffix, fec);
+  }
   auto resolved = config::Resolve(config::ProcessEnv());
   Agent agent(std::move(ao), std::move(resolved.settings));
   TtftCollector ttft;
@@ -285,19 +291,13 @@ void Run(const DemoFlags& f) {
     spans = store.CountSpans();
     // Show a request the engine finished: its trace has the entry span, vLLM's llm_request
     // and the phases.
-    sqlite3_stmt* st = nullptr;
+    exporting::SpanFilter llm;
+    llm.name = "llm_request";
+    const auto requests = store.Spans(llm);
+    engine_spans = static_cast<std::int64_t>(requests.size());
     std::string trace_id;
-    if (sqlite3_prepare_v2(
-            store.handle(),
-            "SELECT trace_id, (SELECT count(*) FROM spans WHERE name = 'llm_request') FROM spans "
-            "WHERE name = 'llm_request' AND parent_span_id IS NOT NULL "
-            "ORDER BY start_time_unix_nano DESC LIMIT 1",
-            -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      trace_id = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      engine_spans = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
+    for (auto it = requests.rbegin(); it != requests.rend() && trace_id.empty(); ++it)
+      if (!it->parent_span_id.empty()) trace_id = it->trace_id;
     exporting::TraceQuery q;
     q.limit = 1;
     q.trace_id = trace_id;

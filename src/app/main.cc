@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   infertel::AddSimCommand(app);
   infertel::AddDemoCommand(app);
   infertel::AddTracesCommand(app);
+  infertel::AddSpansCommand(app);
   infertel::AddConfigCommand(app);
   infertel::AddMetricsCommand(app);
   infertel::AddLaunchCommand(app);

@@ -15,12 +15,13 @@
 #include "core/metric_families.h"
 #include "core/printable.h"
 #include "export/sqlite/data_dir.h"
+#include "export/sqlite/sqlite_store.h"
 
 namespace infertel {
 namespace {
 
 struct MetricsFlags {
-  std::string store;      // default: infertel.db in the data directory
+  std::string store;      // default: store in the data directory
   std::string data_dir;   // --data-dir
   std::string name;       // only names containing this
   bool markdown = false;  // print the documented families (docs/telemetry-reference.md)
@@ -49,9 +50,13 @@ void Run(const MetricsFlags& f) {
   const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
   if (!path) Fail(1, error);
   if (!std::filesystem::exists(*path))
-    Fail(1, fmt::format("no store at {} ({}; give --store FILE or --data-dir DIR)", *path, where));
+    Fail(1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
+  exporting::SqliteStore check;  // refuses a store of the old format with what to do
+  if (!check.Open(*path, &error)) Fail(1, error);
+  const std::string file = exporting::MetricsFilePath(*path);
+  if (!std::filesystem::exists(file)) Fail(1, "no metrics in " + *path);
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path->c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     std::string why = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     Fail(1, *path + ": " + why);
@@ -90,7 +95,7 @@ void AddMetricsCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "metrics", "Print the latest value of every metric series in the embedded store");
   sub->add_option("--store", flags->store,
-                  "Embedded store (SQLite) path (default: infertel.db in the data directory)");
+                  "Embedded store directory (default: store in the data directory)");
   sub->add_option("--data-dir", flags->data_dir,
                   "The agent's data directory (default: as the agent chooses it, docs/store.md)");
   sub->add_option("--name", flags->name, "Only metrics whose name contains this");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
@@ -252,7 +253,7 @@ void AddExportFlags(CLI::App& cmd, ExportOptions* o) {
          "refused or dropped, counted)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4096}));
   cmd.add_option("--store", o->store_path,
-                 "embedded store file (SQLite); default infertel.db in the data directory");
+                 "embedded store directory (SQLite files); default store in the data directory");
   cmd.add_option("--data-dir", o->data_dir,
                  "data directory, where the store goes (default: INFERTEL_DATA_DIR, else systemd's "
                  "STATE_DIRECTORY, else /var/lib/infertel as root, else "
@@ -261,7 +262,7 @@ void AddExportFlags(CLI::App& cmd, ExportOptions* o) {
       "--no-store", [o] { o->store_enabled = false; }, "do not write the embedded store");
   cmd.add_option_function<std::uint64_t>(
       "--store-max-mb", [o](std::uint64_t mb) { o->store_max_bytes = mb * 1024 * 1024; },
-      "store size limit in MiB (oldest rows deleted first)");
+      "bound of the store's files and their WALs in MiB (oldest files removed first)");
   cmd.add_option_function<std::string>(
       "--store-max-age",
       [o](const std::string& s) {
@@ -353,6 +354,8 @@ std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& o, StatsRegistry*
   if (!l) return nullptr;
   auto m = BuildMetricExporters(o, error, health);
   if (!m) return nullptr;
+  if (o.store_enabled && stats != nullptr && o.store_stats != nullptr)
+    RegisterStoreStats(*stats, o.store_stats);
   auto p = std::make_unique<Pipelines>();
   p->store_health = std::move(health);
   p->traces = std::make_unique<pipeline::TraceBatchProcessor>(std::move(*t), o.batch, stats);
@@ -364,14 +367,15 @@ std::unique_ptr<Pipelines> BuildPipelines(const ExportOptions& o, StatsRegistry*
 std::optional<std::string> ResolveStorePath(ExportOptions* o, const config::EnvLookup& env,
                                             bool root, std::string* error) {
   constexpr std::string_view kHow =
-      "--data-dir DIR or INFERTEL_DATA_DIR to move it, --store FILE for another file, --no-store "
+      "--data-dir DIR or INFERTEL_DATA_DIR to move it, --store DIR for another directory, "
+      "--no-store "
       "for none";
   if (!o->store_enabled) return std::string();
   if (!o->store_path.empty())
     return fmt::format("store {} (from --store; {})", o->store_path, kHow);
   auto dir = ChooseDataDir(o->data_dir, env, root, error);
   if (!dir || !MakeDataDir(dir->path, error)) return std::nullopt;
-  o->store_path = (std::filesystem::path(dir->path) / kStoreFileName).string();
+  o->store_path = (std::filesystem::path(dir->path) / kStoreDirName).string();
   return fmt::format("store {} (data directory {}: {}; {})", o->store_path, dir->path, dir->rule,
                      kHow);
 }
@@ -381,7 +385,11 @@ StoreOptions StoreOptionsOf(const ExportOptions& o) {
   s.path = o.store_path;
   s.max_bytes = o.store_max_bytes;
   s.max_age = o.store_max_age;
-  s.cleanup_interval = o.store_cleanup_interval;
+  // Age retention looks at least eight times per max age, so that a short one holds too.
+  s.cleanup_interval =
+      std::clamp(std::chrono::duration_cast<std::chrono::seconds>(o.store_max_age / 8),
+                 std::chrono::seconds(1), o.store_cleanup_interval);
+  s.stats = o.store_stats;
   return s;
 }
 

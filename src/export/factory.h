@@ -54,6 +54,8 @@ struct ExportOptions {
   std::uint64_t store_max_bytes = 256ull * 1024 * 1024;  // --store-max-mb
   std::chrono::seconds store_max_age{24 * 3600};         // --store-max-age
   std::chrono::seconds store_cleanup_interval{60};
+  // The store's retention counters, registered by BuildPipelines (shared by copies).
+  std::shared_ptr<StoreStats> store_stats = std::make_shared<StoreStats>();
 
   // The debug exporter (stdout).
   bool debug = false;       // --debug-export

@@ -3,25 +3,20 @@
 //
 // The agent sits in front of `infertel sim --engine vllm`; the official openai client sends the
 // requests; the OTLP receivers decode logs and spans with the official protos over gRPC,
-// HTTP/protobuf and HTTP/JSON; the embedded store is read with the sqlite3 CLI.
+// HTTP/protobuf and HTTP/JSON; the embedded store is read with `infertel spans --logs --json`.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startGrpcReceiver, startHttpReceiver } from './lib/otlp.mjs';
+import { storeLogs } from './lib/store.mjs';
 import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { collectStream, openaiClient, randomSpanId, randomTraceId } from './lib/util.mjs';
 
 const MODEL = 'e2e-events/model-1b';
 const EVENT = 'gen_ai.client.inference.operation.details';
 const SYSTEM = 'You answer in one short sentence.';
-
-async function sql(db, query) {
-  const r = await runCommand('sqlite3', ['-json', '-readonly', db, query], { timeoutMs: 10000 });
-  assert.equal(r.code, 0, `sqlite3 failed: ${r.stderr}`);
-  return r.stdout.trim() ? JSON.parse(r.stdout) : [];
-}
 
 const isEventFor = (span) => (l) => l.attributes['event.name'] === EVENT && l.traceId === span.traceId && l.spanId === span.spanId;
 
@@ -142,7 +137,7 @@ for (const [protocol, spelling] of [
       const { span } = await spanAndEvent(receiver, r.id);
       const rows = await pollUntil(async () => {
         try {
-          const x = await sql(db, `select * from logs where event_name = '${EVENT}' and trace_id = '${span.traceId}'`);
+          const x = await storeLogs(db, { trace: span.traceId, name: EVENT });
           return x.length ? x : null;
         } catch {
           return null; // the table may not exist yet
@@ -151,7 +146,7 @@ for (const [protocol, spelling] of [
       assert.ok(rows, `no event row for trace ${span.traceId} in ${db}\n${agent.describe()}`);
       assert.equal(rows.length, 1);
       assert.equal(rows[0].span_id, span.spanId);
-      const attrs = JSON.parse(rows[0].attributes);
+      const attrs = rows[0].attributes;
       assert.equal(attrs['gen_ai.response.id'], r.id);
       assert.deepEqual(attrs['gen_ai.input.messages'][1], { role: 'user', parts: [{ type: 'text', content }] });
     });

@@ -13,7 +13,7 @@ import { pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from '
 import { openaiClient } from './lib/util.mjs';
 
 const MODEL = 'e2e-datadir/model';
-const HOW = '--data-dir DIR or INFERTEL_DATA_DIR to move it, --store FILE for another file, --no-store for none';
+const HOW = '--data-dir DIR or INFERTEL_DATA_DIR to move it, --store DIR for another directory, --no-store for none';
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const storeLine = (agent) => agent.stdout.split('\n').find((l) => l.startsWith('infertel agent: store '));
 
@@ -35,7 +35,7 @@ describe('the data directory', () => {
     const env = { INFERTEL_DATA_DIR: '', STATE_DIRECTORY: `${state}:/nonexistent/second` };
     const agent = await startAgent({ upstream: sim.url, store: 'data-dir', env });
     try {
-      const db = path.join(state, 'infertel.db');
+      const db = path.join(state, 'store');
       assert.equal(storeLine(agent), `infertel agent: store ${db} (data directory ${state}: from STATE_DIRECTORY (systemd StateDirectory=); ${HOW})`);
       assert.equal(fs.statSync(state).mode & 0o7777, 0o750);
       await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'where?' }], max_tokens: 3 });
@@ -54,15 +54,15 @@ describe('the data directory', () => {
     const dir = path.join(tmp.dir, 'env-dir');
     const agent = await startAgent({ upstream: sim.url, store: 'data-dir', otlp: { endpoint: 'http://127.0.0.1:9', protocol: 'http/protobuf' }, env: { INFERTEL_DATA_DIR: dir } });
     try {
-      assert.match(storeLine(agent), new RegExp(`^infertel agent: store ${escape(dir)}/infertel\\.db \\(data directory ${escape(dir)}: from INFERTEL_DATA_DIR; `));
-      assert.match(agent.stdout, new RegExp(`exporting to traces -> otlp http/protobuf \\S+ \\+ store ${escape(dir)}/infertel\\.db`));
-      assert.ok(fs.existsSync(path.join(dir, 'infertel.db')));
+      assert.match(storeLine(agent), new RegExp(`^infertel agent: store ${escape(dir)}/store \\(data directory ${escape(dir)}: from INFERTEL_DATA_DIR; `));
+      assert.match(agent.stdout, new RegExp(`exporting to traces -> otlp http/protobuf \\S+ \\+ store ${escape(dir)}/store`));
+      assert.ok(fs.existsSync(path.join(dir, 'store')));
     } finally {
       await agent.stop();
     }
   });
 
-  test('--data-dir wins over INFERTEL_DATA_DIR; --store names the file; --no-store says nothing', async () => {
+  test('--data-dir wins over INFERTEL_DATA_DIR; --store names the directory; --no-store says nothing', async () => {
     const flag = path.join(tmp.dir, 'flag-dir');
     let agent = await startAgent({ upstream: sim.url, store: 'data-dir', extra: ['--data-dir', flag], env: { INFERTEL_DATA_DIR: path.join(tmp.dir, 'not-this') } });
     assert.match(storeLine(agent), new RegExp(`\\(data directory ${escape(flag)}: from --data-dir; `));
@@ -90,7 +90,7 @@ describe('the data directory', () => {
     }
     const agent = await startAgent({ upstream: sim.url, store: 'data-dir', env: { INFERTEL_DATA_DIR: '', STATE_DIRECTORY: '' }, wrap });
     try {
-      assert.equal(storeLine(agent), `infertel agent: store /var/lib/infertel/infertel.db (data directory /var/lib/infertel: the default when running as root; ${HOW})`);
+      assert.equal(storeLine(agent), `infertel agent: store /var/lib/infertel/store (data directory /var/lib/infertel: the default when running as root; ${HOW})`);
       const mode = execFileSync('nsenter', ['-t', String(agent.child.pid), '-m', '--', 'stat', '-c', '%a', '/var/lib/infertel'], { encoding: 'utf8' });
       assert.equal(mode.trim(), '750');
     } finally {
@@ -112,7 +112,7 @@ describe('the data directory', () => {
     let agent = await startAgent({ upstream: sim.url, store: 'data-dir', env, wrap });
     const dir = path.join(home, '.local', 'state', 'infertel');
     try {
-      assert.equal(storeLine(agent), `infertel agent: store ${dir}/infertel.db (data directory ${dir}: the default for a user: $HOME/.local/state/infertel; ${HOW})`);
+      assert.equal(storeLine(agent), `infertel agent: store ${dir}/store (data directory ${dir}: the default for a user: $HOME/.local/state/infertel; ${HOW})`);
       assert.equal(fs.statSync(dir).mode & 0o7777, 0o750);
       assert.equal(fs.statSync(path.join(home, '.local')).mode & 0o7777, 0o700);
     } finally {
@@ -121,7 +121,7 @@ describe('the data directory', () => {
     const xdg = path.join(home, 'xdg');
     agent = await startAgent({ upstream: sim.url, store: 'data-dir', env: { ...env, XDG_STATE_HOME: xdg }, wrap });
     try {
-      assert.match(storeLine(agent), new RegExp(`^infertel agent: store ${escape(xdg)}/infertel/infertel\\.db \\(data directory ${escape(xdg)}/infertel: the default for a user: \\$XDG_STATE_HOME/infertel; `));
+      assert.match(storeLine(agent), new RegExp(`^infertel agent: store ${escape(xdg)}/infertel/store \\(data directory ${escape(xdg)}/infertel: the default for a user: \\$XDG_STATE_HOME/infertel; `));
     } finally {
       await agent.stop();
     }

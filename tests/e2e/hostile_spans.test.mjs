@@ -16,7 +16,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { encodeProtobuf } from './lib/otlp.mjs';
-import { pollUntil, resetPeak, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir, memoryOf } from './lib/proc.mjs';
+import { storeLogs, storeSpans } from './lib/store.mjs';
+import { pollUntil, resetPeak, runInfertel, startAgent, startSim, stopAll, tempDir, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
 
 const LIMITS = {
@@ -32,11 +33,6 @@ const ELEMENTS = 1024; // elements of one array or key-value list value (SpanLim
 const DEPTH = 8; // arrays and key-value lists nested in one another
 const P63 = 2n ** 63n;
 
-async function sql(db, query) {
-  const r = await runCommand('sqlite3', ['-json', '-readonly', db, query], { timeoutMs: 20000 });
-  assert.equal(r.code, 0, `sqlite3 failed: ${r.stderr}`);
-  return r.stdout.trim() ? JSON.parse(r.stdout) : [];
-}
 
 const hex = (h) => Buffer.from(h, 'hex');
 const attr = (key, value) => ({ key, value });
@@ -84,8 +80,8 @@ async function counters(agent) {
 async function row(db, name) {
   const rows = await pollUntil(async () => {
     try {
-      const x = await sql(db, `select *, cast(start_time_unix_nano as text) as start_text, cast(end_time_unix_nano as text) as end_text from spans where name = '${name}'`);
-      return x.length ? x : null;
+      const x = await storeSpans(db, { name });
+      return x.length ? x.map((r) => ({ ...r, start_text: r.start_time_unix_nano, end_text: r.end_time_unix_nano })) : null;
     } catch {
       return null; // the store may not exist yet
     }
@@ -126,17 +122,17 @@ describe('hostile spans on the OTLP receiver', () => {
     assert.equal(r.status, 200);
 
     const got = await row(db, 'limited');
-    const a = JSON.parse(got.attributes);
+    const a = got.attributes;
     assert.equal(Object.keys(a).length, 64, 'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT wins over OTEL_ATTRIBUTE_COUNT_LIMIT');
     assert.equal(a.a63, 63, 'the first attributes are kept');
     assert.equal(a.a64, undefined);
     assert.equal(a.a0, 'é'.repeat(100), 'cut to OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT characters');
     assert.equal(Number(got.dropped_attributes_count), 7 + 5000 - 64, "added to the sender's count");
-    const ev = JSON.parse(got.events);
+    const ev = got.events;
     assert.equal(ev.length, 20);
     assert.equal(Object.keys(ev[0].attributes).length, 16, 'event attributes: the general limit');
     assert.equal(Number(got.dropped_events_count), 3 + 300 - 20);
-    const ln = JSON.parse(got.links);
+    const ln = got.links;
     assert.equal(ln.length, 10);
     assert.equal(Object.keys(ln[0].attributes).length, 16);
     assert.equal(Number(got.dropped_links_count), 200 - 10);
@@ -158,7 +154,7 @@ describe('hostile spans on the OTLP receiver', () => {
     const before = memoryOf(agent.child.pid).peak / 1024;
     for (let i = 0; i < 3; i++) assert.equal((await post(agent, body)).status, 200);
     const got = await pollUntil(async () => {
-      const x = await sql(db, "select length(attributes) as n, dropped_attributes_count as d from spans where name = 'huge'");
+      const x = (await storeSpans(db, { name: 'huge' })).map((r) => ({ n: JSON.stringify(r.attributes).length, d: r.dropped_attributes_count }));
       return x.length === 3 ? x : null;
     }, { timeoutMs: 20000, intervalMs: 200 });
     assert.ok(got, 'the three spans are stored');
@@ -192,7 +188,7 @@ describe('hostile spans on the OTLP receiver', () => {
     const grew = (memoryOf(agent.child.pid).peak - memBefore.peak) / 1024 / 1024;
     console.log(`1M-element OTLP/JSON span (${body.length} bytes): peak RSS grew by ${grew.toFixed(1)} MiB`);
     const got = await row(db, 'json-array');
-    assert.equal(JSON.parse(got.attributes).big.length, ELEMENTS, 'the first elements kept');
+    assert.equal(got.attributes.big.length, ELEMENTS, 'the first elements kept');
     const after = await counters(agent);
     const elements = (m) => metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === 'value_elements');
     assert.equal(elements(after) - elements(before), 1000000 - ELEMENTS);
@@ -216,7 +212,7 @@ describe('hostile spans on the OTLP receiver', () => {
     assert.equal(r.status, 200, r.body.toString());
     const grew = (memoryOf(agent.child.pid).peak - memBefore.peak) / 1024 / 1024;
     console.log(`2M unknown fields (${unknown.length} bytes): peak RSS grew by ${grew.toFixed(1)} MiB`);
-    const got = JSON.parse((await row(db, 'deep-values')).attributes);
+    const got = (await row(db, 'deep-values')).attributes;
     let v = got.deep;
     let levels = 0;
     while (v && typeof v === 'object' && Object.keys(v).length > 0) {
@@ -251,17 +247,17 @@ describe('hostile spans on the OTLP receiver', () => {
     assert.equal(r.status, 200, r.body.toString());
     const rows = await pollUntil(async () => {
       try {
-        const x = await sql(db, "select attributes, body from logs where event_name = 'hostile'");
+        const x = await storeLogs(db, { name: 'hostile' });
         return x.length ? x : null;
       } catch {
         return null;
       }
     }, { timeoutMs: 15000, intervalMs: 100 });
     assert.ok(rows, 'the log record is stored');
-    const a = JSON.parse(rows[0].attributes);
+    const a = rows[0].attributes;
     assert.equal(Object.keys(a).length, 32, 'OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT');
     assert.equal(a.long, 'x'.repeat(10), 'OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT');
-    const b = JSON.parse(rows[0].body);
+    const b = rows[0].body;
     assert.equal(Object.keys(b).length, ELEMENTS);
     assert.equal(b.b0, 'y'.repeat(20), "a body's strings are not cut");
     const after = await counters(agent);
@@ -287,17 +283,17 @@ describe('hostile spans on the OTLP receiver', () => {
 
     const ebs = await row(db, 'end-before-start');
     assert.equal(ebs.end_text, ebs.start_text, 'end set to the start: no negative duration');
-    assert.equal(JSON.parse(ebs.attributes)['infertel.normalized'], 'end_before_start');
+    assert.equal(ebs.attributes['infertel.normalized'], 'end_before_start');
     const e63 = await row(db, 'end-past-2-63');
     assert.equal(e63.end_text, e63.start_text);
-    assert.equal(JSON.parse(e63.attributes)['infertel.normalized'], 'end_time');
+    assert.equal(e63.attributes['infertel.normalized'], 'end_time');
     const ev = await row(db, 'event-past-2-63');
-    assert.equal(String(JSON.parse(ev.events)[0].time_unix_nano), ev.start_text, "the event at the span's start");
+    assert.equal(String(ev.events[0].time_unix_nano), ev.start_text, "the event at the span's start");
     const k = await row(db, 'kind-99');
     assert.equal(Number(k.kind), 0);
     assert.equal(Number(k.status_code), 0);
-    assert.equal(JSON.parse(k.attributes)['infertel.normalized'], 'span_kind,status_code');
-    assert.equal((await sql(db, "select count(*) as n from spans where name = 'start-past-2-63'"))[0].n, 0);
+    assert.equal(k.attributes['infertel.normalized'], 'span_kind,status_code');
+    assert.equal((await storeSpans(db, { name: 'start-past-2-63' })).length, 0);
 
     const out = await runInfertel(['traces', '--store', db, '--limit', '1000']);
     assert.equal(out.code, 0, out.stderr);
@@ -334,11 +330,11 @@ describe('hostile spans on the OTLP receiver', () => {
     assert.equal(r.status, 200);
     // Unmatched by any exchange, it waits the join window (3 s) before it is stored.
     const got = await row(db, 'llm_request');
-    const a = JSON.parse(got.attributes);
+    const a = got.attributes;
     for (const k of ['time_to_first_token', 'e2e', 'time_in_queue', 'time_in_model_prefill'])
       assert.equal(a[`gen_ai.latency.${k}`], undefined, `gen_ai.latency.${k} removed, not ${a[`gen_ai.latency.${k}`]}`);
     assert.equal(a['gen_ai.latency.time_in_model_decode'], 250000000, 'a valid latency is kept, in ns');
-    const phases = await sql(db, `select name from spans where trace_id = '${got.trace_id}' and name != 'llm_request'`);
+    const phases = (await storeSpans(db, { trace: got.trace_id })).filter((x) => x.name !== 'llm_request').map((x) => ({ name: x.name }));
     assert.deepEqual(phases, [], 'no phase derived without a valid time to first token');
     const m = await counters(agent);
     const refused = (reason) => metricSum(m, 'infertel_assembler_refused_latencies_total', (l) => l.reason === reason);

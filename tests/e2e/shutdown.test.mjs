@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { storeSpans } from './lib/store.mjs';
+import { pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { contentDeltas, exitOf, parseSse, refused, startRawStream } from './lib/drain.mjs';
 import { get, openaiClient } from './lib/util.mjs';
 
@@ -19,14 +20,8 @@ const MODEL = 'e2e-shutdown/model';
 // Long enough that nothing reaches the store before the agent's final flush.
 const EXPORT_DELAY_MS = 120000;
 
-async function sql(db, query) {
-  const r = await runCommand('sqlite3', ['-json', '-readonly', db, query], { timeoutMs: 10000 });
-  assert.equal(r.code, 0, `sqlite3 failed: ${r.stderr}`);
-  return r.stdout.trim() ? JSON.parse(r.stdout) : [];
-}
-
-const spansOf = (db, responseId) =>
-  sql(db, `select status_code, status_message, attributes from spans where json_extract(attributes, '$."gen_ai.response.id"') = '${responseId}'`);
+const spansOf = async (db, responseId) =>
+  (await storeSpans(db)).filter((s) => s.attributes['gen_ai.response.id'] === responseId);
 
 describe('SIGTERM drains the requests in flight', () => {
   let sim;
@@ -87,7 +82,7 @@ describe('SIGTERM drains the requests in flight', () => {
       const rows = await spansOf(db, chunks[0].id);
       assert.equal(rows.length, 1, `the cut request's entry span was flushed\n${agent.describe()}`);
       assert.equal(rows[0].status_code, 2, 'status ERROR');
-      assert.equal(JSON.parse(rows[0].attributes)['error.type'], 'shutdown');
+      assert.equal(rows[0].attributes['error.type'], 'shutdown');
     } finally {
       await agent.stop();
     }

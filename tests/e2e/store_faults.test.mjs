@@ -118,7 +118,7 @@ describe('store faults', () => {
     const dataDir = path.join(tmp.dir, 'deleted', 'data');
     const agent = await startAgent({ upstream: sim.url, store: 'data-dir', extra: ['--data-dir', dataDir] });
     try {
-      const db = path.join(dataDir, 'infertel.db');
+      const db = path.join(dataDir, 'store');
       const ms = await faultCycle({
         agent, db, cause: 'directory_missing',
         breakIt: () => fs.rmSync(dataDir, { recursive: true }),
@@ -144,7 +144,7 @@ describe('store faults', () => {
     const dataDir = path.join(mnt, 'data');
     const agent = await startAgent({ upstream: sim.url, store: 'data-dir', extra: ['--data-dir', dataDir], wrap });
     const inNs = (cmd, ...args) => execFileSync('nsenter', ['-t', String(agent.child.pid), '-m', '--', cmd, ...args], { stdio: 'pipe' });
-    return { agent, mnt, dataDir, db: path.join(dataDir, 'infertel.db'), ns: agent.child.pid, inNs };
+    return { agent, mnt, dataDir, db: path.join(dataDir, 'store'), ns: agent.child.pid, inNs };
   }
 
   test('the disk full (an 8 MiB tmpfs filled), then space freed', async (t) => {

@@ -46,7 +46,7 @@ std::optional<std::string> StoreToRead(const std::string& store, std::string_vie
   auto dir = ChooseDataDir(data_dir_flag, config::ProcessEnv(), ::geteuid() == 0, error);
   if (!dir) return std::nullopt;
   *where = fmt::format("data directory {}: {}", dir->path, dir->rule);
-  return (std::filesystem::path(dir->path) / kStoreFileName).string();
+  return (std::filesystem::path(dir->path) / kStoreDirName).string();
 }
 
 bool MakeDataDir(const std::string& dir, std::string* error) {

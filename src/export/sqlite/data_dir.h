@@ -9,7 +9,7 @@
 //   4. /var/lib/infertel when running as root;
 //   5. $XDG_STATE_HOME/infertel, else $HOME/.local/state/infertel (the XDG base directory
 //      specification's place for state that persists between runs).
-// The store is `infertel.db` in it.
+// The store is the directory `store` in it (docs/store.md).
 
 #include <optional>
 #include <string>
@@ -20,7 +20,7 @@
 namespace infertel::exporting {
 
 inline constexpr std::string_view kDataDirEnv = "INFERTEL_DATA_DIR";
-inline constexpr std::string_view kStoreFileName = "infertel.db";
+inline constexpr std::string_view kStoreDirName = "store";
 
 struct DataDir {
   std::string path;
@@ -33,7 +33,7 @@ std::optional<DataDir> ChooseDataDir(std::string_view flag, const config::EnvLoo
                                      std::string* error);
 
 // For the commands that read the store (`infertel traces`, `infertel metrics`): `store` when
-// given, else the store file in the data directory that the agent chose by the same rules,
+// given, else the store directory in the data directory that the agent chose by the same rules,
 // without creating anything. *where says which (for "no store at ..." messages).
 std::optional<std::string> StoreToRead(const std::string& store, std::string_view data_dir_flag,
                                        std::string* where, std::string* error);

@@ -122,6 +122,9 @@ const char* PacedVfsName() {
   return g_real != nullptr ? g_paced.zName : nullptr;
 }
 
+void PaceBetweenRows() { Pace(); }
+bool ThreadIsPaced() { return t_pacer != nullptr; }
+
 PaceWritesOnThisThread::PaceWritesOnThisThread(pipeline::Pacer* pacer) : previous_(t_pacer) {
   pacer->Start();
   t_pacer = pacer;

@@ -18,6 +18,11 @@ const char* PacedVfsName();
 // Sets the calling thread's pacer for the scope's lifetime (the pacer must outlive it) and
 // starts it: the scope's first stretch of work is measured from here. Rows and file writes
 // inside the scope both pace through it.
+// Lets the calling thread's pacer (if any) pause: called between rows.
+void PaceBetweenRows();
+// Whether a PaceWritesOnThisThread is in effect on this thread.
+bool ThreadIsPaced();
+
 class PaceWritesOnThisThread {
  public:
   explicit PaceWritesOnThisThread(pipeline::Pacer* pacer);

@@ -52,6 +52,8 @@ std::string KeyAttributes(const StoredSpan& s) {
   return out;
 }
 
+}  // namespace
+
 std::string FormatWallTime(std::int64_t unix_nano) {
   const std::time_t secs = static_cast<std::time_t>(unix_nano / 1'000'000'000);
   std::tm tm{};
@@ -60,8 +62,6 @@ std::string FormatWallTime(std::int64_t unix_nano) {
   std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>((unix_nano / 1'000'000) % 1000));
 }
-
-}  // namespace
 
 std::string RenderTraceTree(const std::vector<StoredSpan>& input) {
   if (input.empty()) return {};

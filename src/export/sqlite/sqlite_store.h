@@ -1,91 +1,41 @@
 #pragma once
-// The embedded store: infertel's default sink, one SQLite file in WAL mode that users query
-// directly (`sqlite3 infertel.db`) or browse with `infertel traces`.
+// The embedded store: infertel's default sink, a directory of SQLite files (partitions,
+// partition.h), one per window of arrival time, each in WAL mode. docs/store.md has the layout,
+// the bound and the queries; `infertel traces`, `infertel spans --json` and `infertel metrics`
+// read it.
 //
-// Schema (created on open if absent; every statement below is what the code runs):
+//   DIR/spans-<unix ms>.db  spans and log records that arrived from that time on, until the
+//                           next file's time (a partition, partition.h)
+//   DIR/metrics.db          the latest point of every metric series (the `metrics` table of
+//                           kMetricsSchema), at most StoreOptions::max_series series
+//   DIR/retention           what retention removed so far (text: `key value` lines)
+//   DIR/lock                held (flock) by the one process writing the store
 //
-//   CREATE TABLE spans (
-//     trace_id             TEXT NOT NULL,  -- 32 lowercase hex characters
-//     span_id              TEXT NOT NULL,  -- 16 lowercase hex characters
-//     parent_span_id       TEXT,           -- 16 lowercase hex characters; NULL for a root span
-//     name                 TEXT NOT NULL,
-//     kind                 INTEGER NOT NULL, -- OTLP SpanKind: 0 UNSPECIFIED, 1 INTERNAL,
-//                                            -- 2 SERVER, 3 CLIENT, 4 PRODUCER, 5 CONSUMER
-//     start_time_unix_nano INTEGER NOT NULL,
-//     end_time_unix_nano   INTEGER NOT NULL,
-//     status_code          INTEGER NOT NULL, -- OTLP StatusCode: 0 UNSET, 1 OK, 2 ERROR
-//     status_message       TEXT NOT NULL,    -- '' when none
-//     attributes           TEXT NOT NULL,    -- JSON object {"key": value}; values are JSON
-//                                            -- strings, numbers (int and double), booleans,
-//                                            -- arrays, objects (kvlist); bytes as base64 strings
-//     events               TEXT NOT NULL,    -- JSON array of
-//                                            -- {"name","time_unix_nano","attributes":{..}}
-//     links                TEXT NOT NULL,    -- JSON array of
-//                                            -- {"trace_id","span_id","attributes":{..}} (hex ids)
-//     resource             TEXT NOT NULL,    -- JSON object of the resource attributes
-//     scope                TEXT NOT NULL,    -- instrumentation scope name ('' when none)
-//     service_name         TEXT NOT NULL,    -- resource attribute service.name ('' when none)
-//     dropped_events_count INTEGER NOT NULL,
-//     trace_part           INTEGER           -- rowid / 16384, for the trace index (below);
-//                                            -- NULL in rows of a store made before it
-//   );
-//   CREATE INDEX spans_start ON spans(start_time_unix_nano);
-//   CREATE INDEX spans_trace_part ON spans(trace_part, substr(trace_id, 1, 8));
+// The bound: the files and their WALs never exceed `max_bytes` by more than one write. Before
+// each write the writer adds up their sizes (it knows the closed files' and stats the rest)
+// with the write's estimate, and removes the oldest partitions until that fits. A partition is
+// closed (and a new one started) when it reaches max_bytes / 8, or when it is max_age / 8 old,
+// so that removing one gives back at most an eighth. Retention by age removes a partition once
+// everything in it arrived more than max_age ago: the agent's clock at arrival, not the
+// sender's timestamps, decides what is old, and what is recent (the newest traces are the
+// last written).
 //
-// A trace's spans are found by seeking spans_trace_part once per part (kTraceSpansSql): the
-// index takes its inserts within the newest part, not all over itself (sqlite_store.cc).
-//
-//   CREATE TABLE logs (
-//     time_unix_nano          INTEGER NOT NULL, -- the record's time, else its observed time
-//     observed_time_unix_nano INTEGER NOT NULL,
-//     trace_id                TEXT,             -- lowercase hex; NULL when absent
-//     span_id                 TEXT,             -- lowercase hex; NULL when absent
-//     severity_number         INTEGER NOT NULL, -- OTLP SeverityNumber (0..24)
-//     severity_text           TEXT NOT NULL,
-//     event_name              TEXT,             -- the `event.name` attribute; NULL when absent
-//     body                    TEXT NOT NULL,    -- JSON value of the body (null when none)
-//     attributes              TEXT NOT NULL,    -- JSON object, as spans.attributes
-//     resource                TEXT NOT NULL,    -- JSON object
-//     scope                   TEXT NOT NULL,
-//     service_name            TEXT NOT NULL
-//   );
-//   CREATE INDEX logs_time ON logs(time_unix_nano);
-//   CREATE INDEX logs_trace_id ON logs(trace_id);
-//
-//   CREATE TABLE metrics (        -- the latest point of every series, nothing older
-//     name           TEXT NOT NULL,
-//     type           TEXT NOT NULL,  -- gauge | sum | histogram | exponential_histogram | summary
-//     unit           TEXT NOT NULL,
-//     labels         TEXT NOT NULL,  -- JSON object of the point's attributes, keys sorted
-//     value          REAL,           -- gauge/sum: the value; histogram/summary: the sum
-//                                    -- (NULL when the point has no sum)
-//     count          INTEGER,        -- histogram/summary: the count; NULL otherwise
-//     data           TEXT,           -- histogram: {"bounds":[..],"counts":[..]}; summary:
-//                                    -- {"quantiles":[{"q":..,"value":..}]}; NULL otherwise
-//     time_unix_nano INTEGER NOT NULL,
-//     resource       TEXT NOT NULL,  -- JSON object
-//     service_name   TEXT NOT NULL,
-//     PRIMARY KEY (name, labels)
-//   );
-//
-// A file the store creates has pages of 16 KiB; an existing file keeps its own page size.
-//
-// Retention (EnforceRetention, run by the store exporters on their own thread at most every
-// `cleanup_interval`): rows older than `max_age` are deleted (spans by start time, logs by time,
-// metrics by their last update); then, while the pages in use exceed `max_bytes`, the oldest
-// 10% of spans and logs are deleted. Freed pages are reused, the file does not shrink.
-//
-// Thread-safety: a SqliteStore is one SQLite connection and is not thread-safe; each thread opens
-// its own. Several connections (and processes) may use one file at a time (WAL; writers wait
-// up to 5 s for each other).
+// Thread-safety: one SqliteStore opened for writing is shared by the trace, log and metric
+// exporters of the process (MakeStore*Exporter), its writes serialized by a mutex. A store
+// opened for reading is one thread's.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
+#include "core/stats.h"
 #include "core/telemetry.h"
 #include "pipeline/exporter.h"
 #include "pipeline/pacer.h"
@@ -95,19 +45,33 @@ struct sqlite3_stmt;
 
 namespace infertel::exporting {
 
-class StoreHealth;  // store_health.h
+class StoreHealth;                     // store_health.h
+enum class StoreFault : std::uint8_t;  // store_health.h
+class Partition;
+
+// What retention removed, counted (infertel_store_retention_removed_total) and kept in
+// DIR/retention for `infertel traces`.
+struct StoreStats {
+  std::atomic<std::uint64_t> spans_removed_age{0}, spans_removed_size{0};
+  std::atomic<std::uint64_t> logs_removed_age{0}, logs_removed_size{0};
+  std::atomic<std::uint64_t> files_removed{0};
+  std::atomic<std::uint64_t> series_refused{0};  // metric series beyond max_series
+};
+void RegisterStoreStats(StatsRegistry& registry, std::shared_ptr<const StoreStats> stats);
 
 struct StoreOptions {
-  std::string path = "infertel.db";                // --store
+  std::string path = "infertel.db";                // --store: the directory
   std::uint64_t max_bytes = 256ull * 1024 * 1024;  // --store-max-mb
   std::chrono::seconds max_age{24 * 3600};         // --store-max-age; 0 = no age limit
-  std::chrono::seconds cleanup_interval{60};
-  bool read_only = false;  // open an existing file for queries only (no schema creation)
+  std::chrono::seconds cleanup_interval{60};       // how often retention by age looks
+  std::size_t max_series = 20000;                  // metric series kept
+  bool read_only = false;
+  std::shared_ptr<StoreStats> stats;  // counters of this store; made on Open when null
 };
 
-// One row of `spans`, as read back.
+// One span, as read back (the fields of the old `spans` table).
 struct StoredSpan {
-  std::string trace_id, span_id, parent_span_id;  // parent "" when NULL
+  std::string trace_id, span_id, parent_span_id;  // hex; parent "" for a root
   std::string name;
   int kind = 0;
   std::int64_t start_time_unix_nano = 0, end_time_unix_nano = 0;
@@ -115,96 +79,162 @@ struct StoredSpan {
   std::string status_message;
   std::string attributes, events, links, resource;  // JSON text
   std::string scope, service_name;
+  std::int64_t dropped_attributes_count = 0, dropped_events_count = 0, dropped_links_count = 0;
+};
+
+struct StoredLog {
+  std::int64_t time_unix_nano = 0, observed_time_unix_nano = 0;
+  std::string trace_id, span_id;  // hex; "" when absent
+  int severity_number = 0;
+  std::string severity_text, event_name;
+  std::string body, attributes, resource;  // JSON text
+  std::string scope, service_name;
+};
+
+// A page of traces (Traces): their local roots' summaries, newest arrival first. Zero or empty
+// fields do not filter.
+struct TraceFilter {
+  std::size_t limit = 50;
+  std::int64_t start_from = 0, start_to = 0;  // unix ns, of the summary span's start
+  std::string model, operation, service;
+  int status = -1;  // OTLP status code; -1 any
+  std::int64_t min_duration_ns = 0;
+};
+struct TraceSummary {
+  std::string trace_id, name, model, operation, service;
+  std::int64_t start_time_unix_nano = 0, duration_ns = 0;
+  int status_code = 0;
+};
+
+// Span and log dumps (`infertel spans`): empty fields do not filter; limit 0 = all.
+struct SpanFilter {
+  std::string trace_id, name;
+  std::size_t limit = 0;
 };
 
 struct RetentionResult {
-  std::int64_t spans_deleted = 0;
-  std::int64_t logs_deleted = 0;
-  std::int64_t metrics_deleted = 0;
+  std::int64_t spans_deleted = 0, logs_deleted = 0, metrics_deleted = 0;
 };
-
-// The statement TraceSpans runs for each part, `?1` the trace id in hex, `?2` the part: here
-// so that a test can check its query plan (that it finds the trace through the index and does
-// not scan the table).
-extern const std::string kTraceSpansSql;
+// DIR/retention, as read back.
+struct RetentionRecord {
+  std::uint64_t spans_age = 0, spans_size = 0, logs_age = 0, logs_size = 0;
+  std::int64_t last_unix_nano = 0;
+};
 
 class SqliteStore {
  public:
-  SqliteStore() = default;
+  SqliteStore();
   ~SqliteStore();
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
-  // Opens (creating the file and schema unless options.read_only) and sets WAL mode. False
-  // and *error on failure. Call once.
+  // Opens the directory (creating it unless read_only). A file at the path (the format of
+  // earlier versions, one SQLite file) is refused with a message saying what to do.
   bool Open(const StoreOptions& options, std::string* error);
-  // Opens an existing store read-only, for queries (`infertel traces`, the demo summary).
+  // Opens an existing store for queries.
   bool Open(const std::string& path, std::string* error);
 
-  // Each call is one transaction with prepared statements (writable store only). False and
-  // *error on failure (nothing of the call is kept then). *busy tells whether the failure was
-  // lock contention.
+  // Writes: each call is one transaction (and *busy tells lock contention). False and *error
+  // on failure, nothing of the call kept.
   bool InsertTraces(const TracesRequest& request, std::string* error, bool* busy = nullptr);
   bool InsertLogs(const LogsRequest& request, std::string* error, bool* busy = nullptr);
-  // Keeps only the newest point per (name, labels).
+  // Keeps only the newest point per (name, labels); new series beyond max_series are refused
+  // (counted).
   bool UpsertMetrics(const MetricsRequest& request, std::string* error, bool* busy = nullptr);
-
+  // Age retention (size is enforced before every write); now in unix ns.
   RetentionResult EnforceRetention(std::uint64_t now_unix_nano);
-  // Bytes of the pages in use (page_count - freelist_count) * page_size.
-  std::uint64_t UsedBytes();
+  // The files and their WALs, in bytes, as the bound counts them.
+  std::uint64_t DiskBytes();
 
-  // The ids of the `limit` traces with the most recent spans, newest first; `service`
-  // (when non-empty) keeps traces with at least one span of that service.name, placed by the
-  // newest of those spans.
+  // Queries (any store).
   std::vector<std::string> RecentTraceIds(std::size_t limit, std::string_view service);
-  // All spans of one trace, by start time (kTraceSpansSql, once per part).
-  std::vector<StoredSpan> TraceSpans(std::string_view trace_id);
-  // Row counts (0 on error).
+  std::vector<TraceSummary> Traces(const TraceFilter& filter);
+  std::vector<StoredSpan> TraceSpans(std::string_view trace_id);  // by start time
+  std::vector<StoredSpan> Spans(const SpanFilter& filter);        // in arrival order
+  std::vector<StoredLog> Logs(const SpanFilter& filter);          // trace_id filters
   std::int64_t CountSpans();
   std::int64_t CountLogs();
   std::int64_t CountMetrics();
+  RetentionRecord Removed();
+  // The partition files, oldest first.
+  std::vector<std::string> Files();
 
-  // Lets the writes above give the core up between rows and between SQLite's own file writes
-  // (see pipeline/pacer.h, export/sqlite/paced_vfs.h); by default they never do.
+  // Lets writes give the core up (pipeline/pacer.h, paced_vfs.h) unless the calling thread
+  // has a pacer of its own set; by default they never do.
   void SetPacer(pipeline::Pacer pacer) { pacer_ = pacer; }
   const pipeline::Pacer& pacer() const { return pacer_; }
-
-  sqlite3* handle() { return db_; }
   const StoreOptions& options() const { return options_; }
+  const std::shared_ptr<StoreStats>& stats() const { return options_.stats; }
+
+  // The file system's part in the last failed write (store_health.h ClassifySqliteError).
+  StoreFault LastFault() const;
+  // For the exporters sharing this store after a fault (store_health.h kReopen): unless
+  // another reopened it since `epoch` (then its epoch), closes the files and opens the
+  // directory again, returning health.Opened(); 0 and *error when that fails.
+  std::uint64_t ReopenSince(std::uint64_t epoch, StoreHealth& health, std::string* error);
 
  private:
-  std::int64_t Count(const char* sql);
-  // Whether `spans` has the column (a store made before it was added has not).
-  bool HasColumn(const char* name);
-  bool HasTracePart();
-  // Adds a column to a store made before it was added.
-  bool AddColumn(const char* name, const char* declaration, std::string* error);
-  bool Exec(const char* sql, std::string* error);
-  sqlite3_stmt* Prepare(const char* sql, std::string* error);
-  // Steps an insert, then lets the pacer pause.
-  int StepRow(sqlite3_stmt* s);
+  struct Closed;
+  bool OpenWriter(std::string* error);
+  // Closes the files and the lock (the destructor, a reopen).
+  void CloseFiles();
+  bool ScanPartitions(std::string* error);
+  bool StartPartition(std::string* error);
+  bool OpenMetrics(std::string* error);
+  // Makes room for a write of about `bytes`: rolls the partition and removes the oldest.
+  void MakeRoom(std::uint64_t bytes);
+  // Removes the oldest closed partitions until the files and `bytes` more fit.
+  void RemoveUntilFits(std::uint64_t bytes);
+  int BlockWritten(std::uint64_t bytes);
+  void Roll();
+  std::uint64_t WalLimit() const;
+  std::int64_t DeleteOldMetrics(std::int64_t before_unix_nano);
+  bool LoadSeries(std::string* error);
+  void RemoveOldest(bool by_age);
+  void WriteRetentionRecord();
+  void AfterCommit();
+  // The rows of a write, inside its transaction (SQLite result codes).
+  int WriteSpans(const TracesRequest& request);
+  int WriteLogs(const LogsRequest& request);
+  template <typename Write>
+  bool Transaction(std::size_t items, std::string* error, bool* busy, Write&& write);
+  // Readers: the partitions, newest first, opened on first use.
+  std::vector<Partition*> Readers();
 
   StoreOptions options_;
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* insert_span_ = nullptr;
-  sqlite3_stmt* insert_log_ = nullptr;
+  std::mutex mu_;  // serializes the writers
+  int lock_fd_ = -1;
+  std::vector<Closed> closed_;  // oldest first
+  std::unique_ptr<Partition> current_;
+  std::int64_t current_started_ms_ = 0;
+  std::uint64_t current_spans_ = 0, current_logs_ = 0;
+  std::uint64_t pending_spans_ = 0, pending_logs_ = 0;  // of the transaction in progress
+  std::uint64_t pending_bytes_ = 0;  // what it may still add to the files (the bound's estimate)
+  std::unordered_set<std::int64_t> summarized_;  // traces with a summary row (store_write.cc)
+  sqlite3* metrics_ = nullptr;
   sqlite3_stmt* upsert_metric_ = nullptr;
-  std::int64_t next_rowid_ = 1;  // the rowid the next span's row will get (its trace_part)
+  std::unordered_set<std::uint64_t> series_;  // hashes of the metric series kept
+  std::vector<std::unique_ptr<Partition>> readers_;
   pipeline::Pacer pacer_;
+  std::uint8_t last_fault_ = 0;     // a StoreFault
+  std::uint64_t opened_epoch_ = 0;  // of the last ReopenSince
 };
 
-// Exporters writing into their own SqliteStore connection (opened here, used by the exporter
-// thread only). Retention runs after an export when `cleanup_interval` has passed. Lock
-// contention is retryable, any other SQLite failure permanent. With `health`, the exporter
-// calls its hooks around every write (store_health.h): during a fault of the file system it
-// drops batches at once, and it reopens the store when the fault's cause has gone. nullptr and
-// *error when the file cannot be opened.
+// Exporters writing into the process's one writable store at options.path (opened by the
+// first, shared by the others). Lock contention is retryable, any other SQLite failure
+// permanent. With `health`, the exporters call its hooks around every write (store_health.h):
+// during a fault of the file system they drop batches at once, and the first to be told
+// reopens the shared store (a new lock, partition and metrics file) when the fault's cause has
+// gone. nullptr and *error when the store cannot be opened.
 std::unique_ptr<pipeline::TraceExporter> MakeStoreTraceExporter(
     const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
 std::unique_ptr<pipeline::LogExporter> MakeStoreLogExporter(
     const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
 std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(
     const StoreOptions& options, std::string* error, std::shared_ptr<StoreHealth> health = {});
+
+// The metrics file of a store directory (for `infertel metrics`).
+std::string MetricsFilePath(const std::string& store_dir);
 
 // ---- Rendering (render.cc) ----
 // Text rendering of stored traces as indented trees, for `infertel traces` and the demo.
@@ -218,15 +248,19 @@ std::unique_ptr<pipeline::MetricExporter> MakeStoreMetricExporter(
 struct TraceQuery {
   std::size_t limit = 10;  // most recent traces
   std::string trace_id;    // non-empty: only this trace (lowercase hex)
-  std::string service;     // non-empty: traces with a span of this service.name
+  std::string service;     // non-empty: traces with a local root of this service.name
 };
 
-// Renders one trace (its spans in any order). Empty string for no spans.
 std::string RenderTraceTree(const std::vector<StoredSpan>& spans);
-// Renders the traces selected by `query`, newest first, separated by blank lines. Empty
-// string when none match.
+// "2026-01-02 03:04:05.678Z"
+std::string FormatWallTime(std::int64_t unix_nano);
 std::string RenderTraceTrees(SqliteStore& store, const TraceQuery& query);
-// Shorthand: the `limit` most recent traces, of `service` when non-empty.
 std::string RenderTraceTrees(SqliteStore& store, std::size_t limit, std::string_view service);
+
+// JSON of a span / log record as `infertel spans --json` prints it: the old row's fields,
+// attributes (events, links, resource) as JSON values, times as decimal strings (exact past
+// 2^53, as in OTLP/JSON).
+void AppendSpanJson(std::string* out, const StoredSpan& span);
+void AppendLogJson(std::string* out, const StoredLog& log);
 
 }  // namespace infertel::exporting

@@ -134,10 +134,10 @@ TEST(FactoryTest, PutsTheStoreUnderTheDataDirectoryAndSaysWhy) {
   EXPECT_NE(error.find("ResolveStorePath"), std::string::npos) << error;
   auto line = ResolveStorePath(&o, Env({{"INFERTEL_DATA_DIR", data}}), true, &error);
   ASSERT_TRUE(line) << error;
-  EXPECT_EQ(o.store_path, data + "/infertel.db");
-  EXPECT_EQ(*line, "store " + data + "/infertel.db (data directory " + data +
+  EXPECT_EQ(o.store_path, data + "/store");
+  EXPECT_EQ(*line, "store " + data + "/store (data directory " + data +
                        ": from INFERTEL_DATA_DIR; --data-dir DIR or INFERTEL_DATA_DIR to move "
-                       "it, --store FILE for another file, --no-store for none)");
+                       "it, --store DIR for another directory, --no-store for none)");
   EXPECT_TRUE(std::filesystem::is_directory(data));
 
   o = ExportOptions{};

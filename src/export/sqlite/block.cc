@@ -1,0 +1,87 @@
+#include "export/sqlite/block.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+
+namespace infertel::exporting::block {
+
+void Writer::Varint(std::uint64_t v) {
+  while (v >= 0x80) {
+    buf_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  buf_.push_back(static_cast<char>(v));
+}
+
+void Writer::Bytes(std::string_view s) {
+  Varint(s.size());
+  buf_.append(s);
+}
+
+std::uint64_t Reader::Varint() {
+  std::uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (pos_ >= data_.size()) {
+      ok_ = false;
+      return 0;
+    }
+    const auto b = static_cast<std::uint8_t>(data_[pos_++]);
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return v;
+  }
+  ok_ = false;
+  return 0;
+}
+
+std::string_view Reader::Bytes() {
+  const std::uint64_t n = Varint();
+  if (!ok_ || n > data_.size() - pos_) {
+    ok_ = false;
+    return {};
+  }
+  std::string_view s = data_.substr(pos_, n);
+  pos_ += n;
+  return s;
+}
+
+std::string Compress(std::string_view raw, int level, void (*between)()) {
+  // One context per thread: creating one costs more than compressing a small block.
+  thread_local ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  ZSTD_CCtx_reset(ctx, ZSTD_reset_session_only);
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, 1);
+  ZSTD_CCtx_setPledgedSrcSize(ctx, raw.size());
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  ZSTD_outBuffer o{out.data(), out.size(), 0};
+  constexpr std::size_t kPiece = 32 * 1024;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t n = std::min(kPiece, raw.size() - pos);
+    const bool last = pos + n == raw.size();
+    ZSTD_inBuffer in{raw.data() + pos, n, 0};
+    std::size_t left;
+    do {
+      left = ZSTD_compressStream2(ctx, &o, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+      if (ZSTD_isError(left)) return {};
+    } while (in.pos < in.size || (last && left != 0));
+    pos += n;
+    if (last) break;
+    if (between != nullptr) between();
+  }
+  out.resize(o.pos);
+  return out;
+}
+
+bool Decompress(std::string_view packed, std::string* raw, std::size_t max_bytes) {
+  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max_bytes)
+    return false;
+  thread_local ZSTD_DCtx* ctx = ZSTD_createDCtx();
+  raw->resize(size);
+  const std::size_t n =
+      ZSTD_decompressDCtx(ctx, raw->data(), raw->size(), packed.data(), packed.size());
+  return !ZSTD_isError(n) && n == size;
+}
+
+}  // namespace infertel::exporting::block

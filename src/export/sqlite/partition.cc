@@ -1,0 +1,278 @@
+#include "export/sqlite/partition.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+
+#include "export/sqlite/block.h"
+
+namespace infertel::exporting {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS dict (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS blocks (id INTEGER PRIMARY KEY, signal INTEGER NOT NULL,
+  arrival INTEGER NOT NULL, items INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS spans (part INTEGER NOT NULL, tid INTEGER NOT NULL,
+  tid2 INTEGER NOT NULL, span INTEGER NOT NULL, parent INTEGER, start INTEGER NOT NULL,
+  dur INTEGER NOT NULL, status INTEGER NOT NULL, name INTEGER NOT NULL,
+  service INTEGER NOT NULL, block INTEGER NOT NULL, slot INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS spans_trace ON spans (part, tid);
+CREATE TABLE IF NOT EXISTS traces (tid INTEGER NOT NULL, tid2 INTEGER NOT NULL,
+  start INTEGER NOT NULL, dur INTEGER NOT NULL, status INTEGER NOT NULL, name INTEGER NOT NULL,
+  model INTEGER, operation INTEGER, service INTEGER, tenant INTEGER);
+CREATE INDEX IF NOT EXISTS traces_model ON traces (model);
+CREATE INDEX IF NOT EXISTS traces_status ON traces (status);
+CREATE TABLE IF NOT EXISTS logs (time INTEGER NOT NULL, tid INTEGER, tid2 INTEGER,
+  span INTEGER, severity INTEGER NOT NULL, event INTEGER, block INTEGER NOT NULL,
+  slot INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS logs_trace ON logs (tid);
+)sql";
+
+constexpr std::size_t kMaxCached = 65536;
+constexpr std::size_t kMaxBlockBytes = 256u << 20;
+
+void BindId(sqlite3_stmt* s, int i, std::int64_t id) {
+  if (id == 0)
+    sqlite3_bind_null(s, i);
+  else
+    sqlite3_bind_int64(s, i, id);
+}
+
+std::int64_t QueryInt(sqlite3* db, const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  std::int64_t v = 0;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+    v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<Partition> Partition::Open(const std::string& path, bool write, const char* vfs,
+                                           std::string* error) {
+  std::unique_ptr<Partition> p(new Partition());
+  p->path_ = path;
+  const int flags = (write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
+                    SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &p->db_, flags, write ? vfs : nullptr);
+  if (rc != SQLITE_OK) {
+    *error = fmt::format("open {}: {}", path, p->db_ ? sqlite3_errmsg(p->db_) : sqlite3_errstr(rc));
+    return nullptr;
+  }
+  sqlite3_busy_timeout(p->db_, 5000);
+  if (!p->Init(write, error)) return nullptr;
+  return p;
+}
+
+bool Partition::Init(bool write, std::string* error) {
+  const std::int64_t app = QueryInt(db_, "PRAGMA application_id");
+  const std::int64_t tables = QueryInt(db_, "SELECT count(*) FROM sqlite_schema");
+  if (tables > 0 && app != kPartitionAppId) {
+    *error = fmt::format("{} is not a file of infertel's store", path_);
+    return false;
+  }
+  if (write) {
+    // 16 KiB pages: a block of up to about 4 KiB (a batch of a few dozen spans) is kept in its
+    // page with others; with 4 KiB pages, a block above 1 KiB went to an overflow page of its
+    // own, mostly empty (a fifth of the demo's store was such space, docs/store.md).
+    const std::string pragmas = fmt::format(
+        "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA cache_size=-8192; PRAGMA application_id={}; PRAGMA user_version={};",
+        kPartitionAppId, kPartitionFormat);
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, (pragmas + kSchema).c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+      *error = fmt::format("store {}: {}", path_, msg ? msg : sqlite3_errmsg(db_));
+      sqlite3_free(msg);
+      return false;
+    }
+    intern_ = Prepare("INSERT INTO dict (text) VALUES (?1)");
+    block_ = Prepare("INSERT INTO blocks (signal, arrival, items, data) VALUES (?1,?2,?3,?4)");
+    span_ = Prepare(
+        "INSERT INTO spans (part, tid, tid2, span, parent, start, dur, status, name, service, "
+        "block, slot) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+    trace_ = Prepare(
+        "INSERT INTO traces (tid, tid2, start, dur, status, name, model, operation, service) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+    log_ = Prepare(
+        "INSERT INTO logs (time, tid, tid2, span, severity, event, block, slot) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)");
+    next_span_rowid_ = MaxRowid("spans") + 1;
+  } else if (QueryInt(db_, "PRAGMA user_version") > kPartitionFormat) {
+    *error = fmt::format("{}: a newer store format than this infertel reads", path_);
+    return false;
+  }
+  find_ = Prepare("SELECT id FROM dict WHERE text = ?1");
+  text_ = Prepare("SELECT text FROM dict WHERE id = ?1");
+  read_block_ = Prepare("SELECT data FROM blocks WHERE id = ?1");
+  if (find_ == nullptr || text_ == nullptr || read_block_ == nullptr ||
+      (write && (intern_ == nullptr || block_ == nullptr || span_ == nullptr || trace_ == nullptr ||
+                 log_ == nullptr))) {
+    *error = fmt::format("store {}: {}", path_, sqlite3_errmsg(db_));
+    return false;
+  }
+  return true;
+}
+
+Partition::~Partition() {
+  for (sqlite3_stmt* s : {find_, intern_, block_, span_, trace_, log_, text_, read_block_})
+    sqlite3_finalize(s);
+  sqlite3_close_v2(db_);
+}
+
+sqlite3_stmt* Partition::Prepare(const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK)
+    return nullptr;
+  return s;
+}
+
+int Partition::Step(sqlite3_stmt* s) {
+  const int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int Partition::Begin() { return sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr); }
+int Partition::Commit() { return sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr); }
+void Partition::Rollback() {
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  // Ids cached during the transaction may not exist any more.
+  ids_.clear();
+  texts_.clear();
+  next_span_rowid_ = MaxRowid("spans") + 1;
+}
+
+void Partition::LimitWal(std::uint64_t bytes) {
+  const std::uint64_t pages = std::clamp<std::uint64_t>(bytes / 4096, 16, 1000);
+  sqlite3_exec(
+      db_,
+      fmt::format("PRAGMA wal_autocheckpoint={}; PRAGMA journal_size_limit={}", pages, bytes)
+          .c_str(),
+      nullptr, nullptr, nullptr);
+}
+
+int Partition::Intern(std::string_view text, std::int64_t* id) {
+  if (auto it = ids_.find(std::string(text)); it != ids_.end()) {
+    *id = it->second;
+    return SQLITE_OK;
+  }
+  if (ids_.size() >= kMaxCached) ids_.clear();
+  *id = Find(text);
+  if (*id == 0) {
+    sqlite3_bind_text(intern_, 1, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    if (int rc = Step(intern_); rc != SQLITE_OK) return rc;
+    *id = sqlite3_last_insert_rowid(db_);
+  }
+  ids_.emplace(text, *id);
+  return SQLITE_OK;
+}
+
+std::int64_t Partition::Find(std::string_view text) {
+  sqlite3_bind_text(find_, 1, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+  std::int64_t id = 0;
+  if (sqlite3_step(find_) == SQLITE_ROW) id = sqlite3_column_int64(find_, 0);
+  sqlite3_reset(find_);
+  return id;
+}
+
+int Partition::AddBlock(int signal, std::int64_t arrival, std::uint32_t items,
+                        std::string_view packed, std::int64_t* id) {
+  sqlite3_bind_int(block_, 1, signal);
+  sqlite3_bind_int64(block_, 2, arrival);
+  sqlite3_bind_int64(block_, 3, items);
+  sqlite3_bind_blob(block_, 4, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
+  const int rc = Step(block_);
+  *id = sqlite3_last_insert_rowid(db_);
+  return rc;
+}
+
+int Partition::AddSpan(const SpanRow& r) {
+  sqlite3_stmt* s = span_;
+  sqlite3_bind_int64(s, 1, next_span_rowid_ >> kTracePartShift);
+  sqlite3_bind_int64(s, 2, r.tid);
+  sqlite3_bind_int64(s, 3, r.tid2);
+  sqlite3_bind_int64(s, 4, r.span);
+  if (r.root)
+    sqlite3_bind_null(s, 5);
+  else
+    sqlite3_bind_int64(s, 5, r.parent);
+  sqlite3_bind_int64(s, 6, r.start);
+  sqlite3_bind_int64(s, 7, r.dur);
+  sqlite3_bind_int(s, 8, r.status);
+  sqlite3_bind_int64(s, 9, r.name);
+  sqlite3_bind_int64(s, 10, r.service);
+  sqlite3_bind_int64(s, 11, r.block);
+  sqlite3_bind_int64(s, 12, r.slot);
+  const int rc = Step(s);
+  if (rc == SQLITE_OK) next_span_rowid_ = sqlite3_last_insert_rowid(db_) + 1;
+  return rc;
+}
+
+int Partition::AddTrace(const TraceRow& r) {
+  sqlite3_stmt* s = trace_;
+  sqlite3_bind_int64(s, 1, r.tid);
+  sqlite3_bind_int64(s, 2, r.tid2);
+  sqlite3_bind_int64(s, 3, r.start);
+  sqlite3_bind_int64(s, 4, r.dur);
+  sqlite3_bind_int(s, 5, r.status);
+  sqlite3_bind_int64(s, 6, r.name);
+  BindId(s, 7, r.model);
+  BindId(s, 8, r.operation);
+  BindId(s, 9, r.service);
+  return Step(s);
+}
+
+int Partition::AddLog(const LogRow& r) {
+  sqlite3_stmt* s = log_;
+  sqlite3_bind_int64(s, 1, r.time);
+  if (r.has_trace) {
+    sqlite3_bind_int64(s, 2, r.tid);
+    sqlite3_bind_int64(s, 3, r.tid2);
+  }
+  if (r.has_span) sqlite3_bind_int64(s, 4, r.span);
+  sqlite3_bind_int(s, 5, r.severity);
+  BindId(s, 6, r.event);
+  sqlite3_bind_int64(s, 7, r.block);
+  sqlite3_bind_int64(s, 8, r.slot);
+  return Step(s);
+}
+
+const std::string& Partition::Text(std::int64_t id) {
+  static const std::string kEmpty;
+  if (id == 0) return kEmpty;
+  if (auto it = texts_.find(id); it != texts_.end()) return it->second;
+  if (texts_.size() >= kMaxCached) texts_.clear();
+  std::string text;
+  sqlite3_bind_int64(text_, 1, id);
+  if (sqlite3_step(text_) == SQLITE_ROW) {
+    const auto* p = sqlite3_column_text(text_, 0);
+    if (p != nullptr)
+      text.assign(reinterpret_cast<const char*>(p),
+                  static_cast<std::size_t>(sqlite3_column_bytes(text_, 0)));
+  }
+  sqlite3_reset(text_);
+  return texts_.emplace(id, std::move(text)).first->second;
+}
+
+bool Partition::ReadBlock(std::int64_t id, std::string* raw) {
+  sqlite3_bind_int64(read_block_, 1, id);
+  bool ok = false;
+  if (sqlite3_step(read_block_) == SQLITE_ROW) {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(read_block_, 0));
+    const int n = sqlite3_column_bytes(read_block_, 0);
+    ok = p != nullptr &&
+         block::Decompress(std::string_view(p, static_cast<std::size_t>(n)), raw, kMaxBlockBytes);
+  }
+  sqlite3_reset(read_block_);
+  return ok;
+}
+
+std::int64_t Partition::MaxRowid(const char* table) {
+  return QueryInt(db_, fmt::format("SELECT coalesce(max(rowid), 0) FROM {}", table).c_str());
+}
+
+}  // namespace infertel::exporting
