@@ -1,8 +1,10 @@
 #include "export/sqlite/block.h"
 
+#include <zdict.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace infertel::exporting::block {
 
@@ -45,11 +47,47 @@ std::string_view Reader::Bytes() {
   return s;
 }
 
-std::string Compress(std::string_view raw, int level, void (*between)()) {
+Dictionary::Dictionary(std::string bytes) : bytes_(std::move(bytes)) {}
+
+Dictionary::~Dictionary() {
+  ZSTD_freeCDict(static_cast<ZSTD_CDict*>(cdict_));
+  ZSTD_freeDDict(static_cast<ZSTD_DDict*>(ddict_));
+}
+
+const void* Dictionary::ForCompress(int level) {
+  if (cdict_ != nullptr && cdict_level_ == level) return cdict_;
+  ZSTD_freeCDict(static_cast<ZSTD_CDict*>(cdict_));
+  cdict_ = ZSTD_createCDict(bytes_.data(), bytes_.size(), level);
+  cdict_level_ = level;
+  return cdict_;
+}
+
+const void* Dictionary::ForDecompress() {
+  if (ddict_ == nullptr) ddict_ = ZSTD_createDDict(bytes_.data(), bytes_.size());
+  return ddict_;
+}
+
+std::unique_ptr<Dictionary> Train(std::string_view samples, const std::vector<std::size_t>& sizes,
+                                  std::size_t capacity) {
+  std::string bytes(capacity, '\0');
+  const std::size_t n = ZDICT_trainFromBuffer(bytes.data(), bytes.size(), samples.data(),
+                                              sizes.data(), static_cast<unsigned>(sizes.size()));
+  if (ZDICT_isError(n)) return nullptr;
+  bytes.resize(n);
+  return std::make_unique<Dictionary>(std::move(bytes));
+}
+
+std::string Compress(std::string_view raw, int level, void (*between)(), Dictionary* dict) {
   // One context per thread: creating one costs more than compressing a small block.
   thread_local ZSTD_CCtx* ctx = ZSTD_createCCtx();
   ZSTD_CCtx_reset(ctx, ZSTD_reset_session_only);
-  ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
+  const void* cdict = dict != nullptr ? dict->ForCompress(level) : nullptr;
+  if (dict != nullptr && cdict == nullptr) return {};
+  // A dictionary carries its level; the parameter would be ignored beside it.
+  if (cdict != nullptr)
+    ZSTD_CCtx_refCDict(ctx, static_cast<const ZSTD_CDict*>(cdict));
+  else
+    ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setPledgedSrcSize(ctx, raw.size());
   std::string out(ZSTD_compressBound(raw.size()), '\0');
@@ -70,17 +108,25 @@ std::string Compress(std::string_view raw, int level, void (*between)()) {
     if (between != nullptr) between();
   }
   out.resize(o.pos);
+  if (cdict != nullptr) ZSTD_CCtx_refCDict(ctx, nullptr);  // not kept past this block
   return out;
 }
 
-bool Decompress(std::string_view packed, std::string* raw, std::size_t max_bytes) {
+bool Decompress(std::string_view packed, std::string* raw, std::size_t max_bytes,
+                Dictionary* dict) {
   const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max_bytes)
     return false;
+  const void* ddict = dict != nullptr ? dict->ForDecompress() : nullptr;
+  if (dict != nullptr && ddict == nullptr) return false;
   thread_local ZSTD_DCtx* ctx = ZSTD_createDCtx();
   raw->resize(size);
+  // A frame names the dictionary it needs; zstd refuses it without that one.
   const std::size_t n =
-      ZSTD_decompressDCtx(ctx, raw->data(), raw->size(), packed.data(), packed.size());
+      ddict != nullptr
+          ? ZSTD_decompress_usingDDict(ctx, raw->data(), raw->size(), packed.data(), packed.size(),
+                                       static_cast<const ZSTD_DDict*>(ddict))
+          : ZSTD_decompressDCtx(ctx, raw->data(), raw->size(), packed.data(), packed.size());
   return !ZSTD_isError(n) && n == size;
 }
 

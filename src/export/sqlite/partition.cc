@@ -13,7 +13,9 @@ namespace {
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS dict (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS blocks (id INTEGER PRIMARY KEY, signal INTEGER NOT NULL,
-  arrival INTEGER NOT NULL, items INTEGER NOT NULL, data BLOB NOT NULL);
+  arrival INTEGER NOT NULL, items INTEGER NOT NULL, data BLOB NOT NULL,
+  zdict INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS zdicts (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS spans (part INTEGER NOT NULL, tid INTEGER NOT NULL,
   tid2 INTEGER NOT NULL, span INTEGER NOT NULL, parent INTEGER, start INTEGER NOT NULL,
   dur INTEGER NOT NULL, status INTEGER NOT NULL, name INTEGER NOT NULL,
@@ -32,6 +34,13 @@ CREATE INDEX IF NOT EXISTS logs_trace ON logs (tid);
 
 constexpr std::size_t kMaxCached = 65536;
 constexpr std::size_t kMaxBlockBytes = 256u << 20;
+constexpr std::size_t kMaxDictionaryBytes = 1u << 20;
+constexpr std::size_t kMaxDictionaries = 16;
+constexpr int kDictionaryLevel = 19;  // once per partition, a few dozen KiB
+// 4 KiB pages: with the dictionary a demo block is about 1.7 KiB and two fit in a page, and
+// each of the eleven tables and indexes costs one page when nearly empty. Measured on the demo
+// (docs/store.md): 167 bytes per span with 4 KiB pages, 171 with 8, 186 with 16.
+constexpr int kPageSize = 4096;
 
 void BindId(sqlite3_stmt* s, int i, std::int64_t id) {
   if (id == 0)
@@ -75,13 +84,10 @@ bool Partition::Init(bool write, std::string* error) {
     return false;
   }
   if (write) {
-    // 16 KiB pages: a block of up to about 4 KiB (a batch of a few dozen spans) is kept in its
-    // page with others; with 4 KiB pages, a block above 1 KiB went to an overflow page of its
-    // own, mostly empty (a fifth of the demo's store was such space, docs/store.md).
     const std::string pragmas = fmt::format(
-        "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA page_size={}; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
         "PRAGMA cache_size=-8192; PRAGMA application_id={}; PRAGMA user_version={};",
-        kPartitionAppId, kPartitionFormat);
+        kPageSize, kPartitionAppId, kPartitionFormat);
     char* msg = nullptr;
     if (sqlite3_exec(db_, (pragmas + kSchema).c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
       *error = fmt::format("store {}: {}", path_, msg ? msg : sqlite3_errmsg(db_));
@@ -89,7 +95,9 @@ bool Partition::Init(bool write, std::string* error) {
       return false;
     }
     intern_ = Prepare("INSERT INTO dict (text) VALUES (?1)");
-    block_ = Prepare("INSERT INTO blocks (signal, arrival, items, data) VALUES (?1,?2,?3,?4)");
+    block_ =
+        Prepare("INSERT INTO blocks (signal, arrival, items, data, zdict) VALUES (?1,?2,?3,?4,?5)");
+    zdict_ = Prepare("INSERT INTO zdicts (data) VALUES (?1)");
     span_ = Prepare(
         "INSERT INTO spans (part, tid, tid2, span, parent, start, dur, status, name, service, "
         "block, slot) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
@@ -106,10 +114,13 @@ bool Partition::Init(bool write, std::string* error) {
   }
   find_ = Prepare("SELECT id FROM dict WHERE text = ?1");
   text_ = Prepare("SELECT text FROM dict WHERE id = ?1");
-  read_block_ = Prepare("SELECT data FROM blocks WHERE id = ?1");
+  read_block_ = Prepare("SELECT data, zdict FROM blocks WHERE id = ?1");
+  // Format 2 had no dictionaries.
+  if (read_block_ == nullptr) read_block_ = Prepare("SELECT data, 0 FROM blocks WHERE id = ?1");
+  read_zdict_ = Prepare("SELECT data FROM zdicts WHERE id = ?1");  // nullptr when dropped
   if (find_ == nullptr || text_ == nullptr || read_block_ == nullptr ||
       (write && (intern_ == nullptr || block_ == nullptr || span_ == nullptr || trace_ == nullptr ||
-                 log_ == nullptr))) {
+                 log_ == nullptr || zdict_ == nullptr))) {
     *error = fmt::format("store {}: {}", path_, sqlite3_errmsg(db_));
     return false;
   }
@@ -117,7 +128,8 @@ bool Partition::Init(bool write, std::string* error) {
 }
 
 Partition::~Partition() {
-  for (sqlite3_stmt* s : {find_, intern_, block_, span_, trace_, log_, text_, read_block_})
+  for (sqlite3_stmt* s :
+       {find_, intern_, block_, span_, trace_, log_, text_, read_block_, zdict_, read_zdict_})
     sqlite3_finalize(s);
   sqlite3_close_v2(db_);
 }
@@ -180,14 +192,43 @@ std::int64_t Partition::Find(std::string_view text) {
 }
 
 int Partition::AddBlock(int signal, std::int64_t arrival, std::uint32_t items,
-                        std::string_view packed, std::int64_t* id) {
+                        std::string_view packed, std::int64_t zdict, std::int64_t* id) {
   sqlite3_bind_int(block_, 1, signal);
   sqlite3_bind_int64(block_, 2, arrival);
   sqlite3_bind_int64(block_, 3, items);
   sqlite3_bind_blob(block_, 4, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
+  sqlite3_bind_int64(block_, 5, zdict);
   const int rc = Step(block_);
   *id = sqlite3_last_insert_rowid(db_);
   return rc;
+}
+
+int Partition::AddDictionary(std::string_view bytes, std::int64_t* id) {
+  const std::string packed = block::Compress(bytes, kDictionaryLevel);
+  if (packed.empty()) return SQLITE_ERROR;
+  sqlite3_bind_blob(zdict_, 1, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
+  const int rc = Step(zdict_);
+  *id = sqlite3_last_insert_rowid(db_);
+  return rc;
+}
+
+block::Dictionary* Partition::Dictionary(std::int64_t id) {
+  if (auto it = zdicts_.find(id); it != zdicts_.end()) return it->second.get();
+  if (zdicts_.size() >= kMaxDictionaries) zdicts_.clear();
+  std::unique_ptr<block::Dictionary> dict;
+  if (read_zdict_ != nullptr) {
+    sqlite3_bind_int64(read_zdict_, 1, id);
+    std::string bytes;
+    if (sqlite3_step(read_zdict_) == SQLITE_ROW) {
+      const auto* p = static_cast<const char*>(sqlite3_column_blob(read_zdict_, 0));
+      const int n = sqlite3_column_bytes(read_zdict_, 0);
+      if (p != nullptr && block::Decompress(std::string_view(p, static_cast<std::size_t>(n)),
+                                            &bytes, kMaxDictionaryBytes))
+        dict = std::make_unique<block::Dictionary>(std::move(bytes));
+    }
+    sqlite3_reset(read_zdict_);
+  }
+  return zdicts_.emplace(id, std::move(dict)).first->second.get();
 }
 
 int Partition::AddSpan(const SpanRow& r) {
@@ -264,8 +305,11 @@ bool Partition::ReadBlock(std::int64_t id, std::string* raw) {
   if (sqlite3_step(read_block_) == SQLITE_ROW) {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(read_block_, 0));
     const int n = sqlite3_column_bytes(read_block_, 0);
-    ok = p != nullptr &&
-         block::Decompress(std::string_view(p, static_cast<std::size_t>(n)), raw, kMaxBlockBytes);
+    const std::int64_t zdict = sqlite3_column_int64(read_block_, 1);
+    block::Dictionary* dict = zdict != 0 ? Dictionary(zdict) : nullptr;
+    ok = p != nullptr && (zdict == 0 || dict != nullptr) &&
+         block::Decompress(std::string_view(p, static_cast<std::size_t>(n)), raw, kMaxBlockBytes,
+                           dict);
   }
   sqlite3_reset(read_block_);
   return ok;

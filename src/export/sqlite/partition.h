@@ -8,7 +8,11 @@
 //     -- resources (as JSON objects)
 //   CREATE TABLE blocks (id INTEGER PRIMARY KEY, signal INTEGER NOT NULL, -- 0 spans, 1 logs
 //                        arrival INTEGER NOT NULL,  -- unix ns when the agent wrote it
-//                        items INTEGER NOT NULL, data BLOB NOT NULL);   -- zstd (block.h)
+//                        items INTEGER NOT NULL, data BLOB NOT NULL,    -- zstd (block.h)
+//                        zdict INTEGER NOT NULL DEFAULT 0);  -- its zstd dictionary, 0: none
+//   CREATE TABLE zdicts (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+//     -- zstd dictionaries (block.h), themselves zstd-compressed: trained from the records of
+//     -- the first blocks, or the previous partition's, so that the file reads on its own
 //   CREATE TABLE spans (part INTEGER NOT NULL,      -- rowid >> 16: the trace index's part
 //                       tid INTEGER NOT NULL, tid2 INTEGER NOT NULL, -- trace id, two halves
 //                       span INTEGER NOT NULL, parent INTEGER,       -- NULL for a root
@@ -34,6 +38,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "export/sqlite/block.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
@@ -41,7 +47,7 @@ namespace infertel::exporting {
 
 // PRAGMA application_id of a partition ("infe"), and its format version (user_version).
 constexpr std::int32_t kPartitionAppId = 0x696e6665;
-constexpr std::int32_t kPartitionFormat = 2;
+constexpr std::int32_t kPartitionFormat = 3;  // 3: zstd dictionaries
 // Rows per part of the trace index: a transaction's inserts stay within the newest part's
 // pages instead of all over the index, and a trace by id costs one seek per part (docs/store.md:
 // 2^13 rows gave 37 ms per trace with 10 million spans, 2^16 4.7 ms and 150k spans/s written).
@@ -91,8 +97,11 @@ class Partition {
   void Rollback();
   // The dict id of `text`, added when new.
   int Intern(std::string_view text, std::int64_t* id);
+  // A block compressed with dictionary `zdict` (an AddDictionary id; 0: none).
   int AddBlock(int signal, std::int64_t arrival, std::uint32_t items, std::string_view packed,
-               std::int64_t* id);
+               std::int64_t zdict, std::int64_t* id);
+  // Stores a zstd dictionary's bytes; `id` is what blocks compressed with it name.
+  int AddDictionary(std::string_view bytes, std::int64_t* id);
   int AddSpan(const SpanRow& row);
   int AddTrace(const TraceRow& row);
   int AddLog(const LogRow& row);
@@ -103,8 +112,10 @@ class Partition {
   const std::string& Text(std::int64_t id);
   // The dict id of `text`, or 0 when this partition does not have it.
   std::int64_t Find(std::string_view text);
-  // A block's records, decompressed; false when absent or damaged.
+  // A block's records, decompressed; false when absent or damaged, or when its dictionary is.
   bool ReadBlock(std::int64_t id, std::string* raw);
+  // Dictionary `id`, loaded once; nullptr when absent or damaged.
+  block::Dictionary* Dictionary(std::int64_t id);
   // The largest rowid of `table` (spans or logs: rows are never deleted from a partition, so
   // it is also their count).
   std::int64_t MaxRowid(const char* table);
@@ -125,6 +136,10 @@ class Partition {
   sqlite3_stmt* log_ = nullptr;
   sqlite3_stmt* text_ = nullptr;
   sqlite3_stmt* read_block_ = nullptr;
+  sqlite3_stmt* zdict_ = nullptr;
+  sqlite3_stmt* read_zdict_ = nullptr;
+  // Dictionaries read so far (a partition has one or two); nullptr for one unreadable.
+  std::unordered_map<std::int64_t, std::unique_ptr<block::Dictionary>> zdicts_;
   // Bounded: cleared when it holds kMaxCached texts (a sender naming every span differently).
   std::unordered_map<std::string, std::int64_t> ids_;
   std::unordered_map<std::int64_t, std::string> texts_;

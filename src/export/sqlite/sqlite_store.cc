@@ -105,8 +105,14 @@ void SqliteStore::CloseFiles() {
     std::error_code ec;
     fs::remove(path, ec);
   }
-  current_.reset();
   readers_.clear();
+  if (current_ != nullptr) {
+    // As at a roll: readers of the file then make no WAL and shared-memory files of their own
+    // (32 KiB each time). Not waiting: while another process reads it, it stays in WAL mode.
+    sqlite3_busy_timeout(current_->db(), 0);
+    sqlite3_exec(current_->db(), "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+  }
+  current_.reset();
   sqlite3_finalize(upsert_metric_);
   upsert_metric_ = nullptr;
   sqlite3_close_v2(metrics_);
@@ -226,6 +232,7 @@ bool SqliteStore::StartPartition(std::string* error) {
   current_started_ms_ = ms;
   current_spans_ = current_logs_ = 0;
   summarized_.clear();
+  packer_.NewPartition();
   return true;
 }
 

@@ -70,7 +70,6 @@ namespace {
 // Spans (log records) per block: large enough that zstd finds the repeats across spans, small
 // enough that reading one trace decompresses little (docs/store.md, "Figures").
 constexpr std::uint32_t kBlockItems = 512;
-constexpr int kZstdLevel = 3;
 constexpr std::size_t kSummarizedTraces = 1 << 16;
 // Both halves of a trace id into the key of summarized_.
 constexpr std::int64_t kMix = 0x1E3779B97F4A7C15;
@@ -138,21 +137,23 @@ class SpanBlock {
  public:
   // `written(bytes)` is told what a block will add (the bound's estimate) before it goes in,
   // and `written(0)` once it is in.
-  SpanBlock(Partition* p, std::function<int(std::uint64_t)> written)
-      : p_(p), written_(std::move(written)) {}
+  SpanBlock(Partition* p, BlockPacker* packer, std::function<int(std::uint64_t)> written)
+      : p_(p), packer_(packer), written_(std::move(written)) {}
   block::Writer& records() { return w_; }
   void Add(SpanRow row) { rows_.push_back(row); }
   bool full() const { return w_.records() >= kBlockItems; }
   int Flush(int signal, std::uint64_t* items) {
     if (w_.records() == 0) return SQLITE_OK;
-    const std::string packed = block::Compress(w_.bytes(), kZstdLevel, &PaceBetweenRows);
+    std::string packed;
+    std::int64_t zdict = 0, id = 0;
+    if (int rc = packer_->Pack(p_, w_, &PaceBetweenRows, &packed, &zdict); rc != SQLITE_OK)
+      return rc;
     // Room first: the oldest files go before the block could take the store past its bound.
     if (int rc = written_(kWriteBaseBytes + packed.size() + kRowBytes * rows_.size());
         rc != SQLITE_OK)
       return rc;
-    std::int64_t id = 0;
-    if (int rc =
-            p_->AddBlock(signal, static_cast<std::int64_t>(WallNanos()), w_.records(), packed, &id);
+    if (int rc = p_->AddBlock(signal, static_cast<std::int64_t>(WallNanos()), w_.records(), packed,
+                              zdict, &id);
         rc != SQLITE_OK)
       return rc;
     for (auto& r : rows_) {
@@ -168,6 +169,7 @@ class SpanBlock {
 
  private:
   Partition* p_;
+  BlockPacker* packer_;
   std::function<int(std::uint64_t)> written_;
   block::Writer w_;
   std::vector<SpanRow> rows_;
@@ -256,7 +258,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
   // trace once).
   if (summarized_.size() > kSummarizedTraces) summarized_.clear();
   const auto ids = SpanIds(request);
-  SpanBlock blk(p, [this](std::uint64_t bytes) { return BlockWritten(bytes); });
+  SpanBlock blk(p, &packer_, [this](std::uint64_t bytes) { return BlockWritten(bytes); });
   std::string json;
   std::uint64_t written = 0;
   for (const auto& rs : request.resource_spans()) {
@@ -294,12 +296,14 @@ int SqliteStore::WriteLogs(const LogsRequest& request) {
   std::uint64_t written = 0;
   auto flush = [&]() -> int {
     if (w.records() == 0) return SQLITE_OK;
-    const std::string packed = block::Compress(w.bytes(), kZstdLevel, &PaceBetweenRows);
+    std::string packed;
+    std::int64_t zdict = 0, id = 0;
+    if (int rc = packer_.Pack(p, w, &PaceBetweenRows, &packed, &zdict); rc != SQLITE_OK) return rc;
     if (int rc = BlockWritten(kWriteBaseBytes + packed.size() + kRowBytes * rows.size());
         rc != SQLITE_OK)
       return rc;
-    std::int64_t id = 0;
-    if (int rc = p->AddBlock(1, static_cast<std::int64_t>(WallNanos()), w.records(), packed, &id);
+    if (int rc =
+            p->AddBlock(1, static_cast<std::int64_t>(WallNanos()), w.records(), packed, zdict, &id);
         rc != SQLITE_OK)
       return rc;
     for (auto& r : rows) {
@@ -382,7 +386,8 @@ bool SqliteStore::Transaction(std::size_t items, std::string* error, bool* busy,
   }
   if (rc != SQLITE_OK) {
     pending_spans_ = pending_logs_ = 0;
-    summarized_.clear();  // some may not have been committed
+    summarized_.clear();   // some may not have been committed
+    packer_.RolledBack();  // and the dictionary's row with them
     if (busy) *busy = IsBusy(rc);
     last_fault_ = static_cast<std::uint8_t>(ClassifySqliteFailure(current_->db()));
     *error = fmt::format("store {}: {}", current_->path(), sqlite3_errmsg(current_->db()));

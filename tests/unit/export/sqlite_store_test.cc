@@ -79,6 +79,42 @@ TEST(StoreBlock, RecordsRoundTripThroughZstd) {
   EXPECT_FALSE(block::Decompress(packed, &raw, 4));  // inflates beyond the bound
 }
 
+// A span record as the demo's traffic has them: the same keys, different numbers.
+std::string DemoLikeRecord(int i) {
+  return fmt::format(R"({{"gen_ai.request.model":"model-{}","gen_ai.usage.input_tokens":{},)"
+                     R"("gen_ai.usage.output_tokens":{},"gen_ai.latency.time_to_first_token":{},)"
+                     R"("gen_ai.latency.e2e":{},"gen_ai.response.finish_reasons":["stop"]}})",
+                     i % 3, 17 * i % 997, 31 * i % 401, 1000003 * i % 9999991,
+                     7777777 * i % 99999989);
+}
+
+TEST(StoreBlock, ADictionaryCompressedBlockReadsBackOnlyWithItsDictionary) {
+  std::string samples;
+  std::vector<std::size_t> sizes;
+  for (int i = 0; i < 1000; ++i) {
+    samples += DemoLikeRecord(i);
+    sizes.push_back(DemoLikeRecord(i).size());
+  }
+  auto dict = block::Train(samples, sizes, 8 * 1024);
+  ASSERT_NE(dict, nullptr);
+  block::Writer w;
+  for (int i = 1000; i < 1030; ++i) {
+    w.NextRecord();
+    w.Bytes(DemoLikeRecord(i));
+  }
+  const std::string with = block::Compress(w.bytes(), 3, nullptr, dict.get());
+  const std::string without = block::Compress(w.bytes(), 3);
+  ASSERT_FALSE(with.empty());
+  EXPECT_LT(with.size(), without.size());
+  std::string raw;
+  ASSERT_TRUE(block::Decompress(with, &raw, 1 << 20, dict.get()));
+  EXPECT_EQ(raw, w.bytes());
+  EXPECT_FALSE(block::Decompress(with, &raw, 1 << 20));  // not without it
+  block::Dictionary other("not a trained dictionary, only content");
+  EXPECT_FALSE(block::Decompress(with, &raw, 1 << 20, &other));
+  EXPECT_FALSE(block::Train(samples.substr(0, 100), {100}, 8 * 1024));  // too little to learn
+}
+
 TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedFields) {
   auto store = OpenStore();
   TracesRequest req = testing::RichRequest();
@@ -121,6 +157,98 @@ TEST_F(SqliteStoreTest, StoresSpansWithTheDocumentedFields) {
   EXPECT_EQ(Json(json, "start_time_unix_nano"), "\"1700000000000000000\"");
   EXPECT_EQ(Json(json, "parent_span_id"), "\"00f067aa0ba902b7\"");
   EXPECT_EQ(Json(Json(json, "attributes"), "gen_ai.request.model"), "\"m\"");
+}
+
+// Demo-like spans in requests of 40, enough for the partition to train its dictionary.
+void InsertDemoLikeSpans(SqliteStore* store, int first, int count) {
+  for (int i = first; i < first + count; i += 40) {
+    TracesRequest req;
+    for (int j = i; j < i + 40 && j < first + count; ++j) {
+      Span* s = AddSpan(&req, fmt::format("{:016x}", j + 1), "", "chat", 1000 + j, 2000 + j,
+                        fmt::format("{:032x}", j + 1));
+      s->mutable_attributes()->Clear();
+      AddAttr(s->mutable_attributes(), "record", DemoLikeRecord(j));
+    }
+    std::string error;
+    ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+  }
+}
+
+std::int64_t QueryInt(const std::string& file, const char* sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* s = nullptr;
+  std::int64_t v = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+    v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+void Exec(const std::string& file, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// Spans whose record reads back whole, and spans read at all (ids and name from their rows).
+std::pair<int, int> WholeAndAll(SqliteStore* store) {
+  int whole = 0, all = 0;
+  for (const auto& s : store->Spans({})) {
+    ++all;
+    const int j = std::stoi(s.span_id, nullptr, 16) - 1;
+    EXPECT_EQ(s.trace_id, fmt::format("{:032x}", j + 1));
+    EXPECT_EQ(s.name, "chat");
+    whole += Json(s.attributes, "record") != "<absent>";
+  }
+  return {whole, all};
+}
+
+// A partition trains a zstd dictionary from its first blocks' records and compresses the
+// rest with it; without the dictionary (a damaged or missing table) the rows still read.
+TEST_F(SqliteStoreTest, BlocksUseThePartitionsDictionaryAndRowsReadWithoutIt) {
+  constexpr int kSpans = 1200;
+  std::string file;
+  {
+    auto store = OpenStore();
+    InsertDemoLikeSpans(store.get(), 0, kSpans);
+    ASSERT_EQ(store->Files().size(), 1u);
+    file = store->Files()[0];
+    EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM zdicts"), 1);
+    EXPECT_GT(QueryInt(file, "SELECT count(*) FROM blocks WHERE zdict = 1"), 0);
+    EXPECT_GT(QueryInt(file, "SELECT count(*) FROM blocks WHERE zdict = 0"), 0);
+    EXPECT_EQ(WholeAndAll(store.get()), std::make_pair(kSpans, kSpans));
+  }
+  const int before_dict =
+      static_cast<int>(QueryInt(file, "SELECT sum(items) FROM blocks WHERE zdict = 0"));
+  for (const char* damage : {"UPDATE zdicts SET data = x'28b52ffd00'", "DROP TABLE zdicts"}) {
+    Exec(file, damage);
+    auto store = OpenStore();  // a new partition; the damaged one read as it is
+    EXPECT_EQ(WholeAndAll(store.get()), std::make_pair(before_dict, kSpans)) << damage;
+  }
+}
+
+// After a roll, the new partition's first blocks use the previous partition's dictionary,
+// stored in the new file so that it reads on its own.
+TEST_F(SqliteStoreTest, ANewPartitionStartsWithThePreviousDictionary) {
+  StoreOptions o;
+  o.max_bytes = 2 << 20;  // partitions of 256 KiB
+  auto store = OpenStore(o);
+  int spans = 0;
+  for (; store->Files().size() < 2 && spans < 40000; spans += 400)
+    InsertDemoLikeSpans(store.get(), spans, 400);
+  ASSERT_GE(store->Files().size(), 2u);
+  const std::string newest = store->Files().back();
+  EXPECT_EQ(QueryInt(newest, "SELECT zdict FROM blocks ORDER BY id LIMIT 1"), 1);
+  EXPECT_EQ(QueryInt(newest, "SELECT count(*) FROM zdicts WHERE id = 1"), 1);
+  store.reset();
+  std::string error, raw;
+  auto p = Partition::Open(newest, false, nullptr, &error);
+  ASSERT_NE(p, nullptr) << error;
+  EXPECT_TRUE(p->ReadBlock(QueryInt(newest, "SELECT min(id) FROM blocks"), &raw));
+  EXPECT_FALSE(raw.empty());
 }
 
 // Each span keeps exactly its own text (ids, JSON), however the spans before it differ.
