@@ -19,6 +19,7 @@
 
 #include "app/agent.h"
 #include "app/agent_flags.h"
+#include "app/agent_options.h"
 #include "app/commands.h"
 #include "app/signals.h"
 #include "console/console_service.h"
@@ -33,48 +34,6 @@ std::string g_who = "infertel agent";  // prefix of messages: the running comman
 [[noreturn]] void Fail(int code, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", g_who.c_str(), message.c_str());
   throw CLI::RuntimeError(code);
-}
-
-// The flags that set a live key stand for its environment variable: a flag wins over the
-// variable, and the console (file, URL, API) over both.
-struct KeyFlag {
-  std::string_view name;
-  config::Key key;
-  std::int64_t AgentFlags::*value;
-};
-constexpr std::array<KeyFlag, 4> kKeyFlags{{
-    {"--upstream-connect-timeout-ms", config::Key::kUpstreamConnectTimeoutMs,
-     &AgentFlags::upstream_connect_timeout_ms},
-    {"--upstream-first-byte-timeout-ms", config::Key::kUpstreamFirstByteTimeoutMs,
-     &AgentFlags::upstream_first_byte_timeout_ms},
-    {"--upstream-idle-timeout-ms", config::Key::kUpstreamIdleTimeoutMs,
-     &AgentFlags::upstream_idle_timeout_ms},
-    {"--drain-timeout-ms", config::Key::kDrainTimeoutMs, &AgentFlags::drain_timeout_ms},
-}};
-
-config::EnvLookup KeyFlagsOverEnv(config::EnvLookup env, const AgentFlags& f) {
-  // Only the given flags' values are kept, by variable name, not a copy of every flag.
-  std::vector<std::pair<std::string_view, std::string>> given;
-  for (const KeyFlag& k : kKeyFlags)
-    if (f.*k.value >= 0)
-      given.emplace_back(config::Spec(k.key).env_var, std::to_string(f.*k.value));
-  if (given.empty()) return env;
-  return [env = std::move(env),
-          given = std::move(given)](std::string_view name) -> std::optional<std::string> {
-    for (const auto& [var, value] : given)
-      if (var == name) return value;
-    return env(name);
-  };
-}
-
-void AddKeyFlags(CLI::App* sub, AgentFlags* flags) {
-  for (const KeyFlag& k : kKeyFlags) {
-    const config::KeySpec& spec = config::Spec(k.key);
-    sub->add_option(std::string(k.name), flags->*k.value,
-                    fmt::format("{} Default {}; console key {}, env {}", spec.description,
-                                spec.default_value, spec.console_key, spec.env_var))
-        ->check(CLI::Range(spec.min, spec.max));
-  }
 }
 
 }  // namespace
@@ -128,9 +87,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   if (adjust) adjust(opts);
   if (opts.upstreams.empty())
     Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
-  auto admin = http::ParseHostPort(f.admin);
-  if (!admin) Fail(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
-  opts.admin = *admin;
+  // Flag over the agent file over the default.
+  if (!ApplyAdminFlag(f.admin, &opts.admin))
+    Fail(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
   opts.threads = f.threads;
   opts.max_request_body = f.max_body;
   opts.gateway_max_connections = f.gateway_max_connections;
@@ -253,153 +212,12 @@ void AgentRun::Stop() {
   if (console) console->Stop();
 }
 
-// The connection caps of the gateway, the OTLP/HTTP receiver and the admin address, and the
-// read timeouts of the last two (http/connection_guard.h; docs/limits.md).
-void AddListenerGuardFlags(CLI::App* sub, AgentFlags* flags) {
-  sub->add_option("--receiver-http-max-connections", flags->receiver_http_max_connections,
-                  "OTLP/HTTP connections at once; beyond it the one reading its request longest "
-                  "is closed, or the new one refused (503) if all are busy")
-      ->check(CLI::Range(1, 100'000))
-      ->capture_default_str();
-  sub->add_option("--admin-max-connections", flags->admin_max_connections,
-                  "Admin address connections at once (as --receiver-http-max-connections)")
-      ->check(CLI::Range(1, 100'000))
-      ->capture_default_str();
-  sub->add_option("--gateway-max-connections", flags->gateway_max_connections,
-                  "Gateway client connections at once, every listener together; beyond it the "
-                  "one waiting for or reading its request longest is closed (never one being "
-                  "answered or streamed), or the new one refused (503) if all are busy")
-      ->check(CLI::Range(1, 1'000'000))
-      ->capture_default_str();
-  sub->add_option("--http-idle-timeout-ms", flags->http_idle_timeout_ms,
-                  "OTLP/HTTP and admin: how long a kept-alive connection waits for a request")
-      ->check(CLI::Range(100, 3'600'000))
-      ->capture_default_str();
-  sub->add_option("--http-header-timeout-ms", flags->http_header_timeout_ms,
-                  "OTLP/HTTP and admin: a request's first byte to the end of its header")
-      ->check(CLI::Range(100, 600'000))
-      ->capture_default_str();
-  sub->add_option("--http-body-timeout-ms", flags->http_body_timeout_ms,
-                  "OTLP/HTTP and admin: the end of a request's header to the end of its body")
-      ->check(CLI::Range(100, 600'000))
-      ->capture_default_str();
-}
-
-namespace {
-
-// The OTLP/gRPC receiver's bounds (docs/limits.md, "OTLP/gRPC receiver").
-void AddGrpcReceiverFlags(CLI::App* sub, AgentFlags* flags) {
-  receiver::GrpcServerLimits& l = flags->grpc_limits;
-  sub->add_option("--receiver-grpc-max-connections", l.max_connections,
-                  "OTLP gRPC connections open at once; further ones are closed at once")
-      ->check(CLI::Range(1, 100'000))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-max-streams", l.max_concurrent_streams,
-                  "Concurrent streams per OTLP gRPC connection (SETTINGS_MAX_CONCURRENT_STREAMS)")
-      ->check(CLI::Range(1, 100'000))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-max-header-bytes", l.max_header_list_bytes,
-                  "Header list size of an OTLP gRPC call (SETTINGS_MAX_HEADER_LIST_SIZE)")
-      ->check(CLI::Range(1024, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-max-resets-per-second", l.max_resets_per_second,
-                  "Stream resets per OTLP gRPC connection per second before GOAWAY")
-      ->check(CLI::Range(1, 1'000'000))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-buffer-mb", flags->grpc_buffer_mb,
-                  "Message bytes all OTLP gRPC connections hold at once, in MiB")
-      ->check(CLI::Range(1, 65'536))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-idle-timeout-ms", flags->grpc_idle_timeout_ms,
-                  "An OTLP gRPC connection that sends nothing this long is closed")
-      ->check(CLI::Range(10, 86'400'000))
-      ->capture_default_str();
-  sub->add_option("--receiver-grpc-handshake-timeout-ms", flags->grpc_handshake_timeout_ms,
-                  "Time a new OTLP gRPC connection has for its HTTP/2 preface")
-      ->check(CLI::Range(10, 600'000))
-      ->capture_default_str();
-}
-
-}  // namespace
-
 void AddAgentFlags(CLI::App* sub, AgentFlags* flags) {
-  sub->add_option("--engine", flags->engine, "Engine kind of --upstream: vllm or sglang")
-      ->capture_default_str();
-  sub->add_option("--upstream", flags->upstream, "Engine URL, e.g. http://127.0.0.1:8000");
-  sub->add_option("--listen", flags->listen, "Gateway address HOST:PORT for clients")
-      ->capture_default_str();
-  sub->add_option("--admin", flags->admin,
-                  "Admin address HOST:PORT (/healthz, /metrics, /api/config)")
-      ->capture_default_str();
-  sub->add_option("--console-file", flags->console_file,
-                  "Console values (YAML or JSON: console key -> value), watched for changes");
-  sub->add_option("--console-url", flags->console_url,
-                  "Console URL serving the same document, polled with If-None-Match");
-  sub->add_option("--console-url-interval-ms", flags->console_url_interval_ms,
-                  "How often --console-url is polled")
-      ->capture_default_str();
-  sub->add_option("--admin-token", flags->admin_token,
-                  "Bearer token for /api/config (default: INFERTEL_ADMIN_TOKEN); required when "
-                  "--admin is not loopback");
-  sub->add_option("--config", flags->config_file,
-                  "Agent file (YAML): upstreams, admin, store, otlp");
-  sub->add_option("--pd-role", flags->pd_role, "PD role of --upstream: producer, consumer or none")
-      ->check(CLI::IsMember({"producer", "consumer", "none"}))
-      ->capture_default_str();
-  sub->add_option("--scrape-interval", flags->scrape_interval,
-                  "How often each engine's /metrics is scraped")
-      ->capture_default_str();
-  sub->add_option("--scrape-timeout", flags->scrape_timeout, "Timeout of one scrape")
-      ->capture_default_str();
-  sub->add_option("--scrape-max-series", flags->scrape_max_series,
-                  "Series kept per scraped engine; new series beyond it are refused and counted")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{10'000'000}))
-      ->capture_default_str();
-  sub->add_option("--scrape-stale-after", flags->scrape_stale_after,
-                  "A scraped counter series absent this long is forgotten")
-      ->capture_default_str();
-  sub->add_option("--metric-model-cap", flags->metric_model_cap,
-                  "Model label values per upstream beyond the models the engine serves; "
-                  "later ones are reported as \"other\"")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))
-      ->capture_default_str();
-  sub->add_option("--metrics-url", flags->metrics_url,
-                  "Engine metrics URL of --upstream (default: the upstream's /metrics; off: none)");
-  sub->add_option("--metric-export-interval", flags->metric_export_interval,
-                  "OTLP metric export interval with its unit, e.g. 60s or 500ms, from 100ms to 24h "
-                  "(default: OTEL_METRIC_EXPORT_INTERVAL, in milliseconds, else 60s)");
+  AddAgentTableOptions(sub, flags);
   std::vector<std::string> env_errors;
   flags->exports = exporting::FromEnv(config::ProcessEnv(), &env_errors);
   for (const auto& e : env_errors) std::fprintf(stderr, "infertel: %s\n", e.c_str());
   exporting::AddExportFlags(*sub, &flags->exports);
-  sub->add_option("--threads", flags->threads, "Gateway worker threads")->capture_default_str();
-  sub->add_option("--max-body-bytes", flags->max_body, "Request body limit (413 above it)")
-      ->capture_default_str();
-  sub->add_option("--export-delay-ms", flags->export_delay_ms, "Batching delay before an export");
-  sub->add_option("--receiver-grpc", flags->receiver_grpc,
-                  "OTLP gRPC receiver for engine spans, HOST:PORT or off")
-      ->capture_default_str();
-  sub->add_option("--receiver-http", flags->receiver_http,
-                  "OTLP HTTP receiver (/v1/traces, protobuf or JSON), HOST:PORT or off")
-      ->capture_default_str();
-  sub->add_option("--engine-version", flags->engine_version,
-                  "vLLM span shape of --upstream: auto (from spans and /version), v0 or v1")
-      ->check(CLI::IsMember({"auto", "v0", "v1"}))
-      ->capture_default_str();
-  sub->add_option("--data-parallel-size", flags->data_parallel_size,
-                  "Engine cores behind --upstream (vLLM data parallelism)")
-      ->capture_default_str();
-  sub->add_option("--join-window-ms", flags->join_window_ms,
-                  "How long an engine span waits for its request to finish at the gateway")
-      ->capture_default_str();
-  sub->add_option("--receiver-wait-ms", flags->receiver_wait_ms,
-                  "How long an OTLP request waits for room while the export queues are full, "
-                  "before it is answered retry-later (0: at once)")
-      ->check(CLI::Range(0, 10'000))
-      ->capture_default_str();
-  AddListenerGuardFlags(sub, flags);
-  AddGrpcReceiverFlags(sub, flags);
-  AddKeyFlags(sub, flags);
 }
 
 void AddAgentCommand(CLI::App& app) {

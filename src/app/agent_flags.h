@@ -22,7 +22,7 @@ struct AgentFlags {
   std::string engine = "vllm";
   std::string upstream;
   std::string listen = "127.0.0.1:9000";
-  std::string admin = "127.0.0.1:9464";
+  std::string admin;  // empty: the agent file's `admin`, else AgentOptions' 127.0.0.1:9464
   std::string config_file;
   std::string pd_role = "none";
   exporting::ExportOptions exports;  // env first, then flags (AddExportFlags)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "app/agent_options.h"
 #include "app/commands.h"
 #include "config/doc.h"
 #include "console/admin_api.h"
@@ -23,6 +24,7 @@ namespace {
 
 struct ConfigFlags {
   bool markdown = false;
+  bool markdown_options = false;
   bool json = false;
   std::string agent;         // http://HOST:PORT of a running agent's admin address
   std::string admin_token;   // default: INFERTEL_ADMIN_TOKEN
@@ -104,6 +106,8 @@ void AddConfigCommand(CLI::App& app) {
       "Print the effective configuration (console > env > default) and each value's source");
   sub->add_flag("--markdown", flags->markdown,
                 "Print the key table of docs/configuration.md instead");
+  sub->add_flag("--markdown-options", flags->markdown_options,
+                "Print the agent option table of docs/configuration.md instead");
   sub->add_option("--agent", flags->agent,
                   "Ask a running agent (its admin address, http://HOST:PORT) instead of "
                   "working it out here");
@@ -115,6 +119,10 @@ void AddConfigCommand(CLI::App& app) {
   sub->callback([flags] {
     if (flags->markdown) {
       std::fputs(config::KeysMarkdownTable().c_str(), stdout);
+      return;
+    }
+    if (flags->markdown_options) {
+      std::fputs(AgentOptionsMarkdown().c_str(), stdout);
       return;
     }
     if (!flags->agent.empty()) {

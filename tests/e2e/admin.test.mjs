@@ -5,7 +5,10 @@ import { after, before, describe, test } from 'node:test';
 
 import { startGrpcReceiver } from './lib/otlp.mjs';
 import { promtoolCheck } from './lib/prom.mjs';
-import { pollUntil, runCommand, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { closedPort, pollUntil, runCommand, startAgent, startInfertel, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MODEL = 'e2e-admin/model';
@@ -78,4 +81,26 @@ describe('admin endpoints', () => {
     assert.ok(metricSum(s1, 'infertel_gateway_requests_total') >= req0 + N, `infertel_gateway_requests_total grew from ${req0} to ${metricSum(s1, 'infertel_gateway_requests_total')}`);
     assert.equal(metricSum(s1, 'infertel_exporter_failures_total'), 0, 'no export failures against a healthy receiver');
   });
+});
+
+// The agent file's `admin` is used when --admin is not given (--admin's default used to hide it).
+test('the admin address comes from the agent file when --admin is not given', async () => {
+  const sim = await startSim({ model: MODEL, seed: 4 });
+  const dir = tempDir();
+  let agent;
+  try {
+    const port = await closedPort();
+    const file = path.join(dir.dir, 'agent.yaml');
+    fs.writeFileSync(file, `admin: 127.0.0.1:${port}\n`);
+    agent = await startInfertel(['agent', '--config', file, '--upstream', sim.url, '--listen', '127.0.0.1:0',
+      '--receiver-grpc', 'off', '--receiver-http', 'off', '--no-store'], {
+      name: 'agent',
+      waitFor: { adminUrl: /^infertel agent: admin listening on (http:\/\/[0-9.]+:[0-9]+)/ },
+    });
+    assert.equal(agent.urls.adminUrl, `http://127.0.0.1:${port}`);
+    assert.equal((await get(`${agent.urls.adminUrl}/healthz`)).status, 200);
+  } finally {
+    await stopAll(agent, sim);
+    dir.cleanup();
+  }
 });
