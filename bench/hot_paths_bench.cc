@@ -21,7 +21,6 @@
 #include "core/resource.h"
 #include "core/telemetry.h"
 #include "encoding_exporter.h"
-#include "export/otlp_json/json_util.h"
 #include "export/sqlite/sqlite_store.h"
 #include "gateway/entry_span.h"
 #include "gateway/exchange.h"
@@ -29,6 +28,7 @@
 #include "gateway/sse_relay.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
+#include "otlp/json_util.h"
 #include "pipeline/batch_processor.h"
 #include "pipeline/held.h"
 

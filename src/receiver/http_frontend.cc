@@ -10,13 +10,13 @@
 #include <optional>
 
 #include "core/thread_name.h"
-#include "export/gzip.h"
-#include "export/otlp_json/otlp_json.h"
 #include "http/body_room.h"
 #include "http/connection_guard.h"
 #include "http/framing.h"
 #include "http/read_header.h"
 #include "http/url.h"
+#include "otlp/gzip.h"
+#include "otlp/json.h"
 #include "receiver/frontends.h"
 #include "receiver/trace_decoder.h"
 
@@ -168,7 +168,7 @@ Response HandleBody(Signal signal, Encoding enc, bool gzip, std::string_view bod
                     std::size_t max_bytes, Ingestor* ingestor) {
   std::string inflated;
   if (gzip) {
-    if (!exporting::GzipDecompress(body, &inflated, max_bytes)) {
+    if (!otlp::GzipDecompress(body, &inflated, max_bytes)) {
       ingestor->CountMalformed(Transport::kHttp, signal);
       // GzipDecompress stops as soon as the output passes the bound, so a longer output means
       // the body was too large rather than corrupt.

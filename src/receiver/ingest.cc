@@ -12,8 +12,8 @@
 
 #include "core/semconv.h"
 #include "core/static_key.h"
-#include "export/otlp_json/json_util.h"
-#include "export/partial_success.h"
+#include "otlp/json_util.h"
+#include "otlp/partial_success.h"
 
 namespace infertel::receiver {
 namespace {
@@ -435,7 +435,7 @@ void Ingestor::CountMalformed(Transport transport, Signal signal) noexcept {
 
 std::string ResponseProto(const IngestResult& result) {
   if (result.rejected == 0) return {};
-  return exporting::EncodePartialSuccessProto({result.rejected, result.error_message});
+  return otlp::EncodePartialSuccessProto({result.rejected, result.error_message});
 }
 
 std::string ResponseJson(Signal signal, const IngestResult& result) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
 
 namespace {
 

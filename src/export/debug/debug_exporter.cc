@@ -4,8 +4,8 @@
 
 #include "core/hex.h"
 #include "core/semconv.h"
-#include "export/otlp_json/json_util.h"
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
+#include "otlp/json_util.h"
 
 namespace infertel::exporting {
 namespace {

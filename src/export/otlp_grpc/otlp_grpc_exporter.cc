@@ -6,11 +6,11 @@
 
 #include <cctype>
 
-#include "export/partial_success.h"
 #include "http/url.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "otlp/partial_success.h"
 #include "pipeline/encode.h"
 
 namespace infertel::exporting {
@@ -80,8 +80,8 @@ class OtlpGrpcExporter final : public pipeline::Exporter<Request> {
         if (response.Valid() && response.Dump(&slices).ok())
           for (const auto& s : slices)
             bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-        PartialSuccess ps;
-        if (ParsePartialSuccessProto(bytes, &ps)) {
+        otlp::PartialSuccess ps;
+        if (otlp::ParsePartialSuccessProto(bytes, &ps)) {
           r.rejected = ps.rejected;
           r.message = std::move(ps.error_message);
         }

@@ -2,10 +2,10 @@
 
 #include <charconv>
 
-#include "export/gzip.h"
-#include "export/otlp_json/otlp_json.h"
-#include "export/partial_success.h"
 #include "http/sync_client.h"
+#include "otlp/gzip.h"
+#include "otlp/json.h"
+#include "otlp/partial_success.h"
 #include "pipeline/encode.h"
 #include "pipeline/signal.h"
 
@@ -42,7 +42,7 @@ class OtlpHttpExporter final : public pipeline::Exporter<Request> {
     std::string body = json ? otlp_json::Encode(request) : pipeline::Encode(request);
     if (options_.gzip) {
       std::string z;
-      if (!GzipCompress(body, &z)) return pipeline::ExportResult::Permanent("gzip failed");
+      if (!otlp::GzipCompress(body, &z)) return pipeline::ExportResult::Permanent("gzip failed");
       body = std::move(z);
     }
     http::SyncResponse res;
@@ -68,10 +68,10 @@ class OtlpHttpExporter final : public pipeline::Exporter<Request> {
     auto ok = pipeline::ExportResult::Ok();
     if (res.body.empty()) return ok;
     const std::string* ct = res.Header("content-type");
-    PartialSuccess ps;
+    otlp::PartialSuccess ps;
     const bool parsed = ct != nullptr && ct->find("json") != std::string::npos
-                            ? ParsePartialSuccessJson(res.body, &ps)
-                            : ParsePartialSuccessProto(res.body, &ps);
+                            ? otlp::ParsePartialSuccessJson(res.body, &ps)
+                            : otlp::ParsePartialSuccessProto(res.body, &ps);
     if (parsed) {
       ok.rejected = ps.rejected;
       ok.message = std::move(ps.error_message);

@@ -9,11 +9,11 @@
 #include <unordered_set>
 
 #include "core/hex.h"
-#include "export/otlp_json/json_util.h"
 #include "export/sqlite/block.h"
 #include "export/sqlite/partition.h"
 #include "export/sqlite/sqlite_store.h"
 #include "export/sqlite/store_internal.h"
+#include "otlp/json_util.h"
 
 namespace infertel::exporting {
 

@@ -14,13 +14,13 @@
 #include "core/clock.h"
 #include "core/hex.h"
 #include "core/semconv.h"
-#include "export/otlp_json/json_util.h"
 #include "export/sqlite/block.h"
 #include "export/sqlite/paced_vfs.h"
 #include "export/sqlite/partition.h"
 #include "export/sqlite/sqlite_store.h"
 #include "export/sqlite/store_health.h"
 #include "export/sqlite/store_internal.h"
+#include "otlp/json_util.h"
 
 namespace infertel::exporting {
 

@@ -9,7 +9,7 @@
 #include "core/static_key.h"
 #include "engines/assembler.h"
 #include "engines/vllm/vllm_spans.h"
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
 
 namespace infertel::engines {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
+#include "common/telemetry_builders.h"
 #include "export/debug/debug_exporter.h"
-#include "test_util.h"
 
 namespace infertel::exporting {
 namespace {

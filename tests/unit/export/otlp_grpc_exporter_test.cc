@@ -7,9 +7,9 @@
 #include <deque>
 #include <mutex>
 
+#include "common/telemetry_builders.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
 #include "pipeline/batch_processor.h"
-#include "test_util.h"
 
 namespace infertel::exporting {
 namespace {

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/telemetry_builders.h"
 #include "core/clock.h"
 #include "export/sqlite/block.h"
 #include "export/sqlite/partition.h"
-#include "test_util.h"
 
 namespace infertel::exporting {
 namespace {

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <map>
 
+#include "common/telemetry_builders.h"
 #include "core/clock.h"
 #include "export/sqlite/data_dir.h"
 #include "export/sqlite/sqlite_store.h"
-#include "test_util.h"
 
 namespace infertel::exporting {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "export/gzip.h"
+#include "otlp/gzip.h"
 
 namespace infertel::receiver::internal {
 namespace {
@@ -75,7 +75,7 @@ TEST(MessageReader, RefusesABadFlagAndReadsAnEmptyMessage) {
 
 TEST(InflateBounded, StopsAtTheLimit) {
   std::string zipped;
-  ASSERT_TRUE(exporting::GzipCompress(std::string(8u << 20, '\0'), &zipped));
+  ASSERT_TRUE(otlp::GzipCompress(std::string(8u << 20, '\0'), &zipped));
   std::string out;
   EXPECT_EQ(InflateBounded(zipped, 1u << 20, &out), InflateResult::kTooLarge);
   EXPECT_LE(out.size(), 1u << 20);
@@ -85,7 +85,7 @@ TEST(InflateBounded, StopsAtTheLimit) {
 
 TEST(InflateBounded, RefusesCorruptAndTruncated) {
   std::string zipped;
-  ASSERT_TRUE(exporting::GzipCompress("some text to compress", &zipped));
+  ASSERT_TRUE(otlp::GzipCompress("some text to compress", &zipped));
   std::string out;
   EXPECT_EQ(InflateBounded("not gzip", 100, &out), InflateResult::kCorrupt);
   EXPECT_EQ(InflateBounded(zipped.substr(0, zipped.size() - 4), 100, &out),

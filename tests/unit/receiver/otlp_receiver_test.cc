@@ -19,12 +19,12 @@
 
 #include "common/http_wire.h"
 #include "core/stats.h"
-#include "export/gzip.h"
-#include "export/otlp_json/otlp_json.h"
-#include "export/partial_success.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.grpc.pb.h"
+#include "otlp/gzip.h"
+#include "otlp/json.h"
+#include "otlp/partial_success.h"
 
 namespace infertel::receiver {
 namespace {
@@ -366,8 +366,8 @@ TEST_F(ReceiverTest, GrpcPartialSuccessPassesValidSpansOn) {
   grpc::Status st = stub->Export(&ctx, req, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   // The compiled response has no partial_success field: it survives as an unknown field.
-  exporting::PartialSuccess ps;
-  ASSERT_TRUE(exporting::ParsePartialSuccessProto(resp.SerializeAsString(), &ps));
+  otlp::PartialSuccess ps;
+  ASSERT_TRUE(otlp::ParsePartialSuccessProto(resp.SerializeAsString(), &ps));
   EXPECT_EQ(ps.rejected, 1);
   EXPECT_NE(ps.error_message.find("trace_id has 5 bytes"), std::string::npos) << ps.error_message;
   EXPECT_NE(ps.error_message.find("span1"), std::string::npos) << ps.error_message;
@@ -791,10 +791,10 @@ TEST_F(ReceiverTest, HttpJsonTraces) {
 TEST_F(ReceiverTest, HttpGzipProtobufAndJson) {
   StartReceiver();
   std::string gz;
-  ASSERT_TRUE(exporting::GzipCompress(ValidTraces(2).SerializeAsString(), &gz));
+  ASSERT_TRUE(otlp::GzipCompress(ValidTraces(2).SerializeAsString(), &gz));
   EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", gz, "gzip").status,
             200u);
-  ASSERT_TRUE(exporting::GzipCompress(otlp_json::Encode(ValidTraces(1)), &gz));
+  ASSERT_TRUE(otlp::GzipCompress(otlp_json::Encode(ValidTraces(1)), &gz));
   EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/json", gz, "gzip").status,
             200u);
   EXPECT_EQ(SinkSpans(), 3u);
@@ -807,7 +807,7 @@ TEST_F(ReceiverTest, HttpGzipBombIs413AndCorruptGzipIs400) {
   TracesRequest req = ValidTraces(1);
   req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0)->set_name(
       std::string(1 << 20, '\0'));
-  ASSERT_TRUE(exporting::GzipCompress(req.SerializeAsString(), &gz));
+  ASSERT_TRUE(otlp::GzipCompress(req.SerializeAsString(), &gz));
   ASSERT_LT(gz.size(), 64u * 1024);
   EXPECT_EQ(Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", gz, "gzip").status,
             413u);
@@ -923,8 +923,8 @@ TEST_F(ReceiverTest, HttpJsonPartialSuccess) {
   HttpResult r =
       Post(receiver_->http_port(), "/v1/traces", "application/json", otlp_json::Encode(req));
   EXPECT_EQ(r.status, 200u);
-  exporting::PartialSuccess ps;
-  ASSERT_TRUE(exporting::ParsePartialSuccessJson(r.body, &ps)) << r.body;
+  otlp::PartialSuccess ps;
+  ASSERT_TRUE(otlp::ParsePartialSuccessJson(r.body, &ps)) << r.body;
   EXPECT_EQ(ps.rejected, 1);
   EXPECT_NE(ps.error_message.find("span_id is all zero"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find("\"rejectedSpans\""), std::string::npos) << r.body;
@@ -939,8 +939,8 @@ TEST_F(ReceiverTest, HttpProtobufPartialSuccess) {
   HttpResult r =
       Post(receiver_->http_port(), "/v1/traces", "application/x-protobuf", req.SerializeAsString());
   EXPECT_EQ(r.status, 200u);
-  exporting::PartialSuccess ps;
-  ASSERT_TRUE(exporting::ParsePartialSuccessProto(r.body, &ps));
+  otlp::PartialSuccess ps;
+  ASSERT_TRUE(otlp::ParsePartialSuccessProto(r.body, &ps));
   EXPECT_EQ(ps.rejected, 1);
   EXPECT_EQ(SinkSpans(), 1u);
 }

@@ -18,7 +18,7 @@
 #include "core/ids.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
 
 namespace infertel::receiver {
 namespace {

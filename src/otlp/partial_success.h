@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace infertel::exporting {
+namespace infertel::otlp {
 
 struct PartialSuccess {
   std::int64_t rejected = 0;
@@ -24,4 +24,4 @@ bool ParsePartialSuccessJson(std::string_view json, PartialSuccess* out);
 // Serialized response carrying a partial success, for receivers and tests.
 std::string EncodePartialSuccessProto(const PartialSuccess& ps);
 
-}  // namespace infertel::exporting
+}  // namespace infertel::otlp

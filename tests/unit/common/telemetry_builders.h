@@ -1,5 +1,5 @@
 #pragma once
-// Telemetry builders shared by the export tests.
+// Telemetry builders shared by the OTLP codec and export tests.
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "core/semconv.h"
 #include "core/telemetry.h"
 
-namespace infertel::exporting::testing {
+namespace infertel::testing {
 
 inline std::string Bytes(std::string_view hex) {
   std::string out;
@@ -74,4 +74,4 @@ inline TracesRequest RichRequest() {
   return req;
 }
 
-}  // namespace infertel::exporting::testing
+}  // namespace infertel::testing

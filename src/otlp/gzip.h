@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace infertel::exporting {
+namespace infertel::otlp {
 
 // Returns false only on a zlib failure.
 bool GzipCompress(std::string_view in, std::string* out);
@@ -13,4 +13,4 @@ bool GzipCompress(std::string_view in, std::string* out);
 // against decompression bombs) or the data are corrupt.
 bool GzipDecompress(std::string_view in, std::string* out, std::size_t max_out);
 
-}  // namespace infertel::exporting
+}  // namespace infertel::otlp

@@ -1,4 +1,4 @@
-#include "export/otlp_json/json_util.h"
+#include "otlp/json_util.h"
 
 #include "core/json.h"
 

@@ -1,4 +1,4 @@
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
@@ -7,12 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/telemetry_builders.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
-#include "export/otlp_json/json_util.h"
-#include "test_util.h"
+#include "otlp/json_util.h"
 
-namespace infertel::exporting {
+namespace infertel::otlp_json {
 namespace {
 
 using google::protobuf::util::MessageDifferencer;
@@ -248,4 +248,4 @@ TEST(JsonUtilTest, PlainAttributesAndBase64) {
 }
 
 }  // namespace
-}  // namespace infertel::exporting
+}  // namespace infertel::otlp_json

@@ -1,10 +1,10 @@
-#include "export/gzip.h"
+#include "otlp/gzip.h"
 
 #include <zlib.h>
 
 #include <algorithm>
 
-namespace infertel::exporting {
+namespace infertel::otlp {
 
 bool GzipCompress(std::string_view in, std::string* out) {
   z_stream zs{};
@@ -70,4 +70,4 @@ bool GzipDecompress(std::string_view in, std::string* out, std::size_t max_out) 
   return rc == Z_STREAM_END;
 }
 
-}  // namespace infertel::exporting
+}  // namespace infertel::otlp

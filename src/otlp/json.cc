@@ -1,4 +1,4 @@
-#include "export/otlp_json/otlp_json.h"
+#include "otlp/json.h"
 
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/hex.h"
-#include "export/otlp_json/json_util.h"
+#include "otlp/json_util.h"
 
 namespace infertel::otlp_json {
 namespace {

@@ -1,4 +1,4 @@
-#include "export/partial_success.h"
+#include "otlp/partial_success.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -7,7 +7,7 @@
 
 #include <charconv>
 
-namespace infertel::exporting {
+namespace infertel::otlp {
 namespace {
 
 using google::protobuf::internal::WireFormatLite;
@@ -105,4 +105,4 @@ std::string EncodePartialSuccessProto(const PartialSuccess& ps) {
   return outer;
 }
 
-}  // namespace infertel::exporting
+}  // namespace infertel::otlp
