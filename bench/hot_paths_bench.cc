@@ -23,19 +23,19 @@
 #include "encoding_exporter.h"
 #include "export/sqlite/sqlite_store.h"
 #include "gateway/entry_span.h"
-#include "gateway/exchange.h"
-#include "gateway/openai/openai.h"
 #include "gateway/sse_relay.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
+#include "openai/exchange.h"
+#include "openai/openai.h"
 #include "otlp/json_util.h"
 #include "pipeline/batch_processor.h"
 #include "pipeline/held.h"
 
 namespace {
 
-namespace oa = infertel::gateway::openai;
-using infertel::gateway::Exchange;
+namespace oa = infertel::openai;
+using infertel::openai::Exchange;
 
 const std::string kChatRequest =
     R"({"model":"meta-llama/Llama-3.1-8B-Instruct","messages":[{"role":"system","content":"You are a helpful assistant. Answer briefly and precisely."},)"

@@ -192,8 +192,8 @@ void BM_ExchangeFinishedWithWaiting(benchmark::State& state) {
                                                std::to_string(submitted + i++));
     a.Submit(std::move(req));
   }
-  infertel::gateway::Exchange ex;
-  ex.engine = infertel::gateway::EngineKind::kVllm;
+  infertel::openai::Exchange ex;
+  ex.engine = infertel::EngineKind::kVllm;
   std::uint64_t n = 0;
   for (auto _ : state) {
     ex.request_id = "gw-" + std::to_string(n++);

@@ -22,9 +22,9 @@ namespace infertel {
 
 namespace {
 
-std::optional<gateway::EngineKind> ParseEngine(std::string_view s) {
-  if (s == "vllm") return gateway::EngineKind::kVllm;
-  if (s == "sglang") return gateway::EngineKind::kSglang;
+std::optional<EngineKind> ParseEngine(std::string_view s) {
+  if (s == "vllm") return EngineKind::kVllm;
+  if (s == "sglang") return EngineKind::kSglang;
   return std::nullopt;
 }
 
@@ -145,7 +145,7 @@ bool Agent::Start(std::string* error) {
   engines::AssemblerOptions aopts = options_.assembler;
   aopts.agent_resource = im.resource;  // SGLang's native spans join the agent's application
   for (const auto& u : options_.upstreams) {
-    if (u.engine != gateway::EngineKind::kVllm) continue;
+    if (u.engine != EngineKind::kVllm) continue;
     aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
     break;
   }
@@ -160,7 +160,7 @@ bool Agent::Start(std::string* error) {
   im.assembler = std::make_unique<engines::Assembler>(aopts, im.pipelines->traces.get(), config_);
   im.assembler->stats().Register(&stats_);
   for (const auto& u : options_.upstreams) {
-    if (u.engine != gateway::EngineKind::kVllm) continue;
+    if (u.engine != EngineKind::kVllm) continue;
     if (u.engine_version == "v0" || u.engine_version == "v1") {
       im.assembler->SetShapeHint(u.name, u.engine_version == "v0" ? engines::vllm::SpanShape::kV0
                                                                   : engines::vllm::SpanShape::kV1);
@@ -225,7 +225,7 @@ bool Agent::Start(std::string* error) {
   im.entry_spans =
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
   for (const auto& u : options_.upstreams) {
-    if (u.engine != gateway::EngineKind::kSglang) continue;
+    if (u.engine != EngineKind::kSglang) continue;
     // SGLang's --stream-interval (for gen_ai.response.tokens_streamed) from /server_info:
     // followed, since a restarted engine can have another.
     im.probes.push_back(std::make_unique<EngineProbe>(

@@ -46,7 +46,7 @@ class Agent {
   ~Agent();
 
   // Adds a listener to every finished exchange (before Start); not owned.
-  void AddExchangeListener(gateway::ExchangeListener* listener) {
+  void AddExchangeListener(openai::ExchangeListener* listener) {
     extra_listeners_.push_back(listener);
   }
   // Serves admin requests whose target starts with `prefix` (before Start); the first
@@ -89,7 +89,7 @@ class Agent {
   AgentOptions options_;
   std::shared_ptr<config::ConfigStore> config_;
   StatsRegistry stats_;
-  std::vector<gateway::ExchangeListener*> extra_listeners_;
+  std::vector<openai::ExchangeListener*> extra_listeners_;
   std::vector<std::pair<std::string, http::Handler>> admin_routes_;
   std::unique_ptr<Impl> impl_;
   std::optional<std::chrono::steady_clock::time_point> drain_deadline_;

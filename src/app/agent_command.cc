@@ -65,9 +65,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   if (!f.upstream.empty()) {
     gateway::UpstreamConfig uc;
     if (f.engine == "vllm") {
-      uc.engine = gateway::EngineKind::kVllm;
+      uc.engine = EngineKind::kVllm;
     } else if (f.engine == "sglang") {
-      uc.engine = gateway::EngineKind::kSglang;
+      uc.engine = EngineKind::kSglang;
     } else {
       Fail(2, "--engine: expected vllm or sglang");
     }
@@ -176,8 +176,7 @@ void PrintAgentAddresses(Agent& agent, std::string_view who) {
   for (std::size_t i = 0; i < ports.size(); ++i) {
     std::printf("%s: gateway listening on http://%s:%u (engine %s at %s)\n",
                 std::string(who).c_str(), ups[i].listen.host.c_str(), ports[i],
-                std::string(gateway::EngineKindName(ups[i].engine)).c_str(),
-                ups[i].url.HostPort().c_str());
+                std::string(EngineKindName(ups[i].engine)).c_str(), ups[i].url.HostPort().c_str());
   }
   std::printf("%s: admin listening on http://%s:%u\n", std::string(who).c_str(),
               agent.options().admin.host.c_str(), agent.AdminPort());

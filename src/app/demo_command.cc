@@ -40,12 +40,12 @@ struct DemoFlags {
 };
 
 // Collects what the gateway measured, for the summary.
-class TtftCollector : public gateway::ExchangeListener {
+class TtftCollector : public openai::ExchangeListener {
  public:
-  void OnExchangeFinished(const gateway::Exchange& ex) noexcept override {
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override {
     std::lock_guard lock(mu_);
     ++exchanges_;
-    if (ex.outcome != gateway::Outcome::kOk) ++errors_;
+    if (ex.outcome != openai::Outcome::kOk) ++errors_;
     if (ex.first_token_mono_ns != 0)
       ttft_ms_.push_back((ex.first_token_mono_ns - ex.start.mono_start_ns) / 1e6);
   }
@@ -203,7 +203,7 @@ void Run(const DemoFlags& f) {
 
   AgentOptions ao;
   gateway::UpstreamConfig uc;
-  uc.engine = gateway::EngineKind::kVllm;
+  uc.engine = EngineKind::kVllm;
   uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim_port));
   uc.listen = {"127.0.0.1", 0};
   ao.upstreams.push_back(uc);

@@ -85,8 +85,8 @@ void Run(const LaunchFlags& f) {
   if (af.receiver_grpc == "127.0.0.1:4317") af.receiver_grpc = "127.0.0.1:0";
   if (af.receiver_http == "127.0.0.1:4318") af.receiver_http = "127.0.0.1:0";
   af.upstream.clear();
-  const auto engine_kind = cmd->engine == launch::EngineKind::kSglang ? gateway::EngineKind::kSglang
-                                                                      : gateway::EngineKind::kVllm;
+  const auto engine_kind =
+      cmd->engine == EngineKind::kSglang ? EngineKind::kSglang : EngineKind::kVllm;
   auto run = StartAgentFromFlags(af, kWho, [&](AgentOptions& o) {
     gateway::UpstreamConfig uc;
     uc.name = "default";
@@ -103,9 +103,8 @@ void Run(const LaunchFlags& f) {
   Agent& agent = *run->agent;
 
   auto settings = agent.config()->Current();
-  ro.instrument =
-      settings->GetBool(engine_kind == gateway::EngineKind::kSglang ? config::Key::kSglangEnabled
-                                                                    : config::Key::kVllmEnabled);
+  ro.instrument = settings->GetBool(engine_kind == EngineKind::kSglang ? config::Key::kSglangEnabled
+                                                                       : config::Key::kVllmEnabled);
   ro.otlp_grpc_endpoint = fmt::format("127.0.0.1:{}", agent.ReceiverGrpcPort());
   ro.otlp_http_endpoint = fmt::format("http://127.0.0.1:{}", agent.ReceiverHttpPort());
   // Engine spans and entry spans are one application: the agent's service name.

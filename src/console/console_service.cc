@@ -46,7 +46,7 @@ std::unique_ptr<ConsoleService> ConsoleService::Create(
     KnobTarget t;
     t.upstream = u.name;
     t.url = u.url.ToString();
-    if (u.engine == gateway::EngineKind::kSglang) {
+    if (u.engine == EngineKind::kSglang) {
       if (!start.GetBool(config::Key::kSglangEnabled)) continue;
       t.knobs = MakeSglangKnobs(u.url);
     } else {

@@ -32,7 +32,7 @@ bool IsSglangGroup(const Resource& resource, const otlp_trace::ScopeSpans& ss) {
 
 }  // namespace
 
-JoinRecord MakeJoinRecord(const gateway::Exchange& ex) {
+JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   JoinRecord r;
   r.request_id = ex.request_id;
   r.upstream = ex.upstream_name;
@@ -49,7 +49,7 @@ JoinRecord MakeJoinRecord(const gateway::Exchange& ex) {
   r.deltas = ex.deltas;
   for (auto& d : r.deltas) d.mono_ns = ex.start.WallAt(d.mono_ns);  // now wall-clock ns
   r.deltas_dropped = ex.deltas_dropped;
-  r.client_aborted = ex.outcome == gateway::Outcome::kClientAborted;
+  r.client_aborted = ex.outcome == openai::Outcome::kClientAborted;
   return r;
 }
 
@@ -379,14 +379,14 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
   return out_->Saturated(coming);
 }
 
-void Assembler::OnExchangeStarted(const gateway::Exchange& ex) noexcept {
-  if (ex.engine != gateway::EngineKind::kSglang || IsZero(ex.trace_id)) return;
+void Assembler::OnExchangeStarted(const openai::Exchange& ex) noexcept {
+  if (ex.engine != EngineKind::kSglang || IsZero(ex.trace_id)) return;
   sglang_.OnRequestStarted(ex.trace_id, ex.tracing_level);
 }
 
-void Assembler::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
+void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   // SGLang's spans join by trace id (see sglang::Tracker), not through a JoinRecord.
-  if (ex.engine == gateway::EngineKind::kSglang) {
+  if (ex.engine == EngineKind::kSglang) {
     if (!IsZero(ex.trace_id)) sglang_.OnRequestFinished(ex.trace_id);
     return;
   }

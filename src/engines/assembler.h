@@ -31,7 +31,7 @@
 #include "engines/sglang/tracker.h"
 #include "engines/vllm/vllm_spans.h"
 #include "engines/waiting_index.h"
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 #include "pipeline/exporter.h"
 
 namespace infertel::engines {
@@ -79,7 +79,7 @@ struct AssemblerStats {
   void Register(StatsRegistry* registry) const;
 };
 
-class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
+class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
  public:
   Assembler(AssemblerOptions options, pipeline::TraceSink* out,
             std::shared_ptr<config::ConfigStore> config);
@@ -115,9 +115,9 @@ class Assembler : public pipeline::TraceSink, public gateway::ExchangeListener {
   // Due spans released by the timer in one request at most (one reservation).
   static constexpr std::size_t kMaxReleasedAtOnce = 1024;
   // From the gateway: an SGLang request's level, by trace id, for its native spans.
-  void OnExchangeStarted(const gateway::Exchange& exchange) noexcept override;
+  void OnExchangeStarted(const openai::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
-  void OnExchangeFinished(const gateway::Exchange& exchange) noexcept override;
+  void OnExchangeFinished(const openai::Exchange& exchange) noexcept override;
 
   // What an upstream's /version (or its configuration) says about its span shape; used when a
   // span's own attributes do not tell V0 from V1.

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "core/ids.h"
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 
 namespace infertel::engines {
 
 struct JoinRecord {
   std::string request_id;  // the X-Request-Id the engine saw
   std::string upstream;
-  gateway::EngineKind engine = gateway::EngineKind::kVllm;
+  EngineKind engine = EngineKind::kVllm;
   TraceId trace_id{};
   SpanId entry_span_id{};
   std::optional<std::string> model;  // request model, else response model
@@ -25,14 +25,14 @@ struct JoinRecord {
   int tracing_level = 1;
   std::string pd_role = "none";
   std::optional<std::int64_t> engine_index;
-  std::uint64_t dispatch_wall_ns = 0;            // request written to the engine
-  std::uint64_t first_token_wall_ns = 0;         // first delta seen (streams)
-  std::vector<gateway::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
+  std::uint64_t dispatch_wall_ns = 0;           // request written to the engine
+  std::uint64_t first_token_wall_ns = 0;        // first delta seen (streams)
+  std::vector<openai::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
   std::size_t deltas_dropped = 0;
   bool client_aborted = false;
 };
 
 // Builds a record from a finished exchange (times converted to wall clock).
-JoinRecord MakeJoinRecord(const gateway::Exchange& ex);
+JoinRecord MakeJoinRecord(const openai::Exchange& ex);
 
 }  // namespace infertel::engines

@@ -7,7 +7,7 @@
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "gateway/entry_span.h"
-#include "gateway/openai/json_util.h"
+#include "openai/json_util.h"
 
 namespace infertel::gateway {
 namespace sc = semconv;
@@ -104,7 +104,7 @@ bool JsonToAnyValue(std::string_view json, AnyValue* out, int max_depth) {
   }
 }
 
-void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record) {
+void BuildOperationDetailsEvent(const openai::Exchange& ex, otlp_logs::LogRecord* record) {
   record->set_time_unix_nano(ex.start.WallAt(std::max(ex.end_mono_ns, ex.start.mono_start_ns)));
   record->set_observed_time_unix_nano(WallNanos());
   record->set_severity_number(otlp_logs::SEVERITY_NUMBER_INFO);
@@ -131,7 +131,7 @@ void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record
     AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);
   if (rs.usage.cached_tokens)
     AddAttr(a, Key<sc::kGenAiUsageCacheReadInputTokens>(), *rs.usage.cached_tokens);
-  if (ex.outcome != Outcome::kOk) {
+  if (ex.outcome != openai::Outcome::kOk) {
     AddAttr(a, Key<sc::kErrorType>(),
             ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
   }
@@ -144,7 +144,7 @@ void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record
 ContentEventEmitter::ContentEventEmitter(pipeline::LogSink* sink, Resource resource)
     : sink_(sink), resource_(std::move(resource)) {}
 
-void ContentEventEmitter::OnExchangeFinished(const Exchange& ex) noexcept {
+void ContentEventEmitter::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   if (!ex.content_on_event || !ex.capture_content) return;
   try {
     LogsRequest req;

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/telemetry.h"
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 #include "pipeline/exporter.h"
 
 namespace infertel::gateway {
@@ -34,15 +34,15 @@ bool JsonToAnyValue(std::string_view json, AnyValue* out, int max_depth = 32);
 // System and developer messages stay in gen_ai.input.messages: the OpenAI chat API sends them
 // as part of the chat history, for which the conventions say not to use
 // gen_ai.system_instructions.
-void BuildOperationDetailsEvent(const Exchange& ex, otlp_logs::LogRecord* record);
+void BuildOperationDetailsEvent(const openai::Exchange& ex, otlp_logs::LogRecord* record);
 
 // The listener that emits the event for every exchange whose content goes to events
 // (Exchange::content_on_event with capture on) into the log pipeline. Thread-safe; never
 // blocks (the sink drops rather than waits).
-class ContentEventEmitter : public ExchangeListener {
+class ContentEventEmitter : public openai::ExchangeListener {
  public:
   ContentEventEmitter(pipeline::LogSink* sink, Resource resource);
-  void OnExchangeFinished(const Exchange& ex) noexcept override;
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
 
  private:
   pipeline::LogSink* sink_;

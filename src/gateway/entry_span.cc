@@ -16,7 +16,7 @@ namespace {
 // own attributes may grow the array once more.
 constexpr int kEntrySpanAttributes = 25;
 
-std::string SpanName(const Exchange& ex) {
+std::string SpanName(const openai::Exchange& ex) {
   std::string name(openai::OperationName(ex.op));
   // The GenAI convention's "{operation} {model}"; the operation alone when no model is known.
   if (ex.request.model && !ex.request.model->empty()) {
@@ -28,7 +28,7 @@ std::string SpanName(const Exchange& ex) {
 
 // M4.1's SGLang-only attributes: request id (chat streaming), cached tokens, e2e latency in
 // seconds, the streamed-token estimate, and the tool calls of a chat stream.
-void AddSglangAttributes(const Exchange& ex, const EngineFacts& engine,
+void AddSglangAttributes(const openai::Exchange& ex, const EngineFacts& engine,
                          google::protobuf::RepeatedPtrField<KeyValue>* a) {
   const auto& rq = ex.request;
   const auto& rs = ex.response;
@@ -94,7 +94,7 @@ void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a) {
   for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
 }
 
-void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
+void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& engine) {
   span->set_trace_id(std::string(AsBytes(ex.trace_id)));
   span->set_span_id(std::string(AsBytes(ex.span_id)));
   if (ex.parent_span_id) span->set_parent_span_id(std::string(AsBytes(*ex.parent_span_id)));
@@ -140,7 +140,7 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine) {
     // Forwarded untouched, but the span says why it knows less.
     AddAttr(a, Key<sc::kInfertelParseError>(), rq.parse_error);
   }
-  if (ex.outcome != Outcome::kOk) {
+  if (ex.outcome != openai::Outcome::kOk) {
     AddAttr(a, Key<sc::kErrorType>(),
             ex.error_type.empty() ? std::string_view("_OTHER") : ex.error_type);
     span->mutable_status()->set_code(otlp_trace::Status::STATUS_CODE_ERROR);
@@ -160,7 +160,7 @@ EntrySpanEmitter::EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource)
   rs->add_scope_spans()->mutable_scope()->set_name(std::string(semconv::kAgentScopeName));
 }
 
-void EntrySpanEmitter::OnExchangeFinished(const Exchange& ex) noexcept {
+void EntrySpanEmitter::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto held = pipeline::Held<TracesRequest>::MakeWithBlock<kEntrySpanArenaBlock>();
   held.memory->Keep(header_.memory);
   const auto& header_rs = header_.request->resource_spans(0);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/telemetry.h"
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 #include "pipeline/exporter.h"
 #include "pipeline/held.h"
 
@@ -32,7 +32,7 @@ void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a);
 
 // Fills *span from a finished exchange (ids, times, name, kind, attributes, status): M2.1 for
 // vLLM upstreams, M4.1 for SGLang upstreams.
-void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine = {});
+void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& engine = {});
 
 // The listener that turns every finished exchange into an entry span and hands it to the
 // trace pipeline. Thread-safe; never blocks (the sink drops rather than waits).
@@ -41,10 +41,10 @@ void BuildEntrySpan(const Exchange& ex, Span* span, const EngineFacts& engine = 
 // once and borrowed by every request (pipeline/held.h): no copy of the resource per span,
 // no heap objects to free one by one after the export, and the batch merger folds the
 // requests by the identity of their shared headers without serializing them.
-class EntrySpanEmitter : public ExchangeListener {
+class EntrySpanEmitter : public openai::ExchangeListener {
  public:
   EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource);
-  void OnExchangeFinished(const Exchange& ex) noexcept override;
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
   // What the engine behind `upstream` said about itself (e.g. SGLang's /server_info); until
   // then the defaults of EngineFacts hold. Any thread.
   void SetEngineFacts(const std::string& upstream, EngineFacts facts);

@@ -25,6 +25,11 @@
 #include "http/simple_server.h"
 
 namespace infertel::gateway {
+
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
@@ -38,10 +43,6 @@ using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
 template <typename T>
 using Task = asio::awaitable<T, Executor>;
 constexpr asio::use_awaitable_t<Executor> kUseTask;
-
-std::string_view EngineKindName(EngineKind k) {
-  return k == EngineKind::kSglang ? "sglang" : "vllm";
-}
 
 void GatewayStats::Register(StatsRegistry* r, const std::string& labels) const {
   using T = StatsRegistry::Type;
@@ -746,7 +747,8 @@ FailureReport Gateway::Impl::NoteUpstreamFailure(std::size_t ui, UpstreamFailure
   FailureReport r = DescribeFailure(f, timeouts, uc.url.HostPort(), detail);
   stats().upstream_errors.fetch_add(1, std::memory_order_relaxed);
   stats().upstream_failures.Record(f, uc.name, r);
-  ex.outcome = IsTimeout(f) ? Outcome::kUpstreamTimeout : Outcome::kUpstreamUnavailable;
+  ex.outcome =
+      IsTimeout(f) ? openai::Outcome::kUpstreamTimeout : openai::Outcome::kUpstreamUnavailable;
   ex.error_type = std::string(r.error_type);
   ex.error_message = r.message;
   return r;
@@ -760,9 +762,10 @@ void Gateway::Impl::NoteInvalidAnswer(std::size_t ui, bool body_seen, Exchange& 
         fmt::format("usage that is not token counts, left out: {}", ex.response.usage.invalid));
   }
   const bool success = ex.http_status >= 200 && ex.http_status < 300 && ex.http_status != 204;
-  if (ex.outcome != Outcome::kOk || ex.streamed || !body_seen || !success || ex.response.parsed)
+  if (ex.outcome != openai::Outcome::kOk || ex.streamed || !body_seen || !success ||
+      ex.response.parsed)
     return;
-  ex.outcome = Outcome::kEngineError;
+  ex.outcome = openai::Outcome::kEngineError;
   ex.error_type = std::string(semconv::kErrorUpstreamInvalidJson);
   ex.error_message = fmt::format("engine answered {} with a body that is not JSON: {}",
                                  ex.http_status, ex.response.parse_error);
@@ -772,13 +775,13 @@ void Gateway::Impl::NoteInvalidAnswer(std::size_t ui, bool body_seen, Exchange& 
 void Gateway::Impl::Finish(Exchange& ex) {
   // After the drain deadline every exchange still in flight was cut, whatever error its
   // cut surfaced as.
-  if (cutting.load(std::memory_order_relaxed) && ex.outcome != Outcome::kOk &&
-      ex.outcome != Outcome::kEngineError) {
-    ex.outcome = Outcome::kShutdown;
+  if (cutting.load(std::memory_order_relaxed) && ex.outcome != openai::Outcome::kOk &&
+      ex.outcome != openai::Outcome::kEngineError) {
+    ex.outcome = openai::Outcome::kShutdown;
     ex.error_type = std::string(semconv::kErrorShutdown);
     ex.error_message = "cut: still in flight when the agent's drain timeout ran out";
   }
-  for (ExchangeListener* l : listeners) l->OnExchangeFinished(ex);
+  for (openai::ExchangeListener* l : listeners) l->OnExchangeFinished(ex);
 }
 
 namespace {
@@ -842,7 +845,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       instrumented ? oa::OperationForPath(req.method_string(), req.target()) : oa::Operation::kNone;
   const bool observe = op != oa::Operation::kNone;
 
-  Exchange ex;
+  openai::Exchange ex;
   ex.start = Stopwatch::Start();
   ex.upstream_name = uc.name;
   ex.engine = uc.engine;
@@ -942,7 +945,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       ureq.body() = std::move(req.body());
       stream_opts.drop_injected_usage = false;
     }
-    for (ExchangeListener* l : listeners) l->OnExchangeStarted(ex);
+    for (openai::ExchangeListener* l : listeners) l->OnExchangeStarted(ex);
   } else {
     ureq.body() = std::move(req.body());
   }
@@ -977,7 +980,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   if (!upstreams[ui].ready->load(std::memory_order_acquire)) {
     co_return co_await fail(503, "ServiceUnavailable",
                             fmt::format("engine at {} is not ready yet", uc.url.HostPort()),
-                            Outcome::kUpstreamUnavailable);
+                            openai::Outcome::kUpstreamUnavailable);
   }
 
   // Send the request; a pooled connection the engine closed while idle is retried once fresh.
@@ -991,7 +994,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
     guard.Stop();
     ex.http_status = 499;
-    ex.outcome = Outcome::kClientAborted;
+    ex.outcome = openai::Outcome::kClientAborted;
     ex.error_type = "client_disconnected";
     ex.error_message = std::string(message);
     ex.end_mono_ns = MonoNanos();
@@ -1018,7 +1021,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       ex.upstream_sent_mono_ns = MonoNanos();
       if (observe && !dispatched) {
         dispatched = true;
-        for (ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
+        for (openai::ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
       }
       watch.upstream = &up.stream;
       if (!watching) {
@@ -1385,17 +1388,17 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     if (failure) {
       // Outcome set by NoteUpstreamFailure.
     } else if (aborted) {
-      ex.outcome = Outcome::kClientAborted;
+      ex.outcome = openai::Outcome::kClientAborted;
       ex.error_type = "client_disconnected";
       ex.error_message = "client closed the connection before the response was complete";
     } else if (ex.http_status >= 400) {
-      ex.outcome = Outcome::kEngineError;
+      ex.outcome = openai::Outcome::kEngineError;
       ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
       ex.error_message =
           ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
     } else if (ex.response.error_type) {
       // A stream that carried an error event after a 200 header.
-      ex.outcome = Outcome::kEngineError;
+      ex.outcome = openai::Outcome::kEngineError;
       ex.error_type = *ex.response.error_type;
       ex.error_message =
           ex.response.error_message.value_or("engine reported an error in the stream");

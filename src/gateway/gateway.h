@@ -14,11 +14,11 @@
 
 #include "config/settings.h"
 #include "core/stats.h"
-#include "gateway/exchange.h"
 #include "gateway/upstream_failure.h"
 #include "http/connection_guard.h"
 #include "http/framing.h"
 #include "http/url.h"
+#include "openai/exchange.h"
 
 namespace infertel::gateway {
 
@@ -90,7 +90,7 @@ class Gateway {
 
   // Listeners are called for every finished exchange, in order of registration. Add them
   // before Start(); the gateway does not own them.
-  void AddListener(ExchangeListener* listener);
+  void AddListener(openai::ExchangeListener* listener);
   // Binds every upstream's listen address and starts the workers; false and *error when an
   // address cannot be bound or an upstream cannot be resolved.
   bool Start(std::string* error);

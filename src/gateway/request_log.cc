@@ -34,7 +34,7 @@ double Seconds(std::uint64_t from_ns, std::uint64_t to_ns) {
   return to_ns > from_ns ? static_cast<double>(to_ns - from_ns) / 1e9 : 0.0;
 }
 
-void AppendResult(std::string* out, const Exchange& ex) {
+void AppendResult(std::string* out, const openai::Exchange& ex) {
   auto it = std::back_inserter(*out);
   fmt::format_to(it, " status={}", ex.http_status);
   const auto& rs = ex.response;
@@ -65,7 +65,7 @@ void AppendResult(std::string* out, const Exchange& ex) {
 
 }  // namespace
 
-std::string FormatRequestLogLine(RequestLogEvent event, const Exchange& ex) {
+std::string FormatRequestLogLine(RequestLogEvent event, const openai::Exchange& ex) {
   std::string out;
   out.reserve(256);
   auto it = std::back_inserter(out);
@@ -97,10 +97,10 @@ std::string FormatRequestLogLine(RequestLogEvent event, const Exchange& ex) {
       break;
     case RequestLogEvent::kFinished:
       switch (ex.outcome) {
-        case Outcome::kOk:
+        case openai::Outcome::kOk:
           out.append("Finished request ");
           break;
-        case Outcome::kClientAborted:
+        case openai::Outcome::kClientAborted:
           out.append("Aborted request ");
           break;
         default:
@@ -110,7 +110,7 @@ std::string FormatRequestLogLine(RequestLogEvent event, const Exchange& ex) {
       AppendClean(&out, ex.request_id);
       out.push_back(':');
       AppendResult(&out, ex);
-      if (ex.outcome != Outcome::kOk) {
+      if (ex.outcome != openai::Outcome::kOk) {
         out.append(" error.type=");
         AppendClean(&out, ex.error_type);
       }
@@ -135,23 +135,23 @@ RequestLog::~RequestLog() {
   if (logger_) logger_->flush();
 }
 
-void RequestLog::Write(RequestLogEvent event, const Exchange& ex) noexcept {
+void RequestLog::Write(RequestLogEvent event, const openai::Exchange& ex) noexcept {
   try {
-    const bool failed = event == RequestLogEvent::kFinished && ex.outcome != Outcome::kOk &&
-                        ex.outcome != Outcome::kClientAborted;
+    const bool failed = event == RequestLogEvent::kFinished && ex.outcome != openai::Outcome::kOk &&
+                        ex.outcome != openai::Outcome::kClientAborted;
     logger_->log(failed ? spdlog::level::warn : spdlog::level::info,
                  FormatRequestLogLine(event, ex));
   } catch (...) {  // a line lost to an allocation failure is not worth the request
   }
 }
 
-void RequestLog::OnExchangeStarted(const Exchange& ex) noexcept {
+void RequestLog::OnExchangeStarted(const openai::Exchange& ex) noexcept {
   if (ex.log_requests) Write(RequestLogEvent::kReceived, ex);
 }
-void RequestLog::OnExchangeDispatched(const Exchange& ex) noexcept {
+void RequestLog::OnExchangeDispatched(const openai::Exchange& ex) noexcept {
   if (ex.log_requests) Write(RequestLogEvent::kDispatched, ex);
 }
-void RequestLog::OnExchangeFinished(const Exchange& ex) noexcept {
+void RequestLog::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   if (ex.log_requests) Write(RequestLogEvent::kFinished, ex);
 }
 

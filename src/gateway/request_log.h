@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 
 namespace spdlog {
 class logger;
@@ -29,9 +29,9 @@ enum class RequestLogEvent { kReceived, kDispatched, kFinished };
 // "Finished request", "Aborted request" or "Failed request" by the exchange's outcome. With
 // Exchange::log_trace_context the line starts with "[trace_id=<32 hex> span_id=<16 hex>] ".
 // Identifiers from the client are bounded and stripped of control characters.
-std::string FormatRequestLogLine(RequestLogEvent event, const Exchange& ex);
+std::string FormatRequestLogLine(RequestLogEvent event, const openai::Exchange& ex);
 
-class RequestLog : public ExchangeListener {
+class RequestLog : public openai::ExchangeListener {
  public:
   // Lines go to stderr through an asynchronous logger of its own (`queue_lines` bounded,
   // one thread, oldest dropped when full).
@@ -42,12 +42,12 @@ class RequestLog : public ExchangeListener {
   RequestLog(const RequestLog&) = delete;
   RequestLog& operator=(const RequestLog&) = delete;
 
-  void OnExchangeStarted(const Exchange& ex) noexcept override;
-  void OnExchangeDispatched(const Exchange& ex) noexcept override;
-  void OnExchangeFinished(const Exchange& ex) noexcept override;
+  void OnExchangeStarted(const openai::Exchange& ex) noexcept override;
+  void OnExchangeDispatched(const openai::Exchange& ex) noexcept override;
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
 
  private:
-  void Write(RequestLogEvent event, const Exchange& ex) noexcept;
+  void Write(RequestLogEvent event, const openai::Exchange& ex) noexcept;
 
   std::shared_ptr<spdlog::details::thread_pool> pool_;  // before logger_: outlives it
   std::shared_ptr<spdlog::logger> logger_;

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
 namespace infertel::gateway {
 

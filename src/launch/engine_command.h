@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace infertel::launch {
+#include "core/engine_kind.h"
 
-enum class EngineKind { kVllm, kSglang };
+namespace infertel::launch {
 
 struct RecognisedCommand {
   EngineKind engine = EngineKind::kVllm;

@@ -5,9 +5,8 @@
 namespace infertel::metrics {
 namespace {
 
-using gateway::EngineKind;
-using gateway::Outcome;
-using gateway::openai::Operation;
+using openai::Operation;
+using openai::Outcome;
 
 constexpr double kNs = 1e9;
 
@@ -34,7 +33,7 @@ MetricLabels EngineLabels(EngineKind engine, std::string_view model) {
 
 }  // namespace
 
-bool MetricsEnabled(const config::Settings& s, gateway::EngineKind engine) {
+bool MetricsEnabled(const config::Settings& s, EngineKind engine) {
   if (engine == EngineKind::kSglang)
     return s.GetBool(config::Key::kSglangEnabled) && s.GetBool(config::Key::kSglangMetricsEnabled);
   return s.GetBool(config::Key::kVllmEnabled) && s.GetBool(config::Key::kVllmMetricsEnabled);
@@ -47,25 +46,26 @@ std::vector<MetricPoint> ExchangeMeasures::Points() const {
   return out;
 }
 
-bool Measurable(const gateway::Exchange& ex) {
+bool Measurable(const openai::Exchange& ex) {
   const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
                    ex.op == Operation::kEmbeddings;
   // A request cut short by its client or by the drain timeout still generated tokens.
-  return api && (ex.outcome == Outcome::kOk || ex.outcome == Outcome::kClientAborted ||
-                 ex.outcome == Outcome::kShutdown);
+  return api &&
+         (ex.outcome == openai::Outcome::kOk || ex.outcome == openai::Outcome::kClientAborted ||
+          ex.outcome == openai::Outcome::kShutdown);
 }
 
-std::string_view ModelOf(const gateway::Exchange& ex) {
+std::string_view ModelOf(const openai::Exchange& ex) {
   return ex.response.model  ? std::string_view(*ex.response.model)
          : ex.request.model ? std::string_view(*ex.request.model)
                             : std::string_view();
 }
 
-ExchangeMeasures MeasureExchange(const gateway::Exchange& ex, std::string_view model) {
+ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model) {
   using M = ExchangeMeasures;
   ExchangeMeasures out;
   if (!Measurable(ex)) return out;
-  const bool ok = ex.outcome == Outcome::kOk;
+  const bool ok = ex.outcome == openai::Outcome::kOk;
 
   const auto& usage = ex.response.usage;
   std::optional<std::int64_t> input = usage.input_tokens;
@@ -73,7 +73,7 @@ ExchangeMeasures MeasureExchange(const gateway::Exchange& ex, std::string_view m
   // A stream cut short has no usage chunk: what was streamed is what was generated.
   if (!output && ex.streamed && ex.op != Operation::kEmbeddings) output = ex.stream_deltas;
 
-  std::string_view span_kind = gateway::openai::SpanKindFor(ex.op);
+  std::string_view span_kind = openai::SpanKindFor(ex.op);
   auto& d = out.deltas;
   d.reserve(7);
   if (input) {
@@ -134,7 +134,7 @@ BoundedLabelValues& RequestMetrics::Models(std::string_view upstream) {
   return it == models_.end() ? unknown_models_ : *it->second;
 }
 
-void RequestMetrics::OnExchangeFinished(const gateway::Exchange& ex) noexcept {
+void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
   if (!Measurable(ex)) return;  // before Admit: a refused request takes no model's room

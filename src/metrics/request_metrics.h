@@ -16,15 +16,15 @@
 
 #include "config/settings.h"
 #include "core/metric_families.h"
-#include "gateway/exchange.h"
 #include "metrics/label_bound.h"
 #include "metrics/store.h"
+#include "openai/exchange.h"
 
 namespace infertel::metrics {
 
 // Whether the agent reports metrics for an engine now: its plugin (C1) and its "collect
 // metrics" switch (C3/C4) are both on.
-bool MetricsEnabled(const config::Settings& settings, gateway::EngineKind engine);
+bool MetricsEnabled(const config::Settings& settings, EngineKind engine);
 
 // One exchange's counter deltas. They share three label sets (API-layer input tokens, output
 // tokens, engine-layer), so each delta names its set instead of carrying a copy of it: the
@@ -40,22 +40,22 @@ struct ExchangeMeasures {
 };
 
 // Whether an exchange contributes measurements: an API call that ran on the engine.
-bool Measurable(const gateway::Exchange& ex);
+bool Measurable(const openai::Exchange& ex);
 
 // The model an exchange is measured under: the engine's answer, else the client's request.
-std::string_view ModelOf(const gateway::Exchange& ex);
+std::string_view ModelOf(const openai::Exchange& ex);
 
 // The counter deltas one exchange contributes. Requests that never ran on the engine
 // (refused by the gateway, engine unreachable, rejected by the engine) contribute nothing;
 // an aborted request counts as a request and with the tokens it streamed, but not in the
 // durations of completed requests. `model` is the model label value (ModelOf, or
 // kLabelValueOther when the bound folded it).
-ExchangeMeasures MeasureExchange(const gateway::Exchange& ex, std::string_view model);
-inline ExchangeMeasures MeasureExchange(const gateway::Exchange& ex) {
+ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model);
+inline ExchangeMeasures MeasureExchange(const openai::Exchange& ex) {
   return MeasureExchange(ex, ModelOf(ex));
 }
 
-class RequestMetrics : public gateway::ExchangeListener {
+class RequestMetrics : public openai::ExchangeListener {
  public:
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
                  LabelBoundOptions model_bound = {})
@@ -66,7 +66,7 @@ class RequestMetrics : public gateway::ExchangeListener {
   // The model bound of `upstream` (the shared one when it was never added).
   BoundedLabelValues& Models(std::string_view upstream);
 
-  void OnExchangeFinished(const gateway::Exchange& ex) noexcept override;
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
 
  private:
   MetricStore* store_;

@@ -44,8 +44,8 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
-    store_.AddSource(tc.upstream, tc.engine == gateway::EngineKind::kSglang ? MetricScope::kSglang
-                                                                            : MetricScope::kVllm);
+    store_.AddSource(tc.upstream,
+                     tc.engine == EngineKind::kSglang ? MetricScope::kSglang : MetricScope::kVllm);
     request_metrics_.AddUpstream(tc.upstream);
     t->series = std::make_unique<ScrapedSeries>(options_.scrape_limits);
     if (!tc.url.empty()) {
@@ -102,8 +102,8 @@ void MetricsService::Loop(std::chrono::milliseconds interval, void (MetricsServi
 
 std::vector<MetricPoint> MetricsService::Snapshot() const {
   auto settings = config_->Current();
-  bool vllm = MetricsEnabled(*settings, gateway::EngineKind::kVllm);
-  bool sglang = MetricsEnabled(*settings, gateway::EngineKind::kSglang);
+  bool vllm = MetricsEnabled(*settings, EngineKind::kVllm);
+  bool sglang = MetricsEnabled(*settings, EngineKind::kSglang);
   return store_.Snapshot([&](std::string_view, MetricScope engine) {
     return engine == MetricScope::kSglang ? sglang : vllm;
   });
@@ -164,7 +164,7 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
     popts.openmetrics = ct->find("openmetrics") != std::string::npos;
   // Only the families the engine's table reads, and a bounded number of their samples: what a
   // target serves beyond them costs a scan, not memory.
-  const bool sglang = t.config.engine == gateway::EngineKind::kSglang;
+  const bool sglang = t.config.engine == EngineKind::kSglang;
   popts.keep_family = sglang ? &engines::sglang::ReadsFamily : &engines::vllm::ReadsFamily;
   popts.keep_sample = sglang ? &engines::sglang::ReadsSample : &engines::vllm::ReadsSample;
   popts.max_samples = kSamplesPerSeries * options_.scrape_limits.max_series;

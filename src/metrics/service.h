@@ -18,9 +18,9 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "core/telemetry.h"
-#include "gateway/exchange.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
+#include "openai/exchange.h"
 #include "pipeline/exporter.h"
 #include "scrape/prometheus_text.h"
 
@@ -39,7 +39,7 @@ struct MetricsOptions {
 
 struct ScrapeTarget {
   std::string upstream;  // source name in the store
-  gateway::EngineKind engine = gateway::EngineKind::kVllm;
+  EngineKind engine = EngineKind::kVllm;
   std::string url;              // full URL of the engine's /metrics; "" = not scraped
   std::string generation_hint;  // vLLM: "v0", "v1", or "" (detected from the exposition)
 };
@@ -69,7 +69,7 @@ class MetricsService {
   // Stops the threads; exports one last time when there is a sink.
   void Stop();
 
-  gateway::ExchangeListener* listener() { return &request_metrics_; }
+  openai::ExchangeListener* listener() { return &request_metrics_; }
   MetricStore& store() { return store_; }
 
   // Series of the engines whose metric reporting is on now (C1 and C3/C4 switches).

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
-namespace oa = infertel::gateway::openai;
+namespace oa = infertel::openai;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -13,10 +13,10 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/openai/openai.h"
 #include "gateway/sse_relay.h"
+#include "openai/openai.h"
 
-namespace oa = infertel::gateway::openai;
+namespace oa = infertel::openai;
 
 namespace {
 

@@ -313,7 +313,7 @@ void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_
 }
 
 void AddTokenEvent(Span* span, std::string_view name, std::uint64_t time,
-                   const gateway::Exchange::Delta* d,
+                   const openai::Exchange::Delta* d,
                    const std::optional<std::int64_t>& engine_index) {
   auto* ev = span->add_events();
   ev->set_name(std::string(name));

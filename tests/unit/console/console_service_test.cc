@@ -29,10 +29,10 @@ std::string WriteTemp(std::string_view name, std::string_view text) {
 std::vector<gateway::UpstreamConfig> Upstreams() {
   gateway::UpstreamConfig v, s;
   v.name = "v";
-  v.engine = gateway::EngineKind::kVllm;
+  v.engine = EngineKind::kVllm;
   v.url = *http::ParseUrl("http://127.0.0.1:1");
   s.name = "s";
-  s.engine = gateway::EngineKind::kSglang;
+  s.engine = EngineKind::kSglang;
   s.url = *http::ParseUrl("http://127.0.0.1:2");
   return {v, s};
 }

@@ -100,7 +100,7 @@ TEST_F(AssemblerAdmissionTest, EverySpanTakenIsExportedWhileEntrySpansAreShed) {
         for (int i = 0; i < 300; ++i) {
           const std::string id = std::to_string(t) + "-" + std::to_string(i);
           if (i % 3 == 0) {  // the exchange finished first: joined at once
-            gateway::Exchange ex;
+            openai::Exchange ex;
             ex.request_id = id;
             ex.trace_id = NewTraceId();
             ex.span_id = NewSpanId();

@@ -83,8 +83,8 @@ TracesRequest EngineRequest(std::string_view request_id, std::string_view extra_
   return req;
 }
 
-gateway::Exchange FinishedExchange(std::string request_id) {
-  gateway::Exchange ex;
+openai::Exchange FinishedExchange(std::string request_id) {
+  openai::Exchange ex;
   ex.request_id = std::move(request_id);
   ex.trace_id = NewTraceId();
   ex.span_id = NewSpanId();

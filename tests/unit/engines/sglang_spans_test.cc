@@ -427,8 +427,8 @@ TEST(SglangAssembler, NativeSpansTakeTheAgentsResourceAndTheExchangesLevel) {
   Assembler a(o, &sink, Store());
   FixtureTree t = LoadFixture();
 
-  gateway::Exchange ex;
-  ex.engine = gateway::EngineKind::kSglang;
+  openai::Exchange ex;
+  ex.engine = EngineKind::kSglang;
   std::copy(t.trace.begin(), t.trace.end(), ex.trace_id.begin());
   ex.tracing_level = 2;  // the level when the request arrived; the current one is 3
   a.OnExchangeStarted(ex);

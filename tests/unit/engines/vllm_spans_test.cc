@@ -181,7 +181,7 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
   r.engine_index = 0;
   r.dispatch_wall_ns = s.start_time_unix_nano() + 1000;
   for (int i = 0; i < 5; ++i) {
-    gateway::Exchange::Delta d;
+    openai::Exchange::Delta d;
     d.mono_ns = s.start_time_unix_nano() + 100'000'000 + i * 1000;
     d.texts = {"tok" + std::to_string(i)};
     d.logprobs = {-0.5 * i};

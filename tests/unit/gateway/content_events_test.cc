@@ -13,6 +13,11 @@
 #include "gateway/entry_span.h"
 
 namespace infertel::gateway {
+
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
 namespace {
 namespace sc = semconv;
 
@@ -105,7 +110,7 @@ TEST(JsonToAnyValue, KeepsStructureAndTypes) {
 
 // An exchange as the gateway leaves it: request and response parsed with capture on.
 Exchange ChatExchange() {
-  Exchange ex;
+  openai::Exchange ex;
   ex.op = openai::Operation::kChat;
   openai::CaptureOptions capture;
   ex.request = openai::ParseRequest(
@@ -130,7 +135,7 @@ Exchange ChatExchange() {
 }
 
 TEST(OperationDetailsEvent, IsStructuredPerTheGenAiConventions) {
-  const Exchange ex = ChatExchange();
+  const openai::Exchange ex = ChatExchange();
   otlp_logs::LogRecord r;
   BuildOperationDetailsEvent(ex, &r);
 
@@ -181,8 +186,8 @@ TEST(OperationDetailsEvent, IsStructuredPerTheGenAiConventions) {
 }
 
 TEST(OperationDetailsEvent, CarriesErrorTypeOnFailure) {
-  Exchange ex = ChatExchange();
-  ex.outcome = Outcome::kUpstreamUnavailable;
+  openai::Exchange ex = ChatExchange();
+  ex.outcome = openai::Outcome::kUpstreamUnavailable;
   ex.error_type = "BadGateway";
   ex.response = {};
   otlp_logs::LogRecord r;
@@ -199,7 +204,7 @@ TEST(ContentEventEmitter, EmitsOnlyWhenContentGoesToEvents) {
   AddAttr(resource.mutable_attributes(), sc::kServiceName, "svc");
   ContentEventEmitter emitter(&sink, resource);
 
-  Exchange ex = ChatExchange();
+  openai::Exchange ex = ChatExchange();
   ex.content_on_event = false;  // strategy span
   emitter.OnExchangeFinished(ex);
   ex.content_on_event = true;
@@ -218,7 +223,7 @@ TEST(ContentEventEmitter, EmitsOnlyWhenContentGoesToEvents) {
 }
 
 TEST(ContentEventEmitter, EntrySpanKeepsContentOnlyWhenTheStrategySaysSpan) {
-  Exchange ex = ChatExchange();
+  openai::Exchange ex = ChatExchange();
   Span span;
   ex.content_on_span = false;  // strategy event
   BuildEntrySpan(ex, &span);

@@ -13,6 +13,11 @@
 #include "pipeline/held.h"
 
 namespace infertel::gateway {
+
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
 namespace {
 namespace sc = semconv;
 
@@ -27,7 +32,7 @@ class HeldSink final : public pipeline::TraceSink {
 };
 
 Exchange ChatExchange(const std::string& model) {
-  Exchange ex;
+  openai::Exchange ex;
   ex.op = openai::Operation::kChat;
   ex.request.op = openai::Operation::kChat;
   ex.request.parsed = true;
@@ -92,7 +97,7 @@ TEST(EntrySpanEmitterTest, EachSpanIsHeldOnItsArenaUnderOneSharedResource) {
 // entry span's keys cost no allocation and no free per request.
 TEST(EntrySpanEmitterTest, EveryAttributeKeyIsTheModelsOwn) {
   if (!StaticKeysShared()) GTEST_SKIP() << "this protobuf copies keys";
-  Exchange ex = ChatExchange("a-model-name-longer-than-fifteen");
+  openai::Exchange ex = ChatExchange("a-model-name-longer-than-fifteen");
   ex.request.temperature = 0.5;
   ex.request.max_tokens = 16;
   ex.response.id = "chatcmpl-0123456789abcdef";

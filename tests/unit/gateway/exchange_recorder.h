@@ -8,24 +8,28 @@
 #include <mutex>
 #include <vector>
 
-#include "gateway/exchange.h"
+#include "openai/exchange.h"
 
 namespace infertel::gateway {
 
-class ExchangeRecorder : public ExchangeListener {
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
+class ExchangeRecorder : public openai::ExchangeListener {
  public:
-  void OnExchangeFinished(const Exchange& ex) noexcept override {
+  void OnExchangeFinished(const openai::Exchange& ex) noexcept override {
     std::lock_guard lock(mu_);
     exchanges_.push_back(ex);
     cv_.notify_all();
   }
   // The index-th finished exchange, waiting up to 10 s for it.
-  Exchange WaitOne(std::size_t index = 0) {
+  openai::Exchange WaitOne(std::size_t index = 0) {
     std::unique_lock lock(mu_);
     bool ok =
         cv_.wait_for(lock, std::chrono::seconds(10), [&] { return exchanges_.size() > index; });
     EXPECT_TRUE(ok) << "no exchange finished";
-    return ok ? exchanges_[index] : Exchange{};
+    return ok ? exchanges_[index] : openai::Exchange{};
   }
 
  private:

@@ -245,8 +245,8 @@ TEST_F(GatewayIoTest, EngineThatNeverAnswersGets504AfterTheFirstByteTimeout) {
   EXPECT_NE(res.body().find("first-byte timeout"), std::string::npos) << res.body();
   EXPECT_GE(waited, 250ms);
   EXPECT_LT(waited, 1500ms);
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamTimeout);
   EXPECT_EQ(ex.error_type, "timeout");
   EXPECT_EQ(ex.http_status, 504u);
   EXPECT_EQ(Failures(UpstreamFailure::kFirstByteTimeout), 1u);
@@ -283,8 +283,8 @@ TEST_F(GatewayIoTest, BodyThatStallsGetsAClean504NotACutBody) {
   EXPECT_EQ(res.result_int(), 504);
   EXPECT_EQ(res[bhttp::field::content_type], "application/json");
   EXPECT_NE(res.body().find("idle timeout"), std::string::npos) << res.body();
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamTimeout);
   EXPECT_EQ(ex.error_type, "timeout");
   EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 1u);
 }
@@ -302,8 +302,8 @@ TEST_F(GatewayIoTest, EngineClosingMidBodyGets502) {
   EXPECT_EQ(res.result_int(), 502);
   EXPECT_NE(res.body().find(R"("type":"BadGateway","param":null,"code":502}})"), std::string::npos)
       << res.body();
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamUnavailable);
   EXPECT_EQ(ex.error_type, "upstream_closed");
   EXPECT_EQ(Failures(UpstreamFailure::kClosed), 1u);
 }
@@ -345,8 +345,8 @@ TEST_F(GatewayIoTest, StreamCutByTheEngineEndsWithAnSseErrorEventAndDone) {
   EXPECT_NE(tail.find(R"("type":"BadGateway","param":null,"code":502}})"), std::string::npos)
       << tail;
   EXPECT_TRUE(tail.ends_with("}}\n\ndata: [DONE]\n\n")) << tail;
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamUnavailable);
   EXPECT_EQ(ex.error_type, "upstream_closed");
   EXPECT_EQ(ex.http_status, 200u);
   EXPECT_EQ(ex.stream_deltas, 1);
@@ -371,8 +371,8 @@ TEST_F(GatewayIoTest, StreamThatStallsEndsWithAnSseErrorEventAfterTheIdleTimeout
       << res.body();
   EXPECT_NE(res.body().find("idle timeout"), std::string::npos) << res.body();
   EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamTimeout);
   EXPECT_EQ(ex.error_type, "timeout");
   EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 1u);
 }
@@ -392,8 +392,8 @@ TEST_F(GatewayIoTest, StreamSilentAfterItsHeaderIsUnderTheFirstByteTimeout) {
   EXPECT_GE(waited, 550ms);
   EXPECT_NE(res.body().find("first-byte timeout"), std::string::npos) << res.body();
   EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamTimeout);
   EXPECT_EQ(Failures(UpstreamFailure::kFirstByteTimeout), 1u);
   EXPECT_EQ(Failures(UpstreamFailure::kIdleTimeout), 0u);
 }
@@ -414,7 +414,7 @@ TEST_F(GatewayIoTest, StreamWhoseFirstEventWaitsLongerThanTheIdleTimeoutIsRelaye
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body().find("error"), std::string::npos) << res.body();
   EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << res.body();
-  EXPECT_EQ(recorder_.WaitOne().outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne().outcome, openai::Outcome::kOk);
 }
 
 TEST_F(GatewayIoTest, ClosedPortGets502AsAConnectionError) {
@@ -427,8 +427,8 @@ TEST_F(GatewayIoTest, ClosedPortGets502AsAConnectionError) {
   StartGateway(port);
   auto res = Post();
   EXPECT_EQ(res.result_int(), 502);
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamUnavailable);
   EXPECT_EQ(ex.error_type, "upstream_connection_error");
   EXPECT_EQ(Failures(UpstreamFailure::kConnectError), 1u);
 }
@@ -474,8 +474,8 @@ TEST_F(GatewayIoTest, EngineThatDoesNotAnswerTheConnectionGets504AfterTheConnect
   EXPECT_NE(res.body().find("connect timeout"), std::string::npos) << res.body();
   EXPECT_GE(waited, 250ms);
   EXPECT_LT(waited, 1500ms);
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamTimeout);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamTimeout);
   EXPECT_EQ(ex.error_type, "timeout");
   EXPECT_EQ(Failures(UpstreamFailure::kConnectTimeout), 1u);
 }
@@ -505,8 +505,8 @@ TEST_F(GatewayIoTest, ClientLeavingWhileTheEngineThinksClosesTheEngineConnection
     WriteAll(s, RawRequest());
     std::this_thread::sleep_for(200ms);
   }  // the client closes
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kClientAborted);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kClientAborted);
   EXPECT_EQ(ex.http_status, 499u);
   for (int i = 0; i < 100 && !engine_saw_close; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(engine_saw_close);
@@ -539,8 +539,8 @@ TEST_F(GatewayIoTest, PipelinedRequestsAreAnsweredInOrder) {
     EXPECT_EQ(res.result_int(), 200);
     EXPECT_NE(res.body().find("chatcmpl-" + std::to_string(i)), std::string::npos);
   }
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
-  EXPECT_EQ(recorder_.WaitOne(1).outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(1).outcome, openai::Outcome::kOk);
 }
 
 TEST_F(GatewayIoTest, LongPromptsPipelinedReachTheEngineWholeAndInOrder) {
@@ -589,7 +589,7 @@ TEST_F(GatewayIoTest, LongPromptsPipelinedReachTheEngineWholeAndInOrder) {
   std::lock_guard lock(mu);
   ASSERT_EQ(seen.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(seen[i] == bodies[i]) << "body " << i << " differs";
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(recorder_.WaitOne(i).outcome, Outcome::kOk);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(recorder_.WaitOne(i).outcome, openai::Outcome::kOk);
 }
 
 TEST_F(GatewayIoTest, ExpectContinueIsAnsweredAtOnceAndNotPassedOn) {
@@ -636,7 +636,7 @@ TEST_F(GatewayIoTest, ExpectContinueIsAnsweredAtOnceAndNotPassedOn) {
   bhttp::read(s, buf, res);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body(), kChat);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
   // A body over the limit is refused from its header: 413, no 100, nothing sent on.
   WriteAll(s.socket(), std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n") +
                            "Expect: 100-continue\r\nContent-Length: 100000\r\n\r\n");
@@ -693,8 +693,8 @@ TEST_F(GatewayIoTest, SmallAndLargeBodiesArriveByteForByteAndAreParsed) {
     EXPECT_EQ(p.get()[bhttp::field::content_length], std::to_string(body.size()));
   }
   for (std::size_t i = 0; i < pads.size(); ++i) {
-    Exchange ex = recorder_.WaitOne(i);
-    EXPECT_EQ(ex.outcome, Outcome::kOk) << "response " << i;
+    openai::Exchange ex = recorder_.WaitOne(i);
+    EXPECT_EQ(ex.outcome, openai::Outcome::kOk) << "response " << i;
     EXPECT_EQ(ex.response.usage.output_tokens, 2) << "response " << i;
   }
   EXPECT_EQ(engine_connections.load(), 1);  // all four on one pooled engine connection
@@ -719,7 +719,7 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(got.size(), body.size());
   EXPECT_TRUE(got == body);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
 }
 
 // The same for a stream: 16,000 events of about 1 KiB, each its own chunk, relayed through the
@@ -763,7 +763,7 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
     ++copies;
   EXPECT_EQ(copies, kEvents);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, Outcome::kOk);
+  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
 }
 
 }  // namespace

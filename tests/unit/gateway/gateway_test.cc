@@ -106,7 +106,7 @@ TEST_F(GatewayTest, ForwardsBodyUnchangedAndPropagatesTraceContext) {
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body(), kChatResponse);  // byte for byte
 
-  Exchange ex = recorder_.WaitOne();
+  openai::Exchange ex = recorder_.WaitOne();
   std::lock_guard lock(captured_.mu);
   ASSERT_EQ(captured_.requests.size(), 1u);
   const auto& up = captured_.requests[0];
@@ -118,7 +118,7 @@ TEST_F(GatewayTest, ForwardsBodyUnchangedAndPropagatesTraceContext) {
   EXPECT_EQ(up["x-request-id"], "client-id-1");
   ASSERT_TRUE(ex.parent_span_id);
   EXPECT_EQ(ToHex(*ex.parent_span_id), "00f067aa0ba902b7");
-  EXPECT_EQ(ex.outcome, Outcome::kOk);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
   EXPECT_EQ(ex.response.usage.output_tokens, 2);
 
   Span span;
@@ -136,7 +136,7 @@ TEST_F(GatewayTest, AddsRequestIdCarryingTheTraceIdWhenClientSentNone) {
   });
   StartGateway(upstream_->port());
   Post("/v1/chat/completions", R"({"model":"m","messages":[]})");
-  Exchange ex = recorder_.WaitOne();
+  openai::Exchange ex = recorder_.WaitOne();
   std::lock_guard lock(captured_.mu);
   std::string rid(captured_.requests.at(0)["x-request-id"]);
   EXPECT_EQ(rid, ex.request_id);
@@ -169,7 +169,7 @@ TEST_F(GatewayTest, StreamGetsUsageInjectedAndTheClientNeverSeesIt) {
   StartGateway(upstream_->port());
   auto res = Post("/v1/chat/completions", R"({"model":"m","messages":[],"stream":true})");
   EXPECT_EQ(res.body(), sse + "data: [DONE]\n\n");
-  Exchange ex = recorder_.WaitOne();
+  openai::Exchange ex = recorder_.WaitOne();
   EXPECT_TRUE(ex.streamed);
   EXPECT_EQ(ex.response.usage.input_tokens, 3);
   EXPECT_EQ(ex.response.usage.output_tokens, 1);
@@ -201,8 +201,8 @@ TEST_F(GatewayTest, UpstreamDownGives502JsonAndAnErrorExchange) {
   auto res = Post("/v1/chat/completions", R"({"model":"m","messages":[]})");
   EXPECT_EQ(res.result_int(), 502);
   EXPECT_EQ(res[bhttp::field::content_type], "application/json");
-  Exchange ex = recorder_.WaitOne();
-  EXPECT_EQ(ex.outcome, Outcome::kUpstreamUnavailable);
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kUpstreamUnavailable);
   Span span;
   BuildEntrySpan(ex, &span);
   EXPECT_EQ(span.status().code(), otlp_trace::Status::STATUS_CODE_ERROR);
@@ -218,9 +218,9 @@ TEST_F(GatewayTest, UnparsableBodyIsForwardedUnchangedAndSaysWhy) {
   StartGateway(upstream_->port());
   auto res = Post("/v1/chat/completions", "{not json");
   EXPECT_EQ(res.result_int(), 400);
-  Exchange ex = recorder_.WaitOne();
+  openai::Exchange ex = recorder_.WaitOne();
   EXPECT_FALSE(ex.request.parsed);
-  EXPECT_EQ(ex.outcome, Outcome::kEngineError);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kEngineError);
   EXPECT_EQ(ex.error_type, "BadRequestError");
   std::lock_guard lock(captured_.mu);
   EXPECT_EQ(captured_.requests.at(0).body(), "{not json");
@@ -296,7 +296,7 @@ TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
     bhttp::response<bhttp::string_body> res;
     bhttp::read(s, buf, res);
     EXPECT_EQ(res.body(), i == 0 ? "from-a" : "from-b");
-    Exchange ex = rec.WaitOne(i);
+    openai::Exchange ex = rec.WaitOne(i);
     EXPECT_EQ(ex.upstream_name, i == 0 ? "a" : "b");
     EXPECT_EQ(ex.engine, i == 0 ? EngineKind::kVllm : EngineKind::kSglang);
     EXPECT_EQ(ex.op, openai::Operation::kEmbeddings);

@@ -22,6 +22,11 @@
 #include "http/simple_server.h"
 
 namespace infertel::gateway {
+
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
 namespace {
 
 namespace asio = boost::asio;
@@ -38,7 +43,7 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 TEST(RequestLogFormat, LinesCarryIdsModelTokensAndTimings) {
-  Exchange ex;
+  openai::Exchange ex;
   ex.op = openai::Operation::kChat;
   ex.upstream_name = "llama";
   ex.request_id = "rid-1";
@@ -64,11 +69,11 @@ TEST(RequestLogFormat, LinesCarryIdsModelTokensAndTimings) {
             "Finished request rid-1: status=200 model=m response_id=chatcmpl-9 "
             "finish_reasons=stop input_tokens=5 output_tokens=7 ttft=0.120s e2e=1.500s");
 
-  ex.outcome = Outcome::kClientAborted;
+  ex.outcome = openai::Outcome::kClientAborted;
   ex.error_type = "client_disconnected";
   EXPECT_EQ(FormatRequestLogLine(RequestLogEvent::kFinished, ex).rfind("Aborted request rid-1:", 0),
             0u);
-  ex.outcome = Outcome::kUpstreamUnavailable;
+  ex.outcome = openai::Outcome::kUpstreamUnavailable;
   ex.error_type = "BadGateway";
   const std::string failed = FormatRequestLogLine(RequestLogEvent::kFinished, ex);
   EXPECT_EQ(failed.rfind("Failed request rid-1:", 0), 0u) << failed;
@@ -83,7 +88,7 @@ TEST(RequestLogFormat, LinesCarryIdsModelTokensAndTimings) {
 }
 
 TEST(RequestLogFormat, ClientTextCannotForgeLines) {
-  Exchange ex;
+  openai::Exchange ex;
   ex.op = openai::Operation::kChat;
   ex.request_id = "a\nFinished request x";
   ex.request.model = std::string(1000, 'm');
@@ -205,7 +210,7 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
 
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.WaitOne(1);
+  openai::Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 3u) << LogText();
   // The request id the engine saw carries the trace id: <trace id>-<random>.
@@ -248,7 +253,7 @@ TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
   Set(Key::kSglangLogRequests, true);
   Set(Key::kVllmLogTraceContext, true);  // SGLang has none of its own: the vLLM key applies
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.WaitOne(1);
+  openai::Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 3u) << LogText();
   EXPECT_NE(lines[1].find("to sglang upstream default"), std::string::npos) << lines[1];
@@ -259,7 +264,7 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
   Start(EngineKind::kVllm, /*upstream_up=*/false);
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 502u);
-  Exchange ex = recorder_.WaitOne(0);
+  openai::Exchange ex = recorder_.WaitOne(0);
   auto lines = Lines(LogText());
   ASSERT_EQ(lines.size(), 2u) << LogText();  // received, then failed: never dispatched
   EXPECT_EQ(lines[1].rfind("warning Failed request " + ex.request_id + ": status=502", 0), 0u)
@@ -270,7 +275,7 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
 TEST_F(LiveSwitchTest, CaptureStrategyAndCaptureSwitchApplyLive) {
   Start(EngineKind::kVllm);
   ASSERT_EQ(Post(), 200u);
-  Exchange ex = recorder_.WaitOne(0);
+  openai::Exchange ex = recorder_.WaitOne(0);
   EXPECT_TRUE(ex.content_on_span);
   EXPECT_FALSE(ex.content_on_event);
   EXPECT_EQ(log_sink_.size(), 0u);

@@ -9,9 +9,14 @@
 
 #include "core/semconv.h"
 #include "gateway/entry_span.h"
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
 namespace infertel::gateway {
+
+using openai::Exchange;
+using openai::ExchangeListener;
+using openai::Outcome;
+
 namespace {
 namespace sc = semconv;
 
@@ -34,7 +39,7 @@ const AnyValue* Get(const Span& s, std::string_view key) { return FindAttr(s.att
 // An SGLang chat-stream exchange: the request body parsed, the fixture's events through the
 // observer, the way the gateway fills the exchange.
 Exchange StreamExchange(const std::string& body, const std::string& fixture, bool capture = true) {
-  Exchange ex;
+  openai::Exchange ex;
   ex.engine = EngineKind::kSglang;
   ex.upstream_name = "sgl";
   ex.op = openai::Operation::kChat;
@@ -72,7 +77,7 @@ constexpr const char* kToolBody =
     R"("messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}]})";
 
 TEST(SglangEntrySpan, ReasoningStreamWithUsage) {
-  Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
+  openai::Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
   Span s;
   BuildEntrySpan(ex, &s, EngineFacts{4});  // the server's --stream-interval 4
   EXPECT_EQ(s.name(), "chat Qwen/Qwen3.8-Flash-Next");
@@ -111,7 +116,7 @@ TEST(SglangEntrySpan, ReasoningStreamWithUsage) {
 }
 
 TEST(SglangEntrySpan, ParallelToolCallsWithoutUsage) {
-  Exchange ex = StreamExchange(kToolBody, "sglang-sse-chat-toolcall-parallel.txt");
+  openai::Exchange ex = StreamExchange(kToolBody, "sglang-sse-chat-toolcall-parallel.txt");
   Span s;
   BuildEntrySpan(ex, &s, EngineFacts{1});
   EXPECT_TRUE(Get(s, sc::kGenAiRequestHasToolCalls)->bool_value());
@@ -135,7 +140,7 @@ TEST(SglangEntrySpan, ParallelToolCallsWithoutUsage) {
 }
 
 TEST(SglangEntrySpan, ToolArgumentsAreContent) {
-  Exchange ex = StreamExchange(kToolBody, "sglang-sse-chat-toolcall-parallel.txt", false);
+  openai::Exchange ex = StreamExchange(kToolBody, "sglang-sse-chat-toolcall-parallel.txt", false);
   Span s;
   BuildEntrySpan(ex, &s);
   EXPECT_EQ(Get(s, "gen_ai.completions.0.tool_calls.1.name")->string_value(), "get_weather");
@@ -145,7 +150,7 @@ TEST(SglangEntrySpan, ToolArgumentsAreContent) {
 }
 
 TEST(SglangEntrySpan, ClientRidIsTheRequestIdAndNonStreamingHasTheModel) {
-  Exchange ex = StreamExchange(
+  openai::Exchange ex = StreamExchange(
       R"({"model":"m","stream":true,"rid":"my-rid-1","messages":[{"role":"user","content":"hi"}]})",
       "sglang-sse-chat-reasoning-usage.txt");
   Span s;
@@ -178,7 +183,7 @@ TEST(SglangEntrySpan, ClientRidIsTheRequestIdAndNonStreamingHasTheModel) {
 }
 
 TEST(SglangEntrySpan, VllmSpansKeepTheirShape) {
-  Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
+  openai::Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
   ex.engine = EngineKind::kVllm;
   Span s;
   BuildEntrySpan(ex, &s);

@@ -68,16 +68,16 @@ std::shared_ptr<config::ConfigStore> DefaultConfig() {
       config::Resolve([](std::string_view) -> std::optional<std::string> { return {}; }).settings);
 }
 
-gateway::Exchange Chat(std::string model) {
-  gateway::Exchange ex;
+openai::Exchange Chat(std::string model) {
+  openai::Exchange ex;
   ex.upstream_name = "u";
-  ex.engine = gateway::EngineKind::kSglang;  // SGLang answers any model name
-  ex.op = gateway::openai::Operation::kChat;
+  ex.engine = EngineKind::kSglang;  // SGLang answers any model name
+  ex.op = openai::Operation::kChat;
   ex.request.model = model;
   ex.response.model = model;
   ex.response.usage.input_tokens = 3;
   ex.response.usage.output_tokens = 2;
-  ex.outcome = gateway::Outcome::kOk;
+  ex.outcome = openai::Outcome::kOk;
   return ex;
 }
 
@@ -111,7 +111,7 @@ TEST(RequestMetrics, RequestsThatAreNotMeasuredTakeNoRoom) {
   RequestMetrics rm(&store, DefaultConfig(), {.cap = 1});
   rm.AddUpstream("u");
   auto refused = Chat("never-ran");
-  refused.outcome = gateway::Outcome::kRejected;
+  refused.outcome = openai::Outcome::kRejected;
   rm.OnExchangeFinished(refused);
   rm.OnExchangeFinished(Chat("ran"));
   EXPECT_EQ(Of(store.Snapshot(), MetricId::kUsageTokens, "modelName", "ran").size(), 2u);

@@ -75,8 +75,8 @@ std::string V1Text(int prompt_tokens, double kv) {
 TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
   FakeEngine engine;
   CollectSink sink;
-  MetricsService svc({}, {{"u", gateway::EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink,
-                     Resource(), "t");
+  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink, Resource(),
+                     "t");
   engine.Serve(200, V1Text(100, 0.5));
   svc.ScrapeOnce();
   auto pts = svc.Snapshot();
@@ -110,7 +110,7 @@ TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
 
 TEST(MetricsService, MalformedLinesAreSkippedAndCounted) {
   FakeEngine engine;
-  MetricsService svc({}, {{"u", gateway::EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
+  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
                      Resource(), "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
@@ -137,8 +137,8 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
   FakeEngine engine;
   MetricsOptions opts;
   opts.scrape_limits = {.max_series = 5, .stale_after = std::chrono::milliseconds(0)};
-  MetricsService svc(opts, {{"u", gateway::EngineKind::kVllm, engine.Url(), "v1"}}, Config(),
-                     nullptr, Resource(), "t");
+  MetricsService svc(opts, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
+                     Resource(), "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
   engine.Serve(200, ManyEngines(0, 20));
@@ -164,7 +164,7 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
 
 TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
   FakeEngine engine;
-  MetricsService svc({}, {{"u", gateway::EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
+  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
                      Resource(), "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
@@ -185,7 +185,7 @@ TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
 
 TEST(MetricsService, SglangSnapshotsAddOnePerScrape) {
   FakeEngine engine;
-  MetricsService svc({}, {{"s", gateway::EngineKind::kSglang, engine.Url(), ""}}, Config(), nullptr,
+  MetricsService svc({}, {{"s", EngineKind::kSglang, engine.Url(), ""}}, Config(), nullptr,
                      Resource(), "t");
   engine.Serve(200, ReadFixture("sglang-metrics-0.4.3-docs.txt"));
   svc.ScrapeOnce();
@@ -202,8 +202,8 @@ TEST(MetricsService, SglangSnapshotsAddOnePerScrape) {
 TEST(MetricsService, CollectSwitchStopsReporting) {
   FakeEngine engine;
   auto config = Config();
-  MetricsService svc({}, {{"u", gateway::EngineKind::kVllm, engine.Url(), ""}}, config, nullptr,
-                     Resource(), "t");
+  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), ""}}, config, nullptr, Resource(),
+                     "t");
   engine.Serve(200, V1Text(5, 0.3));
   svc.ScrapeOnce();
   ASSERT_FALSE(svc.Snapshot().empty());
@@ -215,9 +215,9 @@ TEST(MetricsService, CollectSwitchStopsReporting) {
   EXPECT_TRUE(svc.Snapshot().empty());
   EXPECT_TRUE(svc.RenderPrometheus().empty());
   // Gateway measurements are not taken either.
-  gateway::Exchange ex;
+  openai::Exchange ex;
   ex.upstream_name = "u";
-  ex.op = gateway::openai::Operation::kEmbeddings;
+  ex.op = openai::Operation::kEmbeddings;
   ex.response.usage.input_tokens = 3;
   svc.listener()->OnExchangeFinished(ex);
   config->Publish(config::Resolve([](std::string_view) { return std::nullopt; }).settings);
@@ -231,8 +231,8 @@ TEST(MetricsService, ThreadsStartAndStop) {
   MetricsOptions o;
   o.scrape_interval = std::chrono::milliseconds(20);
   o.export_interval = std::chrono::milliseconds(20);
-  MetricsService svc(o, {{"u", gateway::EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink,
-                     Resource(), "t");
+  MetricsService svc(o, {{"u", EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink, Resource(),
+                     "t");
   svc.Start();
   for (int i = 0; i < 200 && Of(svc.Snapshot(), MetricId::kVllmPromptTokens).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

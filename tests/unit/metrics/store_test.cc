@@ -75,11 +75,11 @@ TEST(MetricStore, MergesSourcesAndFiltersThem) {
   for (std::size_t i = 1; i < again.size(); ++i) EXPECT_LE(again[i - 1].id, again[i].id);
 }
 
-gateway::Exchange StreamExchange(gateway::EngineKind engine) {
-  gateway::Exchange ex;
+openai::Exchange StreamExchange(EngineKind engine) {
+  openai::Exchange ex;
   ex.upstream_name = "default";
   ex.engine = engine;
-  ex.op = gateway::openai::Operation::kChat;
+  ex.op = openai::Operation::kChat;
   ex.request.model = "m";
   ex.response.model = "m";
   ex.response.usage.input_tokens = 10;
@@ -91,14 +91,14 @@ gateway::Exchange StreamExchange(gateway::EngineKind engine) {
   ex.stream_deltas = 5;
   ex.streamed = true;
   ex.end_mono_ns = 2'000'000'000;  // e2e 1 s
-  ex.outcome = gateway::Outcome::kOk;
+  ex.outcome = openai::Outcome::kOk;
   return ex;
 }
 
 // One exchange's deltas share their label sets; added to the store they make the same series
 // as the same deltas each with its own copy of the labels.
 TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
-  const auto ex = StreamExchange(gateway::EngineKind::kVllm);
+  const auto ex = StreamExchange(EngineKind::kVllm);
   const ExchangeMeasures m = MeasureExchange(ex);
   ASSERT_GE(m.deltas.size(), 4u);
   MetricStore shared, copied;
@@ -123,7 +123,7 @@ TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
 }
 
 TEST(MeasureExchange, Vllm) {
-  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kVllm)).Points();
+  auto pts = MeasureExchange(StreamExchange(EngineKind::kVllm)).Points();
   auto in = Of(pts, MetricId::kUsageTokens, "usageType", "input");
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0].value, 10);
@@ -139,7 +139,7 @@ TEST(MeasureExchange, Vllm) {
 }
 
 TEST(MeasureExchange, Sglang) {
-  auto pts = MeasureExchange(StreamExchange(gateway::EngineKind::kSglang)).Points();
+  auto pts = MeasureExchange(StreamExchange(EngineKind::kSglang)).Points();
   EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
   EXPECT_EQ(Of(pts, MetricId::kSglangPromptTokensTotal).at(0).value, 10);
   EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 5);
@@ -153,8 +153,8 @@ TEST(MeasureExchange, Sglang) {
 }
 
 TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
-  auto ex = StreamExchange(gateway::EngineKind::kSglang);
-  ex.outcome = gateway::Outcome::kClientAborted;
+  auto ex = StreamExchange(EngineKind::kSglang);
+  ex.outcome = openai::Outcome::kClientAborted;
   ex.response.usage = {};
   ex.stream_deltas = 3;
   auto pts = MeasureExchange(ex).Points();
@@ -163,16 +163,16 @@ TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
   EXPECT_TRUE(Of(pts, MetricId::kRequestDuration).empty());
   EXPECT_TRUE(Of(pts, MetricId::kSglangPromptTokensTotal).empty());  // unknown, not 0
 
-  for (auto outcome : {gateway::Outcome::kRejected, gateway::Outcome::kUpstreamUnavailable,
-                       gateway::Outcome::kEngineError}) {
+  for (auto outcome : {openai::Outcome::kRejected, openai::Outcome::kUpstreamUnavailable,
+                       openai::Outcome::kEngineError}) {
     ex.outcome = outcome;
     EXPECT_TRUE(MeasureExchange(ex).empty());
   }
 }
 
 TEST(MeasureExchange, EmbeddingsCountInputTokensOnly) {
-  gateway::Exchange ex;
-  ex.op = gateway::openai::Operation::kEmbeddings;
+  openai::Exchange ex;
+  ex.op = openai::Operation::kEmbeddings;
   ex.request.model = "e";
   ex.response.usage.input_tokens = 7;
   auto pts = MeasureExchange(ex).Points();
@@ -190,13 +190,13 @@ TEST(MetricsEnabled, PluginAndMetricsSwitches) {
     };
   };
   auto s = config::Resolve(env({})).settings;
-  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kVllm));
-  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kVllm));
+  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kSglang));
   s = config::Resolve(env({{"OTEL_INSTRUMENTATION_VLLM_METRICS_ENABLED", "false"}})).settings;
-  EXPECT_FALSE(MetricsEnabled(s, gateway::EngineKind::kVllm));
-  EXPECT_TRUE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+  EXPECT_FALSE(MetricsEnabled(s, EngineKind::kVllm));
+  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kSglang));
   s = config::Resolve(env({{"SGLANG_INSTRUMENTATION_ENABLED", "false"}})).settings;
-  EXPECT_FALSE(MetricsEnabled(s, gateway::EngineKind::kSglang));
+  EXPECT_FALSE(MetricsEnabled(s, EngineKind::kSglang));
 }
 
 TEST(Exposition, PrometheusTextReadsBack) {

@@ -1,10 +1,10 @@
 // Request side: operation by path, request parsing with content capture, upstream rewrites.
 
 #include "core/semconv.h"
-#include "gateway/openai/json_util.h"
-#include "gateway/openai/openai.h"
+#include "openai/json_util.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 namespace {
 
 using internal::AsBool;
@@ -454,4 +454,4 @@ std::optional<std::string> RewriteRequest(const RequestInfo& info, std::string_v
   }
 }
 
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 
 enum class Operation { kNone, kChat, kTextCompletion, kEmbeddings, kRerank };
 
@@ -173,4 +173,4 @@ class StreamObserver {
 // Truncates to at most `max_chars` UTF-8 code points, never splitting a code point.
 std::string_view TruncateUtf8(std::string_view s, std::size_t max_chars);
 
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

@@ -1,4 +1,4 @@
-#include "gateway/openai/json_util.h"
+#include "openai/json_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <openssl/evp.h>
 
-namespace infertel::gateway::openai::internal {
+namespace infertel::openai::internal {
 namespace {
 
 // A parser kept by a thread beyond this capacity is released after use: a 32 MiB body must
@@ -509,9 +509,9 @@ bool ReadError(simdjson::dom::object obj, std::size_t max_length, ResponseInfo* 
   return false;
 }
 
-}  // namespace infertel::gateway::openai::internal
+}  // namespace infertel::openai::internal
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 
 std::string_view TruncateUtf8(std::string_view s, std::size_t max_chars) {
   if (s.size() <= max_chars) return s;  // bytes >= code points
@@ -519,9 +519,9 @@ std::string_view TruncateUtf8(std::string_view s, std::size_t max_chars) {
   return s.substr(0, internal::Utf8PrefixBytes(s, max_chars, &chars));
 }
 
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai
 
-namespace infertel::gateway::openai::internal {
+namespace infertel::openai::internal {
 namespace {
 
 bool IsWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -662,4 +662,4 @@ std::string ApplyEdits(std::string_view json, std::vector<Edit> edits) {
   return out;
 }
 
-}  // namespace infertel::gateway::openai::internal
+}  // namespace infertel::openai::internal

@@ -15,9 +15,9 @@
 #include <vector>
 #include "core/json.h"
 
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai::internal {
+namespace infertel::openai::internal {
 
 // Borrows this thread's DOM parser for one parse and the reads that follow it. Documents
 // parsed through a lease are valid until the lease ends. A nested lease on the same thread
@@ -147,4 +147,4 @@ void NullChoiceLogprobs(std::string_view json, std::vector<Edit>* edits);
 // Applies non-overlapping edits (any order).
 std::string ApplyEdits(std::string_view json, std::vector<Edit> edits);
 
-}  // namespace infertel::gateway::openai::internal
+}  // namespace infertel::openai::internal

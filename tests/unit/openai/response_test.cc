@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 namespace {
 
 simdjson::dom::element ParseJson(simdjson::dom::parser& parser, const std::string& json) {
@@ -197,4 +197,4 @@ TEST(OpenAiResponse, UsageThatIsNotTokenCountsIsDroppedAndNamed) {
 }
 
 }  // namespace
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

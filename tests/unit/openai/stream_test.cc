@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 namespace {
 
 using Verdict = StreamObserver::Verdict;
@@ -387,4 +387,4 @@ TEST(OpenAiStream, NoCaptureKeepsNamesNotContent) {
 }
 
 }  // namespace
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "gateway/openai/json_util.h"
-#include "gateway/openai/openai.h"
+#include "openai/json_util.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 namespace internal {
 
 void WriteOutputMessage(MessagesWriter* w, std::string_view role, std::string_view reasoning,
@@ -156,4 +156,4 @@ std::optional<std::string> StripInjectedLogprobs(std::string_view body) {
   }
 }
 
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "gateway/openai/json_util.h"
-#include "gateway/openai/openai.h"
+#include "openai/json_util.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway::openai {
+namespace infertel::openai {
 namespace {
 
 using internal::AsDouble;
@@ -265,4 +265,4 @@ ResponseInfo StreamObserver::Finish() {
   return out;
 }
 
-}  // namespace infertel::gateway::openai
+}  // namespace infertel::openai

@@ -9,13 +9,11 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/engine_kind.h"
 #include "core/ids.h"
-#include "gateway/openai/openai.h"
+#include "openai/openai.h"
 
-namespace infertel::gateway {
-
-enum class EngineKind { kVllm, kSglang };
-std::string_view EngineKindName(EngineKind k);
+namespace infertel::openai {
 
 // How an exchange ended, from the client's point of view.
 enum class Outcome {
@@ -34,9 +32,9 @@ struct Exchange {
   std::string upstream_name;
   EngineKind engine = EngineKind::kVllm;
 
-  gateway::openai::Operation op = gateway::openai::Operation::kNone;
-  gateway::openai::RequestInfo request;
-  gateway::openai::ResponseInfo response;
+  openai::Operation op = openai::Operation::kNone;
+  openai::RequestInfo request;
+  openai::ResponseInfo response;
 
   // Trace context: the entry span's ids and the client's parent, if it sent one.
   TraceId trace_id{};
@@ -106,4 +104,4 @@ class ExchangeListener {
   virtual void OnExchangeFinished(const Exchange& exchange) noexcept = 0;
 };
 
-}  // namespace infertel::gateway
+}  // namespace infertel::openai
