@@ -34,7 +34,6 @@ rules=(
 # file:include, each an arrow still to be taken away (issue: the engine contract).
 exceptions=(
   "src/console/console_service.h:gateway/gateway.h"
-  "src/sim/sim_command.cc:app/commands.h"
   "src/sim/sglang/sglang_metrics.cc:sim/vllm/vllm_metrics.h"
   "src/sim/sglang/sglang_tracing.cc:sim/vllm/vllm_tracing.h"
   "src/sim/sglang/sglang_surface.cc:sim/vllm/vllm_metrics.h"

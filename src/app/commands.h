@@ -9,7 +9,6 @@ class App;
 namespace infertel {
 
 void AddAgentCommand(CLI::App& app);    // src/app/agent_command.cc
-void AddSimCommand(CLI::App& app);      // src/sim/sim_command.cc
 void AddDemoCommand(CLI::App& app);     // src/app/demo_command.cc
 void AddTracesCommand(CLI::App& app);   // src/app/traces_command.cc
 void AddSpansCommand(CLI::App& app);    // src/app/traces_command.cc

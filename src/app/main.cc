@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "app/commands.h"
+#include "sim/sim_command.h"
 
 #ifdef INFERTEL_JEMALLOC
 // jemalloc gives freed pages back to the system after `dirty_decay_ms` (10 s), but only when

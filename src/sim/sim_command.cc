@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app/commands.h"
+#include "sim/sim_command.h"
 #include "sim/sim_server.h"
 
 namespace infertel {
