@@ -33,8 +33,7 @@ std::string KeysMarkdownTable() {
         Cell(k.env_var), Type(k),
         k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
         k.apply == Apply::kLive ? "live" : "restart",
-        k.engine == Engine::kAny ? std::string("all") : std::string(EngineName(k.engine)),
-        k.description);
+        k.engine ? std::string(EngineKindName(*k.engine)) : std::string("all"), k.description);
   }
   return out;
 }

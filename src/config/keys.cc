@@ -15,7 +15,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "true",
      kRestart,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      0,
      {},
@@ -29,7 +29,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "true",
      kRestart,
-     Engine::kSglang,
+     EngineKind::kSglang,
      0,
      0,
      {},
@@ -43,7 +43,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "true",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      0,
      0,
      {},
@@ -56,7 +56,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "8192",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      1,
      16 * 1024 * 1024,
      {},
@@ -66,7 +66,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
     {Key::kMessageContentCaptureStrategy,
      "otel.instrumentation.genai.message-content.capture-strategy",
      "OTEL_INSTRUMENTATION_GENAI_MESSAGE_CONTENT_CAPTURE_STRATEGY", kEnum, "span", kLive,
-     Engine::kAny, 0, 0, "span|event|span_and_event", false, "C2",
+     std::nullopt, 0, 0, "span|event|span_and_event", false, "C2",
      "Where captured content goes: span attributes (span), a "
      "gen_ai.client.inference.operation.details log event (event), or both. Also accepts "
      "SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT."},
@@ -76,7 +76,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "false",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      0,
      0,
      {},
@@ -91,7 +91,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "true",
      kLive,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      0,
      {},
@@ -104,7 +104,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "1",
      kLive,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      2,
      {},
@@ -118,7 +118,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "",
      kLive,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      0,
      {},
@@ -131,7 +131,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "",
      kLive,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      0,
      {},
@@ -144,7 +144,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "false",
      kLive,
-     Engine::kVllm,
+     EngineKind::kVllm,
      0,
      0,
      {},
@@ -152,7 +152,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      "C3",
      "Inject TraceId and SpanId into log line prefixes."},
     {Key::kVllmLoggingLevel, "apsara.apm.inference.vllm.logging.level", "", kEnum, "", kLive,
-     Engine::kVllm, 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C3",
+     EngineKind::kVllm, 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C3",
      "Log level (engine default INFO)."},
     {Key::kSglangMetricsEnabled,
      "otel.instrumentation.sglang.metrics.enabled",
@@ -160,7 +160,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "true",
      kLive,
-     Engine::kSglang,
+     EngineKind::kSglang,
      0,
      0,
      {},
@@ -174,7 +174,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "3",
      kLive,
-     Engine::kSglang,
+     EngineKind::kSglang,
      0,
      4,
      {},
@@ -188,7 +188,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kBool,
      "",
      kLive,
-     Engine::kSglang,
+     EngineKind::kSglang,
      0,
      0,
      {},
@@ -201,7 +201,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "",
      kLive,
-     Engine::kSglang,
+     EngineKind::kSglang,
      0,
      3,
      {},
@@ -209,7 +209,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      "C4",
      "Request log detail, higher is more (engine default 2)."},
     {Key::kSglangLoggingLevel, "apsara.apm.inference.sglang.logging.level", "", kEnum, "", kLive,
-     Engine::kSglang, 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C4",
+     EngineKind::kSglang, 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C4",
      "Level of the `sglang` logger (engine default INFO)."},
     {Key::kUpstreamConnectTimeoutMs,
      "infertel.upstream.connect-timeout-ms",
@@ -217,7 +217,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "10000",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      1,
      24 * 3600 * 1000,
      {},
@@ -231,7 +231,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "600000",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      1,
      24 * 3600 * 1000,
      {},
@@ -247,7 +247,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "300000",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      1,
      24 * 3600 * 1000,
      {},
@@ -262,7 +262,7 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      kInt,
      "30000",
      kLive,
-     Engine::kAny,
+     std::nullopt,
      0,
      24 * 3600 * 1000,
      {},
@@ -288,18 +288,6 @@ std::optional<Key> FindByConsoleKey(std::string_view console_key) {
   for (const auto& s : kTable)
     if (s.console_key == console_key) return s.key;
   return std::nullopt;
-}
-
-std::string_view EngineName(Engine e) {
-  switch (e) {
-    case Engine::kVllm:
-      return "vllm";
-    case Engine::kSglang:
-      return "sglang";
-    case Engine::kAny:
-      break;
-  }
-  return "any";
 }
 
 }  // namespace infertel::config

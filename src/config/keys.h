@@ -8,6 +8,8 @@
 #include <span>
 #include <string_view>
 
+#include "core/engine_kind.h"
+
 namespace infertel::config {
 
 enum class Key : std::uint8_t {
@@ -43,8 +45,6 @@ inline constexpr std::size_t kKeyCount = static_cast<std::size_t>(Key::kCount);
 
 enum class ValueType : std::uint8_t { kBool, kInt, kEnum };
 enum class Apply : std::uint8_t { kLive, kRestart };
-// Which engine a key concerns; kAny for keys of the agent as a whole.
-enum class Engine : std::uint8_t { kAny, kVllm, kSglang };
 
 struct KeySpec {
   Key key;
@@ -55,7 +55,8 @@ struct KeySpec {
   // such a key is "unset" until the console sets it, and the agent then leaves the engine alone.
   std::string_view default_value;
   Apply apply;
-  Engine engine;
+  // Which engine a key concerns; none for keys of the agent as a whole.
+  std::optional<EngineKind> engine;
   std::int64_t min = 0, max = 0;  // kInt range
   std::string_view allowed;       // kEnum: canonical values, '|' separated
   bool engine_knob = false;       // applied through the engine's own endpoints
@@ -66,6 +67,5 @@ struct KeySpec {
 std::span<const KeySpec> AllKeys();
 const KeySpec& Spec(Key key);
 std::optional<Key> FindByConsoleKey(std::string_view console_key);
-std::string_view EngineName(Engine e);
 
 }  // namespace infertel::config

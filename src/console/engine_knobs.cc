@@ -12,7 +12,7 @@ namespace {
 
 class VllmKnobs final : public EngineKnobs {
  public:
-  config::Engine engine() const override { return config::Engine::kVllm; }
+  EngineKind engine() const override { return EngineKind::kVllm; }
   std::string Unsupported(config::Key key) const override { return VllmUnsupportedReason(key); }
   std::optional<Original> ReadOriginal(config::Key key, std::string* error) override {
     *error = VllmUnsupportedReason(key);

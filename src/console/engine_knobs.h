@@ -33,7 +33,7 @@ class EngineKnobs {
  public:
   virtual ~EngineKnobs() = default;
 
-  virtual config::Engine engine() const = 0;
+  virtual EngineKind engine() const = 0;
   // Empty when the agent can change `key` on this engine from outside; otherwise the reason
   // it cannot (reported as "unsupported").
   virtual std::string Unsupported(config::Key key) const = 0;

@@ -138,7 +138,7 @@ std::string KeyJson(const KeyReport& r) {
     const auto* v = std::get_if<config::Value>(&parsed);
     o.Raw("default", v != nullptr ? ValueJson(*v) : "null");
   }
-  o.Str("engine", spec.engine == config::Engine::kAny ? "all" : config::EngineName(spec.engine));
+  o.Str("engine", spec.engine ? EngineKindName(*spec.engine) : std::string_view("all"));
   if (spec.apply == config::Apply::kRestart) {
     o.Bool("pending_restart", k.pending_restart);
     if (k.pending_restart) {

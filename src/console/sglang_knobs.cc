@@ -20,7 +20,7 @@ class SglangKnobs final : public EngineKnobs {
  public:
   explicit SglangKnobs(http::Url base) : base_(std::move(base)) {}
 
-  config::Engine engine() const override { return config::Engine::kSglang; }
+  EngineKind engine() const override { return EngineKind::kSglang; }
   std::string Unsupported(Key) const override { return ""; }
 
   std::optional<Original> ReadOriginal(Key key, std::string* error) override {

@@ -31,7 +31,7 @@ class FakeKnobs final : public EngineKnobs {
     int answers_asked = 0;
   };
   explicit FakeKnobs(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
-  config::Engine engine() const override { return config::Engine::kSglang; }
+  EngineKind engine() const override { return EngineKind::kSglang; }
   std::string Unsupported(Key) const override { return ""; }
   std::optional<Original> ReadOriginal(Key key, std::string* error) override {
     std::lock_guard lock(s_->mu);
