@@ -21,6 +21,7 @@
 #include "core/resource.h"
 #include "core/telemetry.h"
 #include "encoding_exporter.h"
+#include "engines/registry.h"
 #include "export/sqlite/sqlite_store.h"
 #include "gateway/entry_span.h"
 #include "gateway/sse_relay.h"
@@ -167,7 +168,7 @@ void BM_RequestMetrics(benchmark::State& state) {
   Exchange ex = MakeExchange();
   ex.upstream_name = "vllm-0";
   infertel::metrics::MetricStore store;
-  store.AddSource("vllm-0", infertel::metrics::MetricScope::kVllm);
+  store.AddSource("vllm-0", *infertel::engines::FindEngine("vllm"));
   const bool add = state.range(0) == 1;
   for (auto _ : state) {
     auto m = infertel::metrics::MeasureExchange(ex);

@@ -17,6 +17,7 @@
 #include "core/telemetry.h"
 #include "encoding_exporter.h"
 #include "engines/assembler.h"
+#include "engines/registry.h"
 #include "engines/vllm/vllm_spans.h"
 #include "pipeline/batch_processor.h"
 #include "pipeline/encode.h"
@@ -193,7 +194,7 @@ void BM_ExchangeFinishedWithWaiting(benchmark::State& state) {
     a.Submit(std::move(req));
   }
   infertel::openai::Exchange ex;
-  ex.engine = infertel::EngineKind::kVllm;
+  ex.engine = *infertel::engines::FindEngine("vllm");
   std::uint64_t n = 0;
   for (auto _ : state) {
     ex.request_id = "gw-" + std::to_string(n++);

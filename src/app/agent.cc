@@ -10,8 +10,7 @@
 #include "core/otel_env.h"
 #include "core/resource.h"
 #include "core/thread_name.h"
-#include "engines/sglang/control.h"
-#include "engines/vllm/version.h"
+#include "engines/registry.h"
 #include "gateway/content_events.h"
 #include "gateway/entry_span.h"
 #include "gateway/request_log.h"
@@ -20,15 +19,7 @@
 
 namespace infertel {
 
-namespace {
-
-std::optional<EngineKind> ParseEngine(std::string_view s) {
-  if (s == "vllm") return EngineKind::kVllm;
-  if (s == "sglang") return EngineKind::kSglang;
-  return std::nullopt;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* error) {
   YAML::Node root;
@@ -49,9 +40,12 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
       for (const auto& u : ups) {
         gateway::UpstreamConfig uc;
         uc.name = u["name"] ? u["name"].as<std::string>() : fmt::format("upstream{}", i);
-        auto engine = ParseEngine(u["engine"] ? u["engine"].as<std::string>() : "vllm");
+        // Without `engine`, the registry's first engine.
+        auto engine = u["engine"] ? engines::FindEngine(u["engine"].as<std::string>())
+                                  : std::optional<EngineId>(EngineId{});
         if (!engine) {
-          *error = fmt::format("{}: upstreams[{}].engine: expected vllm or sglang", path, i);
+          *error =
+              fmt::format("{}: upstreams[{}].engine: expected {}", path, i, engines::EngineNames());
           return false;
         }
         uc.engine = *engine;
@@ -128,6 +122,34 @@ struct Agent::Impl {
   std::unique_ptr<metrics::MetricsService> metrics;
 };
 
+namespace {
+
+// What each engine says about itself beside its traffic (its profile's facts), followed on a
+// probe of its own and handed to the assembler and the entry spans. A generation given in the
+// configuration is taken as is, and wins over the one the engine reports.
+void StartFactProbes(Agent::Impl& im, const std::vector<gateway::UpstreamConfig>& upstreams) {
+  for (const auto& u : upstreams) {
+    const bool pinned = u.engine_version == "v0" || u.engine_version == "v1";
+    if (pinned) im.assembler->SetEngineFacts(u.name, {.span_generation = u.engine_version});
+    const engines::EngineProfile& engine = engines::Profile(u.engine);
+    auto probe = engine.facts_probe();
+    if (!probe || (pinned && probe->generation_only)) continue;
+    im.probes.push_back(std::make_unique<EngineProbe>(
+        std::string(probe->thread_name), u.name, std::string(probe->what), ProbeSchedule{},
+        [&engine, assembler = im.assembler.get(), emitter = im.entry_spans.get(), u,
+         pinned](std::string* err) {
+          auto facts = engine.ReadFacts(u.url, err);
+          if (!facts) return false;
+          if (pinned) facts->span_generation = u.engine_version;
+          assembler->SetEngineFacts(u.name, *facts);
+          emitter->SetEngineFacts(u.name, *facts);
+          return true;
+        }));
+  }
+}
+
+}  // namespace
+
 Agent::Agent(AgentOptions options, config::Settings settings)
     : options_(std::move(options)),
       config_(std::make_shared<config::ConfigStore>(std::move(settings))),
@@ -143,9 +165,9 @@ bool Agent::Start(std::string* error) {
 
   // Engine spans: receiver → assembler (join, normalize, derive) → trace pipeline.
   engines::AssemblerOptions aopts = options_.assembler;
-  aopts.agent_resource = im.resource;  // SGLang's native spans join the agent's application
+  aopts.agent_resource = im.resource;  // engine spans joined by trace id join the application
   for (const auto& u : options_.upstreams) {
-    if (u.engine != EngineKind::kVllm) continue;
+    if (engines::Profile(u.engine).span_join() != engines::SpanJoin::kRequestId) continue;
     aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
     break;
   }
@@ -159,24 +181,6 @@ bool Agent::Start(std::string* error) {
   }
   im.assembler = std::make_unique<engines::Assembler>(aopts, im.pipelines->traces.get(), config_);
   im.assembler->stats().Register(&stats_);
-  for (const auto& u : options_.upstreams) {
-    if (u.engine != EngineKind::kVllm) continue;
-    if (u.engine_version == "v0" || u.engine_version == "v1") {
-      im.assembler->SetShapeHint(u.name, u.engine_version == "v0" ? engines::vllm::SpanShape::kV0
-                                                                  : engines::vllm::SpanShape::kV1);
-      continue;
-    }
-    // Which vLLM the engine is: followed, since an engine can be upgraded in place.
-    im.probes.push_back(std::make_unique<EngineProbe>(
-        "vllm-probe", u.name, "the vLLM version (GET /version)", ProbeSchedule{},
-        [assembler = im.assembler.get(), u](std::string* err) {
-          auto v = engines::vllm::ProbeVersion(u.url, err);
-          if (!v) return false;
-          if (auto shape = engines::vllm::ShapeFromVersion(*v))
-            assembler->SetShapeHint(u.name, *shape);
-          return true;
-        }));
-  }
   receiver::ReceiverSinks sinks;
   sinks.traces = im.assembler.get();
   sinks.logs = im.pipelines->logs.get();
@@ -224,22 +228,7 @@ bool Agent::Start(std::string* error) {
 
   im.entry_spans =
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
-  for (const auto& u : options_.upstreams) {
-    if (u.engine != EngineKind::kSglang) continue;
-    // SGLang's --stream-interval (for gen_ai.response.tokens_streamed) from /server_info:
-    // followed, since a restarted engine can have another.
-    im.probes.push_back(std::make_unique<EngineProbe>(
-        "sglang-probe", u.name, "--stream-interval (GET /server_info; taken as 1 until read)",
-        ProbeSchedule{}, [emitter = im.entry_spans.get(), u](std::string* err) {
-          auto info = engines::sglang::FetchServerInfo(u.url, err);
-          if (!info) return false;
-          gateway::EngineFacts facts;
-          if (info->stream_interval && *info->stream_interval > 0)
-            facts.stream_interval = *info->stream_interval;
-          emitter->SetEngineFacts(u.name, facts);
-          return true;
-        }));
-  }
+  StartFactProbes(im, options_.upstreams);
   gateway::GatewayOptions gopts;
   gopts.upstreams = options_.upstreams;
   gopts.threads = options_.threads;

@@ -24,6 +24,7 @@
 #include "app/signals.h"
 #include "console/console_service.h"
 #include "core/otel_env.h"
+#include "engines/registry.h"
 
 namespace infertel {
 
@@ -64,13 +65,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
 
   if (!f.upstream.empty()) {
     gateway::UpstreamConfig uc;
-    if (f.engine == "vllm") {
-      uc.engine = EngineKind::kVllm;
-    } else if (f.engine == "sglang") {
-      uc.engine = EngineKind::kSglang;
-    } else {
-      Fail(2, "--engine: expected vllm or sglang");
-    }
+    auto engine = engines::FindEngine(f.engine);
+    if (!engine) Fail(2, fmt::format("--engine: expected {}", engines::EngineNames()));
+    uc.engine = *engine;
     auto url = http::ParseUrl(f.upstream);
     if (!url) Fail(2, fmt::format("--upstream: expected http://HOST:PORT, got '{}'", f.upstream));
     uc.url = *url;
@@ -156,7 +153,9 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
                         "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
                         opts.admin.host));
   }
-  auto console = console::ConsoleService::Create(copts, env, opts.upstreams, &error);
+  std::vector<console::KnobUpstream> knob_upstreams;
+  for (const auto& u : opts.upstreams) knob_upstreams.push_back({u.name, u.engine, u.url});
+  auto console = console::ConsoleService::Create(copts, env, knob_upstreams, &error);
   if (!console) Fail(2, error);
 
   auto run = std::make_unique<AgentRun>();
@@ -176,7 +175,8 @@ void PrintAgentAddresses(Agent& agent, std::string_view who) {
   for (std::size_t i = 0; i < ports.size(); ++i) {
     std::printf("%s: gateway listening on http://%s:%u (engine %s at %s)\n",
                 std::string(who).c_str(), ups[i].listen.host.c_str(), ports[i],
-                std::string(EngineKindName(ups[i].engine)).c_str(), ups[i].url.HostPort().c_str());
+                std::string(engines::Profile(ups[i].engine).name()).c_str(),
+                ups[i].url.HostPort().c_str());
   }
   std::printf("%s: admin listening on http://%s:%u\n", std::string(who).c_str(),
               agent.options().admin.host.c_str(), agent.AdminPort());

@@ -18,6 +18,7 @@
 #include "app/agent.h"
 #include "app/commands.h"
 #include "core/otel_env.h"
+#include "engines/registry.h"
 #include "export/sqlite/sqlite_store.h"
 #include "sim/sim_server.h"
 
@@ -203,7 +204,9 @@ void Run(const DemoFlags& f) {
 
   AgentOptions ao;
   gateway::UpstreamConfig uc;
-  uc.engine = EngineKind::kVllm;
+  // The registry's first engine, simulated: the default engine of the agent.
+  uc.engine = EngineId{};
+  const engines::EngineProfile& engine = engines::Profile(uc.engine);
   uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim_port));
   uc.listen = {"127.0.0.1", 0};
   ao.upstreams.push_back(uc);
@@ -233,15 +236,16 @@ void Run(const DemoFlags& f) {
   // The simulated vLLM sends its native llm_request spans to the agent's receiver, as a real
   // vLLM started with --otlp-traces-endpoint does; a short batch delay keeps the demo brisk.
   sim::SimOptions so;
-  so.engine = "vllm";
+  so.engine = std::string(engine.name());
   so.model = f.model;
   so.port = sim_port;
   so.engine_config.seed = f.seed;
   so.enable_prompt_tokens_details = true;
   so.otlp_traces_endpoint = fmt::format("grpc://127.0.0.1:{}", agent.ReceiverGrpcPort());
-  so.env = [](std::string_view name) -> std::optional<std::string> {
+  so.env = [service = fmt::format("{}-demo", engine.name())](
+               std::string_view name) -> std::optional<std::string> {
     if (name == otel_env::kBspScheduleDelay) return std::string("200");
-    if (name == otel_env::kServiceName) return std::string("vllm-demo");
+    if (name == otel_env::kServiceName) return service;
     return std::nullopt;
   };
   auto sim = sim::SimServer::Start(so, &error);
@@ -251,9 +255,9 @@ void Run(const DemoFlags& f) {
   }
   std::uint16_t port = agent.GatewayPorts().at(0);
   std::printf(
-      "infertel demo: simulated vLLM on 127.0.0.1:%u (native spans to the agent's receiver), "
+      "infertel demo: simulated %s on 127.0.0.1:%u (native spans to the agent's receiver), "
       "agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
-      sim->port(), port, agent.AdminPort());
+      std::string(engine.display_name()).c_str(), sim->port(), port, agent.AdminPort());
   std::printf(
       "infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, "
       "tools, aborts)\n",
@@ -327,8 +331,8 @@ void Run(const DemoFlags& f) {
 
 void AddDemoCommand(CLI::App& app) {
   auto flags = std::make_shared<DemoFlags>();
-  CLI::App* sub =
-      app.add_subcommand("demo", "Simulated vLLM + agent + traffic, then a summary and a trace");
+  CLI::App* sub = app.add_subcommand(
+      "demo", "A simulated engine + agent + traffic, then a summary and a trace");
   sub->add_option("--duration", flags->duration_s, "Seconds of traffic")->capture_default_str();
   sub->add_option("--clients", flags->clients, "Concurrent clients")->capture_default_str();
   sub->add_option("--store", flags->store, "Embedded store path")->capture_default_str();

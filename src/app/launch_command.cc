@@ -19,6 +19,7 @@
 #include "app/commands.h"
 #include "app/signals.h"
 #include "config/settings.h"
+#include "engines/registry.h"
 #include "http/sync_client.h"
 #include "launch/engine_command.h"
 #include "launch/process.h"
@@ -85,12 +86,10 @@ void Run(const LaunchFlags& f) {
   if (af.receiver_grpc == "127.0.0.1:4317") af.receiver_grpc = "127.0.0.1:0";
   if (af.receiver_http == "127.0.0.1:4318") af.receiver_http = "127.0.0.1:0";
   af.upstream.clear();
-  const auto engine_kind =
-      cmd->engine == EngineKind::kSglang ? EngineKind::kSglang : EngineKind::kVllm;
   auto run = StartAgentFromFlags(af, kWho, [&](AgentOptions& o) {
     gateway::UpstreamConfig uc;
     uc.name = "default";
-    uc.engine = engine_kind;
+    uc.engine = cmd->engine;
     uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", ro.engine_port));
     uc.listen = {probe->user_host, probe->user_port};
     uc.pd_role = af.pd_role;
@@ -103,14 +102,15 @@ void Run(const LaunchFlags& f) {
   Agent& agent = *run->agent;
 
   auto settings = agent.config()->Current();
-  ro.instrument = settings->GetBool(engine_kind == EngineKind::kSglang ? config::Key::kSglangEnabled
-                                                                       : config::Key::kVllmEnabled);
+  const engines::EngineSwitches switches = engines::Profile(cmd->engine).switches();
+  ro.instrument = engines::SwitchOn(*settings, switches.enabled);
   ro.otlp_grpc_endpoint = fmt::format("127.0.0.1:{}", agent.ReceiverGrpcPort());
   ro.otlp_http_endpoint = fmt::format("http://127.0.0.1:{}", agent.ReceiverHttpPort());
   // Engine spans and entry spans are one application: the agent's service name.
   for (const auto& kv : agent.resource().attributes())
     if (kv.key() == "service.name") ro.service_name = kv.value().string_value();
-  ro.sglang_trace_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
+  if (switches.tracing_level)
+    ro.tracing_level = static_cast<int>(settings->GetInt(*switches.tracing_level));
   if (ro.otlp_grpc_endpoint.ends_with(":0") && ro.otlp_http_endpoint.ends_with(":0"))
     ro.instrument = false;  // no receiver: nowhere to send engine spans
   auto rewritten = launch::Rewrite(f.command, *cmd, ro, environment, &why);

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "engines/registry.h"
 #include "app/commands.h"
 #include "sim/sim_command.h"
 
@@ -29,7 +30,13 @@ int main(int argc, char** argv) {
   // first saw. A release build of Abseil does none of it (docs/performance.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
-  CLI::App app{"infertel: traces and metrics for vLLM and SGLang, from beside the engine"};
+  std::string engines;  // "vLLM and SGLang"
+  for (std::size_t i = 0; i < infertel::engines::EngineCount(); ++i) {
+    if (i > 0) engines += i + 1 == infertel::engines::EngineCount() ? " and " : ", ";
+    engines += infertel::engines::Profile(infertel::EngineId{static_cast<std::uint8_t>(i)})
+                   .display_name();
+  }
+  CLI::App app{"infertel: traces and metrics for " + engines + ", from beside the engine"};
   app.require_subcommand(1);
   app.set_version_flag("--version", INFERTEL_VERSION);
   infertel::AddAgentCommand(app);

@@ -28,12 +28,12 @@ std::string KeysMarkdownTable() {
       "| spec | console key | env var | type | default | applies | engine | description |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const KeySpec& k : AllKeys()) {
-    out += fmt::format(
-        "| {} | `{}` | {} | {} | {} | {} | {} | {} |\n", k.spec_section, k.console_key,
-        Cell(k.env_var), Type(k),
-        k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
-        k.apply == Apply::kLive ? "live" : "restart",
-        k.engine ? std::string(EngineKindName(*k.engine)) : std::string("all"), k.description);
+    out +=
+        fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} |\n", k.spec_section, k.console_key,
+                    Cell(k.env_var), Type(k),
+                    k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
+                    k.apply == Apply::kLive ? "live" : "restart",
+                    k.engine.empty() ? std::string("all") : std::string(k.engine), k.description);
   }
   return out;
 }

@@ -8,8 +8,6 @@
 #include <span>
 #include <string_view>
 
-#include "core/engine_kind.h"
-
 namespace infertel::config {
 
 enum class Key : std::uint8_t {
@@ -55,8 +53,9 @@ struct KeySpec {
   // such a key is "unset" until the console sets it, and the agent then leaves the engine alone.
   std::string_view default_value;
   Apply apply;
-  // Which engine a key concerns; none for keys of the agent as a whole.
-  std::optional<EngineKind> engine;
+  // Which engine a key concerns, by its registry name (engines/registry.h); empty for keys of
+  // the agent as a whole.
+  std::string_view engine;
   std::int64_t min = 0, max = 0;  // kInt range
   std::string_view allowed;       // kEnum: canonical values, '|' separated
   bool engine_knob = false;       // applied through the engine's own endpoints

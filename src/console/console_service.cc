@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "console/sglang_knobs.h"
+#include "engines/registry.h"
 
 namespace infertel::console {
 
@@ -12,9 +12,10 @@ ConsoleService::ConsoleService(ConsoleOptions options, const config::EnvLookup& 
 
 ConsoleService::~ConsoleService() { Stop(); }
 
-std::unique_ptr<ConsoleService> ConsoleService::Create(
-    ConsoleOptions options, const config::EnvLookup& env,
-    const std::vector<gateway::UpstreamConfig>& upstreams, std::string* error) {
+std::unique_ptr<ConsoleService> ConsoleService::Create(ConsoleOptions options,
+                                                       const config::EnvLookup& env,
+                                                       const std::vector<KnobUpstream>& upstreams,
+                                                       std::string* error) {
   std::vector<std::string> env_errors;
   std::unique_ptr<ConsoleService> s(new ConsoleService(std::move(options), env, &env_errors));
   if (!env_errors.empty()) {
@@ -46,13 +47,9 @@ std::unique_ptr<ConsoleService> ConsoleService::Create(
     KnobTarget t;
     t.upstream = u.name;
     t.url = u.url.ToString();
-    if (u.engine == EngineKind::kSglang) {
-      if (!start.GetBool(config::Key::kSglangEnabled)) continue;
-      t.knobs = MakeSglangKnobs(u.url);
-    } else {
-      if (!start.GetBool(config::Key::kVllmEnabled)) continue;
-      t.knobs = MakeVllmKnobs();
-    }
+    const engines::EngineProfile& engine = engines::Profile(u.engine);
+    if (auto on = engine.switches().enabled; on && !start.GetBool(*on)) continue;
+    t.knobs = engine.MakeKnobs(u.url);
     targets.push_back(std::move(t));
   }
   s->knobs_ = std::make_unique<KnobController>(std::move(targets), o.knob_retry);

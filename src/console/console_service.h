@@ -13,8 +13,9 @@
 #include "console/engine_knobs.h"
 #include "console/layered_config.h"
 #include "console/sources.h"
-#include "gateway/gateway.h"
+#include "core/engine_id.h"
 #include "http/simple_server.h"
+#include "http/url.h"
 
 namespace infertel::console {
 
@@ -27,6 +28,13 @@ struct ConsoleOptions {
   std::string admin_token;  // required on /api/config when set
 };
 
+// An engine the console may set knobs on.
+struct KnobUpstream {
+  std::string name;
+  EngineId engine;
+  http::Url url;
+};
+
 class ConsoleService {
  public:
   // Resolves the environment and reads the console file: a bad environment value, or a
@@ -34,9 +42,10 @@ class ConsoleService {
   // agent should not start on a configuration it cannot read. The console URL is polled once;
   // failing that is only reported in the status. Engine knobs are prepared for every upstream
   // whose engine's plugin switch (C1) is on.
-  static std::unique_ptr<ConsoleService> Create(
-      ConsoleOptions options, const config::EnvLookup& env,
-      const std::vector<gateway::UpstreamConfig>& upstreams, std::string* error);
+  static std::unique_ptr<ConsoleService> Create(ConsoleOptions options,
+                                                const config::EnvLookup& env,
+                                                const std::vector<KnobUpstream>& upstreams,
+                                                std::string* error);
   ~ConsoleService();
   ConsoleService(const ConsoleService&) = delete;
   ConsoleService& operator=(const ConsoleService&) = delete;

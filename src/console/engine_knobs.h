@@ -1,6 +1,6 @@
 #pragma once
 // Engine knobs: the switches of spec C3/C4 that live in the engine (log level, request logs,
-// SGLang's trace level). On the first override the engine's own value is read and kept; when
+// the engine's trace level). On the first override the engine's own value is read and kept; when
 // the console no longer sets the key, that original is written back.
 //
 // An engine that restarts starts again from its own settings, and nothing tells the agent. So
@@ -24,41 +24,12 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "engines/knobs.h"
 
 namespace infertel::console {
 
-// One engine's knobs. Calls block on the network: only KnobController's worker calls them.
-// Not thread-safe.
-class EngineKnobs {
- public:
-  virtual ~EngineKnobs() = default;
-
-  virtual EngineKind engine() const = 0;
-  // Empty when the agent can change `key` on this engine from outside; otherwise the reason
-  // it cannot (reported as "unsupported").
-  virtual std::string Unsupported(config::Key key) const = 0;
-
-  struct Original {
-    config::Value value;
-    // Empty when read from the engine; otherwise how the value was chosen (e.g. the engine
-    // does not report it, so its documented default is assumed).
-    std::string note;
-  };
-  // The engine's current value of `key`, to restore later.
-  virtual std::optional<Original> ReadOriginal(config::Key key, std::string* error) = 0;
-  // Sets `key` to `value` on the engine.
-  virtual bool Apply(config::Key key, const config::Value& value, std::string* error) = 0;
-  // Whether the engine answers now; *error says why not. Asked only while a value of the
-  // console's is set on it.
-  virtual bool Answers(std::string* error) = 0;
-};
-
-// Why `key` cannot be applied to a vLLM engine from outside; empty for keys that are not vLLM
-// engine knobs.
-std::string VllmUnsupportedReason(config::Key key);
-
-// The knobs of a vLLM server: none can be changed from outside (see VllmUnsupportedReason).
-std::unique_ptr<EngineKnobs> MakeVllmKnobs();
+// One engine's knobs, as its profile makes them (engines/knobs.h).
+using engines::EngineKnobs;
 
 struct KnobTarget {
   std::string upstream;  // the upstream's name

@@ -1,5 +1,7 @@
 #include "console/report.h"
 
+#include "engines/registry.h"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -8,6 +10,19 @@
 
 namespace infertel::console {
 namespace {
+
+// Why the engine of `spec` cannot change it from outside; empty when it can, and for keys of
+// no engine. Asked of knobs made for no address: the answer does not depend on one.
+std::string UnsupportedReason(const config::KeySpec& spec) {
+  auto id = engines::FindEngine(spec.engine);
+  return id ? engines::Profile(*id).MakeKnobs(http::Url{})->Unsupported(spec.key) : std::string();
+}
+
+// "vLLM" for "vllm": the engine as people write it; the name itself for an unknown engine.
+std::string EngineDisplayName(std::string_view engine) {
+  auto id = engines::FindEngine(engine);
+  return std::string(id ? engines::Profile(*id).display_name() : engine);
+}
 
 // Writes one JSON object member by member.
 class Obj {
@@ -138,7 +153,7 @@ std::string KeyJson(const KeyReport& r) {
     const auto* v = std::get_if<config::Value>(&parsed);
     o.Raw("default", v != nullptr ? ValueJson(*v) : "null");
   }
-  o.Str("engine", spec.engine ? EngineKindName(*spec.engine) : std::string_view("all"));
+  o.Str("engine", spec.engine.empty() ? std::string_view("all") : spec.engine);
   if (spec.apply == config::Apply::kRestart) {
     o.Bool("pending_restart", k.pending_restart);
     if (k.pending_restart) {
@@ -150,8 +165,7 @@ std::string KeyJson(const KeyReport& r) {
   }
   o.Bool("engine_knob", spec.engine_knob);
   if (spec.engine_knob) {
-    if (std::string reason = VllmUnsupportedReason(k.key); !reason.empty())
-      o.Str("unsupported", reason);
+    if (std::string reason = UnsupportedReason(spec); !reason.empty()) o.Str("unsupported", reason);
     std::string list = "[";
     for (std::size_t i = 0; i < r.engines.size(); ++i) {
       if (i) list += ',';
@@ -238,8 +252,8 @@ std::vector<TextRow> RowsFromReports(const std::vector<KeyReport>& reports) {
                                       SourceText(k.pending_source, k.pending_layer)));
     }
     if (spec.engine_knob) {
-      if (auto reason = VllmUnsupportedReason(k.key); !reason.empty() && r.engines.empty())
-        row.notes.push_back("unsupported for vLLM: " + reason);
+      if (auto reason = UnsupportedReason(spec); !reason.empty() && r.engines.empty())
+        row.notes.push_back(fmt::format("unsupported for {}: {}", EngineDisplayName(spec.engine), reason));
       for (const auto& e : r.engines) {
         row.notes.push_back(KnobNote(e, e.original ? ValueText(*e.original) : "",
                                      e.applied ? ValueText(*e.applied) : ""));
@@ -316,7 +330,8 @@ bool RowsFromConfigJson(std::string_view json, std::vector<TextRow>* rows,
     if (!o["engines"].get(engines)) {
       std::string unsupported = Field(o, "unsupported");
       if (!unsupported.empty() && engines.size() == 0)
-        row.notes.push_back("unsupported for vLLM: " + unsupported);
+        row.notes.push_back(fmt::format("unsupported for {}: {}",
+                                        EngineDisplayName(Field(o, "engine")), unsupported));
       for (simdjson::dom::element e : engines) {
         simdjson::dom::object eo;
         if (e.get(eo)) continue;

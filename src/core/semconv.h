@@ -164,12 +164,9 @@ inline constexpr std::string_view kSglForwardMode = "forward_mode";
 inline constexpr std::string_view kSglReqSpanInfix = " Req ";
 inline constexpr std::string_view kSglBootstrapRoomSpanPrefix = "Bootstrap Room ";
 
-// ---- M4: how the agent recognises SGLang's native spans (engines/sglang/sglang_spans.cc):
-// the instrumentation scope and service name SGLang's server uses, the request span's module
-// and name marker, the PD roles, the thread span's host suffix; and older stage names.
-inline constexpr std::string_view kSglScopeName = "sglang server";
-inline constexpr std::string_view kSglServiceName = "sglang";
-inline constexpr std::string_view kSglModulePrefix = "sglang::";
+// ---- M4: how the agent recognises SGLang's native spans (engines/sglang/sglang_spans.cc,
+// which also holds the scope, service and module names SGLang's server uses): the request
+// span's name marker, the PD roles, the thread span's host suffix; and older stage names.
 inline constexpr std::string_view kSglReqMarker = "Req ";
 inline constexpr std::string_view kSglRolePrefill = "prefill";
 inline constexpr std::string_view kSglRoleDecode = "decode";

@@ -7,6 +7,7 @@
 
 #include "core/semconv.h"
 #include "core/thread_name.h"
+#include "engines/registry.h"
 #include "engines/sglang/sglang_spans.h"
 
 namespace infertel::engines {
@@ -380,13 +381,13 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
 }
 
 void Assembler::OnExchangeStarted(const openai::Exchange& ex) noexcept {
-  if (ex.engine != EngineKind::kSglang || IsZero(ex.trace_id)) return;
+  if (Profile(ex.engine).span_join() != SpanJoin::kTraceId || IsZero(ex.trace_id)) return;
   sglang_.OnRequestStarted(ex.trace_id, ex.tracing_level);
 }
 
 void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
-  // SGLang's spans join by trace id (see sglang::Tracker), not through a JoinRecord.
-  if (ex.engine == EngineKind::kSglang) {
+  // Spans that join by trace id (see sglang::Tracker) need no JoinRecord.
+  if (Profile(ex.engine).span_join() == SpanJoin::kTraceId) {
     if (!IsZero(ex.trace_id)) sglang_.OnRequestFinished(ex.trace_id);
     return;
   }
@@ -421,6 +422,11 @@ void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
 void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
   std::lock_guard lock(hints_mu_);
   hints_[upstream] = shape;
+}
+
+void Assembler::SetEngineFacts(const std::string& upstream, const EngineFacts& facts) {
+  if (facts.span_generation == "v0") SetShapeHint(upstream, vllm::SpanShape::kV0);
+  if (facts.span_generation == "v1") SetShapeHint(upstream, vllm::SpanShape::kV1);
 }
 
 void Assembler::PushWaiting(Waiting&& w) {

@@ -28,6 +28,7 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "engines/join.h"
+#include "engines/profile.h"
 #include "engines/sglang/tracker.h"
 #include "engines/vllm/vllm_spans.h"
 #include "engines/waiting_index.h"
@@ -122,6 +123,9 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   // What an upstream's /version (or its configuration) says about its span shape; used when a
   // span's own attributes do not tell V0 from V1.
   void SetShapeHint(const std::string& upstream, vllm::SpanShape shape);
+  // The same from an engine's facts (EngineFacts::span_generation "v0" or "v1"; others are
+  // not a shape and leave the hint as it was).
+  void SetEngineFacts(const std::string& upstream, const EngineFacts& facts);
   // Releases every waiting span now (shutdown, tests).
   void FlushWaiting();
   const AssemblerStats& stats() const { return stats_; }

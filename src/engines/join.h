@@ -15,7 +15,7 @@ namespace infertel::engines {
 struct JoinRecord {
   std::string request_id;  // the X-Request-Id the engine saw
   std::string upstream;
-  EngineKind engine = EngineKind::kVllm;
+  EngineId engine;
   TraceId trace_id{};
   SpanId entry_span_id{};
   std::optional<std::string> model;  // request model, else response model

@@ -6,13 +6,14 @@
 
 #include "core/semconv.h"
 #include "core/static_key.h"
+#include "engines/registry.h"
 
 namespace infertel::gateway {
 namespace sc = semconv;
 
 namespace {
 
-// The attributes a vLLM entry span can carry at most (BuildEntrySpan below); an SGLang span's
+// The attributes a common entry span can carry at most (BuildEntrySpan below); an engine's
 // own attributes may grow the array once more.
 constexpr int kEntrySpanAttributes = 25;
 
@@ -24,56 +25,6 @@ std::string SpanName(const openai::Exchange& ex) {
     name += *ex.request.model;
   }
   return name;
-}
-
-// M4.1's SGLang-only attributes: request id (chat streaming), cached tokens, e2e latency in
-// seconds, the streamed-token estimate, and the tool calls of a chat stream.
-void AddSglangAttributes(const openai::Exchange& ex, const EngineFacts& engine,
-                         google::protobuf::RepeatedPtrField<KeyValue>* a) {
-  const auto& rq = ex.request;
-  const auto& rs = ex.response;
-  const bool chat_stream = ex.op == openai::Operation::kChat && rq.stream;
-  if (chat_stream) {
-    // SGLang names the request after the body's `rid` when the client set one, else the
-    // response id is its rid.
-    if (rq.request_id) {
-      AddAttr(a, Key<sc::kGenAiRequestId>(), *rq.request_id);
-    } else if (rs.id) {
-      AddAttr(a, Key<sc::kGenAiRequestId>(), *rs.id);
-    }
-  }
-  if (rs.usage.cached_tokens) {
-    AddAttr(a, Key<sc::kGenAiUsageCacheReadInputTokens>(), *rs.usage.cached_tokens);
-  }
-  const std::uint64_t end = std::max(ex.end_mono_ns, ex.start.mono_start_ns);
-  AddAttr(a, Key<sc::kGenAiLatencyE2e>(), static_cast<double>(end - ex.start.mono_start_ns) / 1e9);
-  if (ex.streamed) {
-    std::int64_t interval = engine.stream_interval > 0 ? engine.stream_interval : 1;
-    if (rq.stream_interval && *rq.stream_interval > 0) interval = *rq.stream_interval;
-    const std::int64_t streamed = ex.stream_deltas * interval;
-    AddAttr(a, Key<sc::kGenAiResponseTokensStreamed>(), streamed);
-    if (!rs.usage.output_tokens) AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), streamed);
-  }
-  if (ex.op == openai::Operation::kChat && ex.streamed) {
-    std::int64_t count = 0;
-    for (const auto& calls : rs.tool_calls) count += static_cast<std::int64_t>(calls.size());
-    AddAttr(a, Key<sc::kGenAiRequestHasToolCalls>(), rq.has_tools);
-    AddAttr(a, Key<sc::kGenAiRequestToolCallDetected>(), count > 0);
-    AddAttr(a, Key<sc::kGenAiRequestToolCallsCount>(), count);
-    for (std::size_t i = 0; i < rs.tool_calls.size(); ++i) {
-      for (std::size_t j = 0; j < rs.tool_calls[i].size(); ++j) {
-        const openai::ToolCall& tc = rs.tool_calls[i][j];
-        std::string key =
-            fmt::format("{}{}{}{}", sc::kGenAiCompletionsPrefix, i, sc::kToolCallsInfix, j);
-        if (!tc.name.empty()) AddAttr(a, key + std::string(sc::kToolCallNameSuffix), tc.name);
-        // Arguments are content: the stream observer keeps them only with capture on, and
-        // they stay off the span when the capture strategy sends content to events.
-        if (!tc.arguments.empty() && ex.content_on_span) {
-          AddAttr(a, key + std::string(sc::kToolCallArgumentsSuffix), tc.arguments);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -114,21 +65,21 @@ void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& e
   AddAttr(a, Key<sc::kGenAiOperationName>(), openai::OperationName(ex.op));
   AddRequestParameters(rq, a);
   if (rq.parsed) AddAttr(a, Key<sc::kGenAiRequestIsStream>(), rq.stream);
-  const bool sglang = ex.engine == EngineKind::kSglang;
-  // M4.1 has neither the user nor the session id; SGLang's streams carry gen_ai.request.id.
-  if (rq.user && !sglang) AddAttr(a, Key<sc::kGenAiUserId>(), *rq.user);
+  const engines::EngineProfile& profile = engines::Profile(ex.engine);
+  const engines::EntrySpanShape shape = profile.entry_span_shape();
+  if (rq.user && shape.user_and_session) AddAttr(a, Key<sc::kGenAiUserId>(), *rq.user);
   // In streaming mode the request is identified by the id every chunk carries.
-  if (ex.streamed && rs.id && !sglang) AddAttr(a, Key<sc::kSessionId>(), *rs.id);
+  if (ex.streamed && rs.id && shape.user_and_session) AddAttr(a, Key<sc::kSessionId>(), *rs.id);
   if (rs.id) AddAttr(a, Key<sc::kGenAiResponseId>(), *rs.id);
-  // M4.1: the response model of SGLang's entry span is reported for non-streaming only.
-  if (rs.model && !(sglang && ex.streamed)) AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
+  if (rs.model && (shape.response_model_when_streamed || !ex.streamed))
+    AddAttr(a, Key<sc::kGenAiResponseModel>(), *rs.model);
   AddFinishReasons(rs, a);
   if (rs.usage.input_tokens) AddAttr(a, Key<sc::kGenAiUsageInputTokens>(), *rs.usage.input_tokens);
   if (rs.usage.output_tokens)
     AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), *rs.usage.output_tokens);
   if (rs.usage.total_tokens) AddAttr(a, Key<sc::kGenAiUsageTotalTokens>(), *rs.usage.total_tokens);
   if (!rs.usage.invalid.empty()) AddAttr(a, Key<sc::kInfertelInvalidUsage>(), rs.usage.invalid);
-  if (sglang) AddSglangAttributes(ex, engine, a);
+  profile.AddEntryAttributes(ex, engine, a);
   if (ex.capture_content && ex.content_on_span) {
     if (!rq.input_messages_json.empty())
       AddAttr(a, Key<sc::kGenAiInputMessages>(), rq.input_messages_json);
@@ -167,7 +118,9 @@ void EntrySpanEmitter::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto* rs = pipeline::AddBorrowed(held.request->mutable_resource_spans(), header_rs);
   auto* ss = pipeline::AddBorrowed(rs->mutable_scope_spans(), header_rs.scope_spans(0));
   EngineFacts facts;
-  if (ex.engine == EngineKind::kSglang) {
+  // Only an engine that follows facts beyond its span generation has any here: no lock for
+  // the others.
+  if (auto probe = engines::Profile(ex.engine).facts_probe(); probe && !probe->generation_only) {
     std::lock_guard lock(facts_mu_);
     if (auto it = facts_.find(ex.upstream_name); it != facts_.end()) facts = it->second;
   }

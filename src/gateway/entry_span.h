@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/telemetry.h"
+#include "engines/profile.h"
 #include "openai/exchange.h"
 #include "pipeline/exporter.h"
 #include "pipeline/held.h"
@@ -16,11 +17,7 @@
 namespace infertel::gateway {
 
 // What an entry span needs to know of the engine beyond the exchange itself.
-struct EngineFacts {
-  // SGLang: the server's --stream-interval (tokens per streamed chunk; a request's own
-  // sampling_params.stream_interval wins). SGLang's default is 1.
-  std::int64_t stream_interval = 1;
-};
+using engines::EngineFacts;
 
 using Attributes = google::protobuf::RepeatedPtrField<KeyValue>;
 
@@ -30,8 +27,8 @@ void AddRequestParameters(const openai::RequestInfo& rq, Attributes* a);
 // The response's finish reasons, one per choice, as an array attribute (none without any).
 void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a);
 
-// Fills *span from a finished exchange (ids, times, name, kind, attributes, status): M2.1 for
-// vLLM upstreams, M4.1 for SGLang upstreams.
+// Fills *span from a finished exchange (ids, times, name, kind, attributes, status): the common
+// attributes (spec M2.1) as the engine's profile shapes them, then the engine's own (M4.1).
 void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& engine = {});
 
 // The listener that turns every finished exchange into an entry span and hands it to the
@@ -45,8 +42,8 @@ class EntrySpanEmitter : public openai::ExchangeListener {
  public:
   EntrySpanEmitter(pipeline::TraceSink* sink, Resource resource);
   void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
-  // What the engine behind `upstream` said about itself (e.g. SGLang's /server_info); until
-  // then the defaults of EngineFacts hold. Any thread.
+  // What the engine behind `upstream` said about itself (its profile's ReadFacts); until then
+  // nothing is known. Any thread.
   void SetEngineFacts(const std::string& upstream, EngineFacts facts);
 
  private:
@@ -54,7 +51,8 @@ class EntrySpanEmitter : public openai::ExchangeListener {
   // The one resource block, with its one scope block, that every entry span's request
   // borrows; never changed after construction.
   pipeline::Held<TracesRequest> header_;
-  std::mutex facts_mu_;  // guards facts_; written once per upstream, read per SGLang exchange
+  std::mutex facts_mu_;  // guards facts_; written once per upstream, read per exchange of an engine
+                         // with facts
   std::map<std::string, EngineFacts, std::less<>> facts_;
 };
 

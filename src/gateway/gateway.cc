@@ -1,5 +1,7 @@
 #include "gateway/gateway.h"
 
+#include "engines/registry.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 
@@ -839,8 +841,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const UpstreamTimeouts timeouts = UpstreamTimeouts::From(*settings);
   namespace oa = openai;
 
-  bool instrumented = settings->GetBool(
-      uc.engine == EngineKind::kSglang ? config::Key::kSglangEnabled : config::Key::kVllmEnabled);
+  const engines::EngineProfile& engine = engines::Profile(uc.engine);
+  const engines::EngineSwitches switches = engine.switches();
+  bool instrumented = engines::SwitchOn(*settings, switches.enabled);
   oa::Operation op =
       instrumented ? oa::OperationForPath(req.method_string(), req.target()) : oa::Operation::kNone;
   const bool observe = op != oa::Operation::kNone;
@@ -851,9 +854,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   ex.engine = uc.engine;
   ex.op = op;
   ex.pd_role = uc.pd_role;
-  ex.tracing_level = static_cast<int>(settings->GetInt(uc.engine == EngineKind::kSglang
-                                                           ? config::Key::kSglangTracingLevel
-                                                           : config::Key::kVllmTracingLevel));
+  ex.tracing_level =
+      static_cast<int>(engines::SwitchValue(*settings, switches.tracing_level, /*otherwise=*/1));
   if (auto rank = req.find("x-data-parallel-rank"); rank != req.end()) {
     std::int64_t v = 0;
     auto sv = rank->value();
@@ -889,11 +891,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
         ParseContentStrategy(settings->GetString(config::Key::kMessageContentCaptureStrategy));
     ex.content_on_span = strategy != ContentStrategy::kEvent;
     ex.content_on_event = strategy != ContentStrategy::kSpan;
-    // SGLang has no trace-context switch of its own: the vLLM one governs the agent's lines.
-    ex.log_requests =
-        settings->GetBool(uc.engine == EngineKind::kSglang ? config::Key::kSglangLogRequests
-                                                           : config::Key::kVllmLogRequests);
-    ex.log_trace_context = settings->GetBool(config::Key::kVllmLogTraceContext);
+    ex.log_requests = engines::SwitchOn(*settings, switches.log_requests, false);
+    ex.log_trace_context = engines::SwitchOn(*settings, switches.log_trace_context, false);
     stream_opts.capture = capture;
     ex.request = oa::ParseRequest(op, req.body(), capture);
     if (!ex.request.parsed) stats().unparsed_bodies.fetch_add(1, std::memory_order_relaxed);
@@ -930,10 +929,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
       rw.force_include_usage = true;
       stream_opts.drop_injected_usage = true;
     }
-    // Level 2 wants token logprobs for the DECODE events; they are removed again for a client
-    // that did not ask for them.
-    if (ex.request.parsed && ex.tracing_level >= 2 && !ex.request.logprobs &&
-        uc.engine == EngineKind::kVllm &&
+    // Token detail (the DECODE events of some engines' level 2) needs logprobs; they are
+    // removed again for a client that did not ask for them.
+    if (ex.request.parsed && engine.TokenDetailAt(ex.tracing_level) && !ex.request.logprobs &&
         (op == oa::Operation::kChat || op == oa::Operation::kTextCompletion)) {
       rw.force_logprobs = true;
     }
@@ -1172,8 +1170,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
 
     oa::StreamObserver observer(op, stream_opts);
     SseRelay relay(&observer);
-    // vLLM level 2: token detail of each delta for the DECODE events.
-    if (ex.engine == EngineKind::kVllm && ex.tracing_level >= 2 && modify) {
+    // Token detail of each delta for the DECODE events, where the engine's level wants it.
+    if (engines::Profile(ex.engine).TokenDetailAt(ex.tracing_level) && modify) {
       relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
         if (observer.delta_count() == last) return;
         last = observer.delta_count();

@@ -24,7 +24,7 @@ namespace infertel::gateway {
 
 struct UpstreamConfig {
   std::string name = "default";
-  EngineKind engine = EngineKind::kVllm;
+  EngineId engine;
   http::Url url;                 // where the engine listens
   http::HostPort listen;         // where the gateway listens for this engine's clients
   std::string pd_role = "none";  // producer | consumer | none (vLLM PD disaggregation)

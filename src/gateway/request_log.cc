@@ -1,5 +1,7 @@
 #include "gateway/request_log.h"
 
+#include "engines/registry.h"
+
 #include <fmt/format.h>
 #include <spdlog/async.h>
 #include <spdlog/async_logger.h>
@@ -91,7 +93,7 @@ std::string FormatRequestLogLine(RequestLogEvent event, const openai::Exchange& 
       out.append("Dispatched request ");
       AppendClean(&out, ex.request_id);
       out.append(" to ");
-      out.append(EngineKindName(ex.engine));
+      out.append(engines::Profile(ex.engine).name());
       out.append(" upstream ");
       AppendClean(&out, ex.upstream_name);
       break;

@@ -1,6 +1,9 @@
 #include "launch/engine_command.h"
 
+#include <fmt/format.h>
+
 #include "core/otel_env.h"
+#include "engines/registry.h"
 
 #include <charconv>
 #include <string_view>
@@ -51,37 +54,64 @@ std::string EnvValue(const std::vector<std::pair<std::string, std::string>>& env
 
 }  // namespace
 
+namespace {
+
+// The engine `argv` starts: `PROGRAM SUBCOMMAND …` or `python -m MODULE …` of a registered
+// engine, or the simulator's `infertel sim [--engine NAME] …` (the registry's first engine
+// without --engine).
+std::optional<RecognisedCommand> RecogniseEngine(const std::vector<std::string>& argv) {
+  std::string_view prog = Basename(argv[0]);
+  const bool python = IsPython(argv[0]);
+  std::size_t module_at = 0;  // index of the module name after -m
+  if (python) {
+    for (std::size_t i = 1; i + 1 < argv.size(); ++i) {
+      if (argv[i] != "-m") continue;
+      module_at = i + 1;
+      break;
+    }
+  }
+  for (std::size_t id = 0; id < engines::EngineCount(); ++id) {
+    const EngineId engine{static_cast<std::uint8_t>(id)};
+    const engines::LaunchCommands lc = engines::Profile(engine).launch_commands();
+    if (prog == lc.program && argv.size() > 1 && argv[1] == lc.subcommand)
+      return RecognisedCommand{engine, 2, fmt::format("{} {}", lc.program, lc.subcommand)};
+    if (module_at != 0 && argv[module_at] == lc.python_module)
+      return RecognisedCommand{engine, module_at + 1,
+                               fmt::format("python -m {}", lc.python_module)};
+  }
+  if (prog == "infertel" && argv.size() > 1 && argv[1] == "sim") {
+    auto name = FlagValue(argv, 2, "--engine");
+    auto engine = name ? engines::FindEngine(*name) : std::optional<EngineId>(EngineId{});
+    if (engine) return RecognisedCommand{*engine, 2, "infertel sim"};
+  }
+  return std::nullopt;
+}
+
+// "`vllm serve …`, `python -m vllm.entrypoints.openai.api_server …`, … or `sglang serve …`"
+std::string KnownCommands() {
+  std::vector<std::string> forms;
+  for (std::size_t id = 0; id < engines::EngineCount(); ++id) {
+    const auto lc = engines::Profile(EngineId{static_cast<std::uint8_t>(id)}).launch_commands();
+    forms.push_back(fmt::format("`{} {} …`", lc.program, lc.subcommand));
+    forms.push_back(fmt::format("`python -m {} …`", lc.python_module));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    if (i > 0) out += i + 1 == forms.size() ? " or " : ", ";
+    out += forms[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<RecognisedCommand> Recognise(const std::vector<std::string>& argv, std::string* why) {
   if (argv.empty()) {
     *why = "no engine command after --";
     return std::nullopt;
   }
-  std::string_view prog = Basename(argv[0]);
-  if (prog == "vllm" && argv.size() > 1 && argv[1] == "serve")
-    return RecognisedCommand{EngineKind::kVllm, 2, "vllm serve"};
-  if (prog == "sglang" && argv.size() > 1 && argv[1] == "serve")
-    return RecognisedCommand{EngineKind::kSglang, 2, "sglang serve"};
-  if (IsPython(argv[0])) {
-    for (std::size_t i = 1; i + 1 < argv.size(); ++i) {
-      if (argv[i] != "-m") continue;
-      if (argv[i + 1] == "vllm.entrypoints.openai.api_server")
-        return RecognisedCommand{EngineKind::kVllm, i + 2,
-                                 "python -m vllm.entrypoints.openai.api_server"};
-      if (argv[i + 1] == "sglang.launch_server")
-        return RecognisedCommand{EngineKind::kSglang, i + 2, "python -m sglang.launch_server"};
-      break;
-    }
-  }
-  if (prog == "infertel" && argv.size() > 1 && argv[1] == "sim") {
-    auto engine = FlagValue(argv, 2, "--engine");
-    if (!engine || *engine == "vllm")
-      return RecognisedCommand{EngineKind::kVllm, 2, "infertel sim"};
-    if (*engine == "sglang") return RecognisedCommand{EngineKind::kSglang, 2, "infertel sim"};
-  }
-  *why = "'" + argv[0] +
-         "' is not an engine command infertel knows: expected `vllm serve …`, `python -m "
-         "vllm.entrypoints.openai.api_server …`, `python -m sglang.launch_server …` or `sglang "
-         "serve …`";
+  if (auto cmd = RecogniseEngine(argv)) return cmd;
+  *why = "'" + argv[0] + "' is not an engine command infertel knows: expected " + KnownCommands();
   return std::nullopt;
 }
 
@@ -113,11 +143,11 @@ std::optional<Rewritten> Rewrite(
     const std::vector<std::string>& argv, const RecognisedCommand& cmd, const RewriteOptions& o,
     const std::vector<std::pair<std::string, std::string>>& environment, std::string* why) {
   Rewritten out;
-  const bool sglang = cmd.engine == EngineKind::kSglang;
-  // Where the user asked the engine to listen: vLLM binds every interface by default on 8000,
-  // SGLang 127.0.0.1:30000.
-  out.user_host = sglang ? "127.0.0.1" : "0.0.0.0";
-  out.user_port = sglang ? 30000 : 8000;
+  const engines::EngineProfile& engine = engines::Profile(cmd.engine);
+  // Where the user asked the engine to listen: the engine's own default unless it says.
+  const auto [default_host, default_port] = engine.default_listen();
+  out.user_host = std::string(default_host);
+  out.user_port = default_port;
   if (auto listen = FlagValue(argv, cmd.args_begin, "--listen")) {
     auto colon = listen->rfind(':');
     auto port = colon == std::string::npos ? std::nullopt : ParsePort(listen->substr(colon + 1));
@@ -151,28 +181,18 @@ std::optional<Rewritten> Rewrite(
                   {"--host", o.engine_host, "--port", std::to_string(o.engine_port)});
   if (!o.instrument) return out;
 
-  auto add_flag = [&](std::string flag, std::optional<std::string> value = std::nullopt) {
+  engines::LaunchTelemetry t;
+  t.otlp_grpc_endpoint = o.otlp_grpc_endpoint;
+  t.otlp_http_endpoint = o.otlp_http_endpoint;
+  t.http = EnvValue(environment, otel_env::kOtlpTracesProtocol) == "http/protobuf";
+  t.tracing_level = o.tracing_level;
+  t.export_delay_ms = o.export_delay_ms;
+  const engines::LaunchAdditions adds = engine.LaunchTelemetryFor(
+      t, [&](std::string_view flag) { return HasFlag(argv, cmd.args_begin, flag); });
+  for (const auto& [flag, value] : adds.flags) {
     out.argv.push_back(flag);
     if (value) out.argv.push_back(*value);
     out.added.push_back(value ? flag + " " + *value : flag);
-  };
-  const std::string protocol = EnvValue(environment, otel_env::kOtlpTracesProtocol);
-  const bool http = protocol == "http/protobuf";
-  if (!sglang) {
-    // vLLM: tracing is on only with an endpoint; its gRPC exporter takes a URL, its HTTP one
-    // the full /v1/traces URL.
-    if (!HasFlag(argv, cmd.args_begin, "--otlp-traces-endpoint"))
-      add_flag("--otlp-traces-endpoint",
-               http ? o.otlp_http_endpoint + "/v1/traces" : "http://" + o.otlp_grpc_endpoint);
-  } else {
-    if (!HasFlag(argv, cmd.args_begin, "--enable-trace")) add_flag("--enable-trace");
-    // SGLang's gRPC endpoint is HOST:PORT; early releases spelled the flag --oltp-….
-    if (!HasFlag(argv, cmd.args_begin, "--otlp-traces-endpoint") &&
-        !HasFlag(argv, cmd.args_begin, "--oltp-traces-endpoint"))
-      add_flag("--otlp-traces-endpoint",
-               http ? o.otlp_http_endpoint + "/v1/traces" : o.otlp_grpc_endpoint);
-    if (!HasFlag(argv, cmd.args_begin, "--enable-metrics")) add_flag("--enable-metrics");
-    if (!HasFlag(argv, cmd.args_begin, "--enable-cache-report")) add_flag("--enable-cache-report");
   }
   auto add_env = [&](std::string_view name, std::string value) {
     if (value.empty() || InEnv(environment, name)) return;
@@ -181,9 +201,7 @@ std::optional<Rewritten> Rewrite(
   };
   add_env(otel_env::kServiceName, o.service_name);
   add_env(otel_env::kResourceAttributes, o.resource_attributes);
-  if (!sglang) add_env(otel_env::kBspScheduleDelay, o.vllm_export_delay_ms);
-  if (sglang && o.sglang_trace_level)
-    add_env("SGLANG_TRACE_LEVEL", std::to_string(*o.sglang_trace_level));
+  for (const auto& [name, value] : adds.env) add_env(name, value);
   return out;
 }
 

@@ -11,21 +11,21 @@
 #include <utility>
 #include <vector>
 
-#include "core/engine_kind.h"
+#include "core/engine_id.h"
+#include "engines/profile.h"
 
 namespace infertel::launch {
 
 struct RecognisedCommand {
-  EngineKind engine = EngineKind::kVllm;
+  EngineId engine;
   // Index in argv of the first engine argument (after `serve`, the module name, or `sim`).
   std::size_t args_begin = 0;
-  std::string form;  // how it was recognised, e.g. "vllm serve", "python -m sglang.launch_server"
+  std::string form;  // how it was recognised, e.g. "PROGRAM serve", "python -m MODULE"
 };
 
-// Recognises: `vllm serve …`, `python[3[.x]] -m vllm.entrypoints.openai.api_server …`,
-// `python[3[.x]] -m sglang.launch_server …`, `sglang serve …`, and the simulator's
-// `infertel sim --engine vllm|sglang …` (any path to the binaries). nullopt otherwise, with
-// *why set.
+// Recognises the commands of every registered engine (EngineProfile::launch_commands: `PROGRAM
+// SUBCOMMAND …` and `python[3[.x]] -m MODULE …`) and the simulator's `infertel sim --engine
+// NAME …` (any path to the binaries). nullopt otherwise, with *why set.
 std::optional<RecognisedCommand> Recognise(const std::vector<std::string>& argv, std::string* why);
 
 // The value of a flag given as `--name value` or `--name=value` (the last one wins, as with
@@ -43,12 +43,14 @@ struct RewriteOptions {
   std::string otlp_http_endpoint;   // the HTTP receiver, http://HOST:PORT
   std::string service_name;         // OTEL_SERVICE_NAME for the engine, when the user set none
   std::string resource_attributes;  // OTEL_RESOURCE_ATTRIBUTES, likewise
-  std::optional<int> sglang_trace_level;  // SGLANG_TRACE_LEVEL, when the user set none
-  // OTEL_BSP_SCHEDULE_DELAY for vLLM, when the user set none; empty: add nothing. vLLM's span
-  // processor takes the OpenTelemetry SDK's 5 s by default, so an engine span reached the
-  // backend about 1 s after its request under load and up to 5 s after it when idle; SGLang
-  // passes its own 500 ms to its processor and ignores the variable.
-  std::string vllm_export_delay_ms = "500";
+  // The engine's tracing level, for an engine that takes it at start (its profile decides
+  // how), when the user set none.
+  std::optional<int> tracing_level;
+  // The batch delay of the engine's span processor, for an engine that reads it from the
+  // environment, when the user set none; empty: add nothing. The OpenTelemetry SDK's default
+  // is 5 s, so an engine span reached the backend about 1 s after its request under load and
+  // up to 5 s after it when idle.
+  std::string export_delay_ms = "500";
 };
 
 struct Rewritten {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engines/registry.h"
+
 namespace infertel::metrics {
 namespace {
 
@@ -21,22 +23,11 @@ MetricLabels ApiLabels(std::string_view model, std::string_view span_kind,
   return l;  // already sorted by key
 }
 
-MetricLabels EngineLabels(EngineKind engine, std::string_view model) {
-  if (engine == EngineKind::kSglang)
-    return {{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
-            {std::string(kDimCallType), std::string(kCallTypeGenAi)},
-            {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
-  return {{std::string(kDimCallType), std::string(kCallTypeGenAi)},
-          {std::string(kDimModelName), std::string(model)},
-          {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
-}
-
 }  // namespace
 
-bool MetricsEnabled(const config::Settings& s, EngineKind engine) {
-  if (engine == EngineKind::kSglang)
-    return s.GetBool(config::Key::kSglangEnabled) && s.GetBool(config::Key::kSglangMetricsEnabled);
-  return s.GetBool(config::Key::kVllmEnabled) && s.GetBool(config::Key::kVllmMetricsEnabled);
+bool MetricsEnabled(const config::Settings& s, EngineId engine) {
+  const engines::EngineSwitches sw = engines::Profile(engine).switches();
+  return engines::SwitchOn(s, sw.enabled) && engines::SwitchOn(s, sw.metrics_enabled);
 }
 
 std::vector<MetricPoint> ExchangeMeasures::Points() const {
@@ -86,41 +77,25 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   }
   if (ex.op == Operation::kEmbeddings) return out;
 
-  out.labels[M::kEngine] = EngineLabels(ex.engine, model);
-  const auto engine = [&](MetricId id, double value) { d.push_back({id, M::kEngine, value}); };
+  const engines::EngineProfile& profile = engines::Profile(ex.engine);
+  out.labels[M::kEngine] = profile.RequestLabels(model);
+  engines::RequestFigures f;
+  f.input_tokens = input;
+  f.output_tokens = output;
+  f.cached_tokens = usage.cached_tokens;
+  f.ok = ok;
+  f.stream_deltas = ex.stream_deltas;
   const std::uint64_t start = ex.start.mono_start_ns;
-  const bool has_first = ex.first_token_mono_ns > start;
-  const double e2e = ex.end_mono_ns > start ? (ex.end_mono_ns - start) / kNs : 0;
-  const double ttft = has_first ? (ex.first_token_mono_ns - start) / kNs : 0;
-  const std::uint64_t last_token =
-      ex.delta_mono_ns.empty() ? ex.first_token_mono_ns : ex.delta_mono_ns.back();
-
-  if (ex.engine == EngineKind::kSglang) {
-    engine(MetricId::kSglangNumRequestsTotal, 1);
-    if (input) engine(MetricId::kSglangPromptTokensTotal, double(*input));
-    if (output) engine(MetricId::kSglangGenerationTokensTotal, double(*output));
-    if (usage.cached_tokens)
-      engine(MetricId::kSglangCachedTokensTotal, double(*usage.cached_tokens));
-    if (has_first) engine(MetricId::kTimeToFirstToken, ttft);
-    // The true gaps between streamed tokens add up to last − first delta.
-    if (has_first && ex.stream_deltas > 1 && last_token > ex.first_token_mono_ns)
-      engine(MetricId::kSglangInterTokenLatency, (last_token - ex.first_token_mono_ns) / kNs);
-    if (ok) {
-      engine(MetricId::kRequestDuration, e2e);
-      // M5: time per output token is the request average e2e / output tokens.
-      if (output && *output > 0) engine(MetricId::kTimePerOutputToken, e2e / double(*output));
-    }
-    return out;
+  const std::uint64_t first = ex.first_token_mono_ns;
+  if (ex.end_mono_ns > start) f.e2e_s = (ex.end_mono_ns - start) / kNs;
+  if (first > start) {
+    f.ttft_s = (first - start) / kNs;
+    const std::uint64_t last = ex.delta_mono_ns.empty() ? first : ex.delta_mono_ns.back();
+    if (last > first) f.decode_s = (last - first) / kNs;
   }
-
-  if (has_first) engine(MetricId::kFirstTokenSeconds, ttft);
-  if (ok) {
-    engine(MetricId::kRequestDuration, e2e);
-    // vLLM's per-request TPOT: decode time over the tokens after the first.
-    if (has_first && output && *output > 1 && last_token > ex.first_token_mono_ns)
-      engine(MetricId::kTimePerOutputToken,
-             (last_token - ex.first_token_mono_ns) / kNs / double(*output - 1));
-  }
+  engines::RequestMeasures measures;
+  profile.MeasureRequest(f, &measures);
+  for (const auto& [id, value] : measures) d.push_back({id, M::kEngine, value});
   return out;
 }
 

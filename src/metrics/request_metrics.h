@@ -24,7 +24,7 @@ namespace infertel::metrics {
 
 // Whether the agent reports metrics for an engine now: its plugin (C1) and its "collect
 // metrics" switch (C3/C4) are both on.
-bool MetricsEnabled(const config::Settings& settings, EngineKind engine);
+bool MetricsEnabled(const config::Settings& settings, EngineId engine);
 
 // One exchange's counter deltas. They share three label sets (API-layer input tokens, output
 // tokens, engine-layer), so each delta names its set instead of carrying a copy of it: the

@@ -4,8 +4,7 @@
 
 #include "core/clock.h"
 #include "core/thread_name.h"
-#include "engines/sglang/sglang_metrics.h"
-#include "engines/vllm/vllm_metrics.h"
+#include "engines/registry.h"
 #include "http/sync_client.h"
 #include "http/url.h"
 #include "metrics/exposition.h"
@@ -44,8 +43,7 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
-    store_.AddSource(tc.upstream,
-                     tc.engine == EngineKind::kSglang ? MetricScope::kSglang : MetricScope::kVllm);
+    store_.AddSource(tc.upstream, tc.engine);
     request_metrics_.AddUpstream(tc.upstream);
     t->series = std::make_unique<ScrapedSeries>(options_.scrape_limits);
     if (!tc.url.empty()) {
@@ -102,11 +100,8 @@ void MetricsService::Loop(std::chrono::milliseconds interval, void (MetricsServi
 
 std::vector<MetricPoint> MetricsService::Snapshot() const {
   auto settings = config_->Current();
-  bool vllm = MetricsEnabled(*settings, EngineKind::kVllm);
-  bool sglang = MetricsEnabled(*settings, EngineKind::kSglang);
-  return store_.Snapshot([&](std::string_view, MetricScope engine) {
-    return engine == MetricScope::kSglang ? sglang : vllm;
-  });
+  return store_.Snapshot(
+      [&](std::string_view, EngineId engine) { return MetricsEnabled(*settings, engine); });
 }
 
 std::string MetricsService::RenderPrometheus() const {
@@ -155,8 +150,8 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
     return fail(error);
   }
   if (resp.status != 200) {
-    // SGLang without --enable-metrics has no /metrics route: a 404 here is the normal state
-    // of such an engine, and the gateway's own measurements carry on.
+    // An engine started without its metrics may have no /metrics route: a 404 here is the
+    // normal state of such an engine, and the gateway's own measurements carry on.
     return fail("HTTP " + std::to_string(resp.status));
   }
   scrape::ParseOptions popts;
@@ -164,9 +159,9 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
     popts.openmetrics = ct->find("openmetrics") != std::string::npos;
   // Only the families the engine's table reads, and a bounded number of their samples: what a
   // target serves beyond them costs a scan, not memory.
-  const bool sglang = t.config.engine == EngineKind::kSglang;
-  popts.keep_family = sglang ? &engines::sglang::ReadsFamily : &engines::vllm::ReadsFamily;
-  popts.keep_sample = sglang ? &engines::sglang::ReadsSample : &engines::vllm::ReadsSample;
+  const engines::EngineProfile& engine = engines::Profile(t.config.engine);
+  popts.keep_family = [&engine](std::string_view f) { return engine.ReadsFamily(f); };
+  popts.keep_sample = [&engine](std::string_view s) { return engine.ReadsSample(s); };
   popts.max_samples = kSamplesPerSeries * options_.scrape_limits.max_series;
   scrape::ParseResult parsed = scrape::ParsePrometheusText(resp.body, popts);
   resp.body = std::string();  // the parse holds copies; the body can be large
@@ -175,18 +170,13 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
     spdlog::debug("metrics: upstream {}: {} malformed lines skipped (first: {})", name,
                   parsed.malformed_lines, parsed.errors.empty() ? "" : parsed.errors.front());
   }
-
-  if (sglang) {
-    std::size_t invalid = 0;
-    auto snapshot = engines::sglang::TranslateSnapshot(parsed, &invalid);
-    CountRefused(t, {}, parsed.samples_over_limit, invalid);
-    t.stats.series.store(snapshot.size(), std::memory_order_relaxed);
-    if (!snapshot.empty()) {
-      snapshot.push_back({MetricId::kSglangLogCount, snapshot.front().labels, 1});
-      store_.Add(name, snapshot);
-    }
+  engines::ScrapedMetrics scraped = engine.TranslateScrape(parsed, t.config.generation_hint);
+  if (engine.scrape_mode() == engines::ScrapeMode::kSnapshot) {
+    CountRefused(t, {}, parsed.samples_over_limit, scraped.invalid_values);
+    t.stats.series.store(scraped.snapshot.size(), std::memory_order_relaxed);
+    if (!scraped.snapshot.empty()) store_.Add(name, scraped.snapshot);
   } else {
-    StoreVllm(t, parsed);
+    StoreCumulative(t, parsed.samples_over_limit, std::move(scraped));
   }
   if (!t.was_ok) spdlog::info("metrics: upstream {}: scraping {} again", name, t.url->ToString());
   t.was_ok = true;
@@ -194,13 +184,8 @@ void MetricsService::ScrapeTarget_(Target& t, const config::Settings& settings) 
   t.last_error.clear();
 }
 
-void MetricsService::StoreVllm(Target& t, const scrape::ParseResult& parsed) {
-  using engines::vllm::MetricsGeneration;
-  const std::string& hint = t.config.generation_hint;
-  MetricsGeneration gen = hint == "v0"   ? MetricsGeneration::kV0
-                          : hint == "v1" ? MetricsGeneration::kV1
-                                         : engines::vllm::DetectMetricsGeneration(parsed);
-  auto translated = engines::vllm::TranslateMetrics(parsed, gen);
+void MetricsService::StoreCumulative(Target& t, std::size_t samples_over_limit,
+                                     engines::ScrapedMetrics translated) {
   const ScrapeUpdate u =
       t.series->Update(translated.counters, &translated.gauges, ScrapedSeries::Clock::now());
   if (u.resets > 0) {
@@ -210,7 +195,7 @@ void MetricsService::StoreVllm(Target& t, const scrape::ParseResult& parsed) {
         "carried over",
         t.config.upstream, u.resets);
   }
-  CountRefused(t, u, parsed.samples_over_limit, translated.invalid_values);
+  CountRefused(t, u, samples_over_limit, translated.invalid_values);
   store_.ReplaceScrapedCounters(t.config.upstream, t.series->CounterTotals());
   store_.ReplaceGauges(t.config.upstream, std::move(translated.gauges));
   t.stats.series.store(t.series->size(), std::memory_order_relaxed);

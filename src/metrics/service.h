@@ -18,6 +18,7 @@
 #include "config/settings.h"
 #include "core/stats.h"
 #include "core/telemetry.h"
+#include "engines/profile.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
@@ -39,9 +40,9 @@ struct MetricsOptions {
 
 struct ScrapeTarget {
   std::string upstream;  // source name in the store
-  EngineKind engine = EngineKind::kVllm;
+  EngineId engine;
   std::string url;              // full URL of the engine's /metrics; "" = not scraped
-  std::string generation_hint;  // vLLM: "v0", "v1", or "" (detected from the exposition)
+  std::string generation_hint;  // the engine's generation, e.g. "v1"; "" = from the exposition
 };
 
 // Per-target scrape counters, for infertel's self-metrics.
@@ -91,7 +92,9 @@ class MetricsService {
  private:
   struct Target;
   void ScrapeTarget_(Target& t, const config::Settings& settings);
-  void StoreVllm(Target& t, const scrape::ParseResult& parsed);
+  // Stores a kCumulative engine's scrape: counters through the target's reset handling.
+  void StoreCumulative(Target& t, std::size_t samples_over_limit,
+                       engines::ScrapedMetrics translated);
   void CountRefused(Target& t, const ScrapeUpdate& u, std::size_t over_sample_limit,
                     std::size_t invalid_values);
   void RegisterModelStats(StatsRegistry* stats);

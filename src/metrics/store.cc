@@ -44,7 +44,7 @@ double& ValueOf(Series& m, const MetricPoint& p) { return ValueOf(m, p.id, p.lab
 
 struct MetricStore::Source {
   std::string name;
-  MetricScope engine;
+  EngineId engine;
   mutable std::mutex mu;
   Series counters;          // guarded by mu: the gateway's measurements (Add)
   Series scraped_counters;  // guarded by mu: the engine's, replaced on every scrape
@@ -54,7 +54,7 @@ struct MetricStore::Source {
 MetricStore::MetricStore() = default;
 MetricStore::~MetricStore() = default;
 
-void MetricStore::AddSource(std::string name, MetricScope engine) {
+void MetricStore::AddSource(std::string name, EngineId engine) {
   if (Find(name)) return;
   auto s = std::make_unique<Source>();
   s->name = std::move(name);
@@ -104,7 +104,7 @@ void MetricStore::ReplaceGauges(std::string_view source, std::vector<MetricPoint
 }
 
 std::vector<MetricPoint> MetricStore::Snapshot(
-    const std::function<bool(std::string_view, MetricScope)>& include) const {
+    const std::function<bool(std::string_view, EngineId)>& include) const {
   struct Acc {
     double sum = 0;
     int n = 0;

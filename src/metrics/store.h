@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/engine_id.h"
 #include "core/metric_families.h"
 
 namespace infertel::metrics {
@@ -33,8 +34,8 @@ class MetricStore {
  public:
   MetricStore();
   ~MetricStore();
-  // Registers a source; `engine` is kVllm or kSglang. Not thread-safe: call before use.
-  void AddSource(std::string name, MetricScope engine);
+  // Registers a source and the engine it measures. Not thread-safe: call before use.
+  void AddSource(std::string name, EngineId engine);
 
   // Adds deltas to counters (gateway measurements, snapshot counters). Unknown source: ignored.
   void Add(std::string_view source, std::span<const MetricPoint> deltas);
@@ -52,7 +53,7 @@ class MetricStore {
   // Every series of the sources `include` accepts (all when null), merged across sources,
   // in family order then label order.
   std::vector<MetricPoint> Snapshot(
-      const std::function<bool(std::string_view source, MetricScope engine)>& include = {}) const;
+      const std::function<bool(std::string_view source, EngineId engine)>& include = {}) const;
 
  private:
   struct Source;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "core/engine_kind.h"
+#include "core/engine_id.h"
 #include "core/ids.h"
 #include "openai/openai.h"
 
@@ -30,7 +30,7 @@ enum class Outcome {
 struct Exchange {
   // Which upstream, and its engine.
   std::string upstream_name;
-  EngineKind engine = EngineKind::kVllm;
+  EngineId engine;
 
   openai::Operation op = openai::Operation::kNone;
   openai::RequestInfo request;

@@ -12,6 +12,12 @@ namespace sc = semconv;
 
 namespace {
 
+// The instrumentation scope and service name SGLang's server exports its spans under, and the
+// module its request spans name (M4).
+constexpr std::string_view kServerScopeName = "sglang server";
+constexpr std::string_view kServerServiceName = "sglang";
+constexpr std::string_view kServerModulePrefix = "sglang::";
+
 struct Leveled {
   std::string_view name;
   int level;
@@ -105,14 +111,14 @@ bool IsThreadName(std::string_view n) {
 }  // namespace
 
 bool IsSglangScope(const Resource& resource, const otlp_common::InstrumentationScope& scope) {
-  if (scope.name() == sc::kSglScopeName) return true;
+  if (scope.name() == kServerScopeName) return true;
   const AnyValue* svc = FindAttr(resource.attributes(), sc::kServiceName);
-  return svc && svc->has_string_value() && svc->string_value() == sc::kSglServiceName;
+  return svc && svc->has_string_value() && svc->string_value() == kServerServiceName;
 }
 
 bool IsUnmistakablySglang(const Span& span) {
   if (const AnyValue* m = FindAttr(span.attributes(), sc::kSglModule);
-      m && m->has_string_value() && StartsWith(m->string_value(), sc::kSglModulePrefix)) {
+      m && m->has_string_value() && StartsWith(m->string_value(), kServerModulePrefix)) {
     return true;
   }
   if (HasAttr(span, sc::kSglThreadLabel) && HasAttr(span, sc::kSglHostId)) return true;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "app/agent.h"
+#include "common/engine_ids.h"
 
 namespace infertel {
 namespace {
@@ -44,9 +45,9 @@ upstreams:
   ASSERT_EQ(o.upstreams.size(), 3u);
   EXPECT_EQ(o.upstreams[0].name, "llama");
   EXPECT_EQ(o.upstreams[0].listen.port, 9000);
-  EXPECT_EQ(o.upstreams[1].engine, EngineKind::kSglang);
+  EXPECT_EQ(o.upstreams[1].engine, SglangEngineId());
   EXPECT_EQ(o.upstreams[1].url.host, "10.1.2.3");
-  EXPECT_EQ(o.upstreams[2].engine, EngineKind::kVllm);  // the default engine
+  EXPECT_EQ(o.upstreams[2].engine, VllmEngineId());  // the default engine
   EXPECT_EQ(o.upstreams[2].pd_role, "producer");
   EXPECT_EQ(o.upstreams[2].engine_version, "v1");
   EXPECT_EQ(o.upstreams[2].data_parallel_size, 2);

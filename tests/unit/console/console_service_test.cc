@@ -1,5 +1,7 @@
 #include "console/console_service.h"
 
+#include "engines/registry.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -26,15 +28,9 @@ std::string WriteTemp(std::string_view name, std::string_view text) {
   return path.string();
 }
 
-std::vector<gateway::UpstreamConfig> Upstreams() {
-  gateway::UpstreamConfig v, s;
-  v.name = "v";
-  v.engine = EngineKind::kVllm;
-  v.url = *http::ParseUrl("http://127.0.0.1:1");
-  s.name = "s";
-  s.engine = EngineKind::kSglang;
-  s.url = *http::ParseUrl("http://127.0.0.1:2");
-  return {v, s};
+std::vector<KnobUpstream> Upstreams() {
+  return {{"v", *engines::FindEngine("vllm"), *http::ParseUrl("http://127.0.0.1:1")},
+          {"s", *engines::FindEngine("sglang"), *http::ParseUrl("http://127.0.0.1:2")}};
 }
 
 TEST(ConsoleServiceTest, BadEnvOrConsoleFileStopsTheStart) {

@@ -5,9 +5,11 @@
 #include <mutex>
 #include <thread>
 
+#include "common/engine_ids.h"
 #include "console/engine_knobs.h"
-#include "console/sglang_knobs.h"
 #include "engines/sglang/control.h"
+#include "engines/sglang/sglang_knobs.h"
+#include "engines/vllm/vllm_knobs.h"
 #include "http/simple_server.h"
 
 namespace infertel::console {
@@ -31,7 +33,7 @@ class FakeKnobs final : public EngineKnobs {
     int answers_asked = 0;
   };
   explicit FakeKnobs(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
-  EngineKind engine() const override { return EngineKind::kSglang; }
+  std::string_view engine() const override { return "sglang"; }
   std::string Unsupported(Key) const override { return ""; }
   std::optional<Original> ReadOriginal(Key key, std::string* error) override {
     std::lock_guard lock(s_->mu);
@@ -268,7 +270,7 @@ TEST(KnobControllerTest, OnlyEnginesHoldingAConsoleValueAreAsked) {
 
 TEST(KnobControllerTest, VllmKnobsAreUnsupportedWithAReason) {
   std::vector<KnobTarget> targets;
-  targets.push_back({"v", "http://127.0.0.1:1", MakeVllmKnobs()});
+  targets.push_back({"v", "http://127.0.0.1:1", engines::vllm::MakeKnobs()});
   KnobController c(std::move(targets));
   c.Start();
   c.Update(With(Key::kVllmLoggingLevel, Value{std::string("DEBUG")}));
@@ -278,10 +280,11 @@ TEST(KnobControllerTest, VllmKnobsAreUnsupportedWithAReason) {
     auto st = StateOn(c, k);
     EXPECT_EQ(st.status, "unsupported") << config::Spec(k).console_key;
     EXPECT_FALSE(st.reason.empty());
-    EXPECT_FALSE(VllmUnsupportedReason(k).empty());
+    EXPECT_FALSE(engines::vllm::UnsupportedReason(k).empty());
   }
-  EXPECT_TRUE(c.StateOf(Key::kSglangTracingLevel).empty());            // not a vLLM key
-  EXPECT_TRUE(VllmUnsupportedReason(Key::kVllmTracingLevel).empty());  // applied by infertel
+  EXPECT_TRUE(c.StateOf(Key::kSglangTracingLevel).empty());  // not a vLLM key
+  EXPECT_TRUE(
+      engines::vllm::UnsupportedReason(Key::kVllmTracingLevel).empty());  // applied by infertel
 }
 
 // SGLang's control surface as facts/sglang.md describes it.
@@ -397,7 +400,7 @@ TEST(SglangControlTest, TraceLevelAndLoggingRequests) {
 TEST(SglangKnobsTest, AppliesAndRestoresOverHttp) {
   FakeSglang sg;
   std::vector<KnobTarget> targets;
-  targets.push_back({"sg", sg.url().ToString(), MakeSglangKnobs(sg.url())});
+  targets.push_back({"sg", sg.url().ToString(), engines::sglang::MakeKnobs(sg.url())});
   KnobController c(std::move(targets), 50ms);
   c.Start();
   config::Settings s;
@@ -426,16 +429,16 @@ TEST(SglangKnobsTest, AppliesAndRestoresOverHttp) {
 TEST(SglangKnobsTest, AnswersMeansServerInfoAnswers) {
   FakeSglang sg;
   std::string error;
-  EXPECT_TRUE(MakeSglangKnobs(sg.url())->Answers(&error)) << error;
+  EXPECT_TRUE(engines::sglang::MakeKnobs(sg.url())->Answers(&error)) << error;
   EXPECT_EQ(sg.log(), (std::vector<std::string>{"GET /server_info"}));
-  auto gone = MakeSglangKnobs(*http::ParseUrl("http://127.0.0.1:1"));
+  auto gone = engines::sglang::MakeKnobs(*http::ParseUrl("http://127.0.0.1:1"));
   EXPECT_FALSE(gone->Answers(&error));
   EXPECT_FALSE(error.empty());
 }
 
 TEST(SglangKnobsTest, ReportedTraceLevelIsTheOriginal) {
   FakeSglang sg(false, /*report_trace_level=*/true);
-  auto knobs = MakeSglangKnobs(sg.url());
+  auto knobs = engines::sglang::MakeKnobs(sg.url());
   std::string error;
   auto o = knobs->ReadOriginal(Key::kSglangTracingLevel, &error);
   ASSERT_TRUE(o) << error;

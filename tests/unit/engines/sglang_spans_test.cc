@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/engine_ids.h"
 #include "common/sglang_fixture.h"
 #include "core/semconv.h"
 #include "engines/assembler.h"
@@ -428,7 +429,7 @@ TEST(SglangAssembler, NativeSpansTakeTheAgentsResourceAndTheExchangesLevel) {
   FixtureTree t = LoadFixture();
 
   openai::Exchange ex;
-  ex.engine = EngineKind::kSglang;
+  ex.engine = SglangEngineId();
   std::copy(t.trace.begin(), t.trace.end(), ex.trace_id.begin());
   ex.tracing_level = 2;  // the level when the request arrived; the current one is 3
   a.OnExchangeStarted(ex);

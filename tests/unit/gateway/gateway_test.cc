@@ -11,6 +11,7 @@
 #include <thread>
 #include <tuple>
 
+#include "common/engine_ids.h"
 #include "core/semconv.h"
 #include "exchange_recorder.h"
 #include "gateway/entry_span.h"
@@ -268,8 +269,8 @@ TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
   ASSERT_TRUE(a && b) << error;
   GatewayOptions opts;
   opts.threads = 2;
-  for (auto [name, port, engine] : {std::tuple{"a", a->port(), EngineKind::kVllm},
-                                    std::tuple{"b", b->port(), EngineKind::kSglang}}) {
+  for (auto [name, port, engine] :
+       {std::tuple{"a", a->port(), VllmEngineId()}, std::tuple{"b", b->port(), SglangEngineId()}}) {
     UpstreamConfig uc;
     uc.name = name;
     uc.engine = engine;
@@ -298,7 +299,7 @@ TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
     EXPECT_EQ(res.body(), i == 0 ? "from-a" : "from-b");
     openai::Exchange ex = rec.WaitOne(i);
     EXPECT_EQ(ex.upstream_name, i == 0 ? "a" : "b");
-    EXPECT_EQ(ex.engine, i == 0 ? EngineKind::kVllm : EngineKind::kSglang);
+    EXPECT_EQ(ex.engine, i == 0 ? VllmEngineId() : SglangEngineId());
     EXPECT_EQ(ex.op, openai::Operation::kEmbeddings);
   }
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/engine_ids.h"
 #include "core/semconv.h"
 #include "exchange_recorder.h"
 #include "gateway/content_events.h"
@@ -118,7 +119,7 @@ constexpr char kChatBody[] = R"({"model":"m","messages":[{"role":"user","content
 
 class LiveSwitchTest : public ::testing::Test {
  protected:
-  void Start(EngineKind engine, bool upstream_up = true) {
+  void Start(EngineId engine, bool upstream_up = true) {
     std::string error;
     std::uint16_t upstream_port = 0;
     if (upstream_up) {
@@ -202,7 +203,7 @@ class LiveSwitchTest : public ::testing::Test {
 };
 
 TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
-  Start(EngineKind::kVllm);
+  Start(VllmEngineId());
   ASSERT_EQ(Post(), 200u);
   Exchange first = recorder_.WaitOne(0);
   EXPECT_FALSE(first.log_requests);  // unset: the engine's own default (off)
@@ -245,7 +246,7 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
 }
 
 TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
-  Start(EngineKind::kSglang);
+  Start(SglangEngineId());
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 200u);
   recorder_.WaitOne(0);
@@ -261,7 +262,7 @@ TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
 }
 
 TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
-  Start(EngineKind::kVllm, /*upstream_up=*/false);
+  Start(VllmEngineId(), /*upstream_up=*/false);
   Set(Key::kVllmLogRequests, true);
   ASSERT_EQ(Post(), 502u);
   openai::Exchange ex = recorder_.WaitOne(0);
@@ -273,7 +274,7 @@ TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
 }
 
 TEST_F(LiveSwitchTest, CaptureStrategyAndCaptureSwitchApplyLive) {
-  Start(EngineKind::kVllm);
+  Start(VllmEngineId());
   ASSERT_EQ(Post(), 200u);
   openai::Exchange ex = recorder_.WaitOne(0);
   EXPECT_TRUE(ex.content_on_span);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/engine_ids.h"
 #include "core/semconv.h"
 #include "gateway/entry_span.h"
 #include "openai/openai.h"
@@ -40,7 +41,7 @@ const AnyValue* Get(const Span& s, std::string_view key) { return FindAttr(s.att
 // observer, the way the gateway fills the exchange.
 Exchange StreamExchange(const std::string& body, const std::string& fixture, bool capture = true) {
   openai::Exchange ex;
-  ex.engine = EngineKind::kSglang;
+  ex.engine = SglangEngineId();
   ex.upstream_name = "sgl";
   ex.op = openai::Operation::kChat;
   openai::CaptureOptions cap;
@@ -79,7 +80,7 @@ constexpr const char* kToolBody =
 TEST(SglangEntrySpan, ReasoningStreamWithUsage) {
   openai::Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
   Span s;
-  BuildEntrySpan(ex, &s, EngineFacts{4});  // the server's --stream-interval 4
+  BuildEntrySpan(ex, &s, EngineFacts{.stream_interval = 4});  // the server's --stream-interval 4
   EXPECT_EQ(s.name(), "chat Qwen/Qwen3.8-Flash-Next");
   EXPECT_EQ(s.kind(), otlp_trace::Span::SPAN_KIND_INTERNAL);
   EXPECT_EQ(Get(s, sc::kGenAiSpanKind)->string_value(), "LLM");
@@ -118,7 +119,7 @@ TEST(SglangEntrySpan, ReasoningStreamWithUsage) {
 TEST(SglangEntrySpan, ParallelToolCallsWithoutUsage) {
   openai::Exchange ex = StreamExchange(kToolBody, "sglang-sse-chat-toolcall-parallel.txt");
   Span s;
-  BuildEntrySpan(ex, &s, EngineFacts{1});
+  BuildEntrySpan(ex, &s, EngineFacts{.stream_interval = 1});
   EXPECT_TRUE(Get(s, sc::kGenAiRequestHasToolCalls)->bool_value());
   EXPECT_TRUE(Get(s, sc::kGenAiRequestToolCallDetected)->bool_value());
   EXPECT_EQ(Get(s, sc::kGenAiRequestToolCallsCount)->int_value(), 2);
@@ -159,7 +160,7 @@ TEST(SglangEntrySpan, ClientRidIsTheRequestIdAndNonStreamingHasTheModel) {
   EXPECT_EQ(Get(s, sc::kGenAiResponseTokensStreamed)->int_value(), 8);  // default interval 1
 
   Exchange ns;
-  ns.engine = EngineKind::kSglang;
+  ns.engine = SglangEngineId();
   ns.op = openai::Operation::kTextCompletion;
   ns.request = openai::ParseRequest(ns.op, R"({"model":"m","prompt":"hi","max_tokens":4})", {});
   ns.response = openai::ParseResponse(
@@ -184,7 +185,7 @@ TEST(SglangEntrySpan, ClientRidIsTheRequestIdAndNonStreamingHasTheModel) {
 
 TEST(SglangEntrySpan, VllmSpansKeepTheirShape) {
   openai::Exchange ex = StreamExchange(kReasoningBody, "sglang-sse-chat-reasoning-usage.txt");
-  ex.engine = EngineKind::kVllm;
+  ex.engine = VllmEngineId();
   Span s;
   BuildEntrySpan(ex, &s);
   EXPECT_EQ(Get(s, sc::kGenAiUserId)->string_value(), "u-1");

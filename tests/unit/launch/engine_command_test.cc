@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/engine_ids.h"
 #include "launch/engine_command.h"
 
 namespace infertel::launch {
@@ -19,7 +20,7 @@ RewriteOptions Opts() {
   o.otlp_http_endpoint = "http://127.0.0.1:4318";
   o.service_name = "my-app";
   o.resource_attributes = "deployment.environment=prod";
-  o.sglang_trace_level = 2;
+  o.tracing_level = 2;
   return o;
 }
 
@@ -42,25 +43,25 @@ TEST(Recognise, EveryDocumentedForm) {
   std::string why;
   auto v = Recognise({"vllm", "serve", "m"}, &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kVllm);
+  EXPECT_EQ(v->engine, VllmEngineId());
   EXPECT_EQ(v->args_begin, 2u);
   v = Recognise({"/usr/bin/python3.11", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"},
                 &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kVllm);
+  EXPECT_EQ(v->engine, VllmEngineId());
   EXPECT_EQ(v->args_begin, 3u);
   v = Recognise({"python", "-m", "sglang.launch_server", "--model-path", "m"}, &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kSglang);
+  EXPECT_EQ(v->engine, SglangEngineId());
   v = Recognise({"/opt/venv/bin/sglang", "serve", "--model-path", "m"}, &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kSglang);
+  EXPECT_EQ(v->engine, SglangEngineId());
   v = Recognise({"/x/build/infertel", "sim", "--engine", "sglang"}, &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kSglang);
+  EXPECT_EQ(v->engine, SglangEngineId());
   v = Recognise({"/x/build/infertel", "sim"}, &why);
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->engine, EngineKind::kVllm);
+  EXPECT_EQ(v->engine, VllmEngineId());
   EXPECT_FALSE(Recognise({"python", "-m", "http.server"}, &why));
   EXPECT_NE(why.find("not an engine command"), std::string::npos);
   EXPECT_FALSE(Recognise({}, &why));
@@ -100,7 +101,7 @@ TEST(Rewrite, VllmExportDelayOnlyWhereTheUserSetNone) {
   auto theirs = Must({"vllm", "serve", "m"}, {{"OTEL_BSP_SCHEDULE_DELAY", "5000"}});
   for (const auto& [k, v] : theirs.env) EXPECT_NE(k, "OTEL_BSP_SCHEDULE_DELAY");
   auto o = Opts();
-  o.vllm_export_delay_ms = "";
+  o.export_delay_ms = "";
   auto none = Must({"vllm", "serve", "m"}, {}, o);
   for (const auto& [k, v] : none.env) EXPECT_NE(k, "OTEL_BSP_SCHEDULE_DELAY");
   auto sglang = Must({"sglang", "serve", "--model-path", "m"});

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "common/engine_ids.h"
 #include "metrics/label_bound.h"
 #include "metrics/request_metrics.h"
 #include "metrics/served_models.h"
@@ -71,7 +72,7 @@ std::shared_ptr<config::ConfigStore> DefaultConfig() {
 openai::Exchange Chat(std::string model) {
   openai::Exchange ex;
   ex.upstream_name = "u";
-  ex.engine = EngineKind::kSglang;  // SGLang answers any model name
+  ex.engine = SglangEngineId();  // SGLang answers any model name
   ex.op = openai::Operation::kChat;
   ex.request.model = model;
   ex.response.model = model;
@@ -84,7 +85,7 @@ openai::Exchange Chat(std::string model) {
 // Clients naming 500 models make at most cap + served + `other` model series.
 TEST(RequestMetrics, ModelsClientsNameAreBoundedWithAnOtherBucket) {
   MetricStore store;
-  store.AddSource("u", MetricScope::kSglang);
+  store.AddSource("u", SglangEngineId());
   RequestMetrics rm(&store, DefaultConfig(), {.cap = 10});
   rm.AddUpstream("u");
   rm.Models("u").SetKnown({"served"});
@@ -107,7 +108,7 @@ TEST(RequestMetrics, ModelsClientsNameAreBoundedWithAnOtherBucket) {
 
 TEST(RequestMetrics, RequestsThatAreNotMeasuredTakeNoRoom) {
   MetricStore store;
-  store.AddSource("u", MetricScope::kSglang);
+  store.AddSource("u", SglangEngineId());
   RequestMetrics rm(&store, DefaultConfig(), {.cap = 1});
   rm.AddUpstream("u");
   auto refused = Chat("never-ran");
@@ -167,7 +168,7 @@ TEST(ScrapedSeries, CountersAbsentForStaleAfterAreForgottenOthersAreNot) {
 
 TEST(MetricStore, ScrapedCountersAreReplacedGatewayCountersAreNot) {
   MetricStore store;
-  store.AddSource("u", MetricScope::kVllm);
+  store.AddSource("u", VllmEngineId());
   std::vector<MetricPoint> measured{{MetricId::kRequestDuration, {}, 1}};
   store.Add("u", measured);
   std::vector<MetricPoint> scraped{Counter("0", 5), Counter("1", 6)};

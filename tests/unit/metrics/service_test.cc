@@ -5,6 +5,7 @@
 
 #include <mutex>
 
+#include "common/engine_ids.h"
 #include "http/simple_server.h"
 #include "metrics/service.h"
 #include "testutil.h"
@@ -75,7 +76,7 @@ std::string V1Text(int prompt_tokens, double kv) {
 TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
   FakeEngine engine;
   CollectSink sink;
-  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink, Resource(),
+  MetricsService svc({}, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
                      "t");
   engine.Serve(200, V1Text(100, 0.5));
   svc.ScrapeOnce();
@@ -110,8 +111,8 @@ TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
 
 TEST(MetricsService, MalformedLinesAreSkippedAndCounted) {
   FakeEngine engine;
-  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
-                     Resource(), "t");
+  MetricsService svc({}, {{"u", VllmEngineId(), engine.Url(), "v1"}}, Config(), nullptr, Resource(),
+                     "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
   // Lines of families the table reads are checked; others are skipped unread.
@@ -137,7 +138,7 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
   FakeEngine engine;
   MetricsOptions opts;
   opts.scrape_limits = {.max_series = 5, .stale_after = std::chrono::milliseconds(0)};
-  MetricsService svc(opts, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
+  MetricsService svc(opts, {{"u", VllmEngineId(), engine.Url(), "v1"}}, Config(), nullptr,
                      Resource(), "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
@@ -164,8 +165,8 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
 
 TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
   FakeEngine engine;
-  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), "v1"}}, Config(), nullptr,
-                     Resource(), "t");
+  MetricsService svc({}, {{"u", VllmEngineId(), engine.Url(), "v1"}}, Config(), nullptr, Resource(),
+                     "t");
   StatsRegistry stats;
   svc.RegisterStats(&stats);
   engine.Serve(200, V1Text(40, 0.5));
@@ -185,8 +186,8 @@ TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
 
 TEST(MetricsService, SglangSnapshotsAddOnePerScrape) {
   FakeEngine engine;
-  MetricsService svc({}, {{"s", EngineKind::kSglang, engine.Url(), ""}}, Config(), nullptr,
-                     Resource(), "t");
+  MetricsService svc({}, {{"s", SglangEngineId(), engine.Url(), ""}}, Config(), nullptr, Resource(),
+                     "t");
   engine.Serve(200, ReadFixture("sglang-metrics-0.4.3-docs.txt"));
   svc.ScrapeOnce();
   svc.ScrapeOnce();
@@ -202,7 +203,7 @@ TEST(MetricsService, SglangSnapshotsAddOnePerScrape) {
 TEST(MetricsService, CollectSwitchStopsReporting) {
   FakeEngine engine;
   auto config = Config();
-  MetricsService svc({}, {{"u", EngineKind::kVllm, engine.Url(), ""}}, config, nullptr, Resource(),
+  MetricsService svc({}, {{"u", VllmEngineId(), engine.Url(), ""}}, config, nullptr, Resource(),
                      "t");
   engine.Serve(200, V1Text(5, 0.3));
   svc.ScrapeOnce();
@@ -231,7 +232,7 @@ TEST(MetricsService, ThreadsStartAndStop) {
   MetricsOptions o;
   o.scrape_interval = std::chrono::milliseconds(20);
   o.export_interval = std::chrono::milliseconds(20);
-  MetricsService svc(o, {{"u", EngineKind::kVllm, engine.Url(), ""}}, Config(), &sink, Resource(),
+  MetricsService svc(o, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
                      "t");
   svc.Start();
   for (int i = 0; i < 200 && Of(svc.Snapshot(), MetricId::kVllmPromptTokens).empty(); ++i)

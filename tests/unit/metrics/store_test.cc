@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/engine_ids.h"
 #include "metrics/exposition.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
@@ -48,9 +49,9 @@ TEST(CounterTracker, CarriesTotalsAcrossEngineRestarts) {
 
 TEST(MetricStore, MergesSourcesAndFiltersThem) {
   MetricStore s;
-  s.AddSource("a", MetricScope::kVllm);
-  s.AddSource("b", MetricScope::kVllm);
-  s.AddSource("c", MetricScope::kSglang);
+  s.AddSource("a", VllmEngineId());
+  s.AddSource("b", VllmEngineId());
+  s.AddSource("c", SglangEngineId());
   auto kv = L({{"callType", "gen_ai"}});
   s.ReplaceGauges("a", {{MetricId::kVllmKvCacheUsagePerc, kv, 0.2},
                         {MetricId::kVllmNumRequestsRunning, kv, 3}});
@@ -64,8 +65,7 @@ TEST(MetricStore, MergesSourcesAndFiltersThem) {
   EXPECT_DOUBLE_EQ(Of(all, MetricId::kVllmKvCacheUsagePerc).at(0).value, 0.3);  // mean
   EXPECT_EQ(Of(all, MetricId::kVllmNumRequestsRunning).at(0).value, 7);         // sum
   EXPECT_EQ(Of(all, MetricId::kSglangNumRequestsTotal).at(0).value, 2);
-  auto vllm_only =
-      s.Snapshot([](std::string_view, MetricScope e) { return e == MetricScope::kVllm; });
+  auto vllm_only = s.Snapshot([](std::string_view, EngineId e) { return e == VllmEngineId(); });
   EXPECT_TRUE(Of(vllm_only, MetricId::kSglangNumRequestsTotal).empty());
   s.ReplaceGauges("a", {});
   s.ReplaceGauges("b", {});
@@ -75,7 +75,7 @@ TEST(MetricStore, MergesSourcesAndFiltersThem) {
   for (std::size_t i = 1; i < again.size(); ++i) EXPECT_LE(again[i - 1].id, again[i].id);
 }
 
-openai::Exchange StreamExchange(EngineKind engine) {
+openai::Exchange StreamExchange(EngineId engine) {
   openai::Exchange ex;
   ex.upstream_name = "default";
   ex.engine = engine;
@@ -98,12 +98,12 @@ openai::Exchange StreamExchange(EngineKind engine) {
 // One exchange's deltas share their label sets; added to the store they make the same series
 // as the same deltas each with its own copy of the labels.
 TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
-  const auto ex = StreamExchange(EngineKind::kVllm);
+  const auto ex = StreamExchange(VllmEngineId());
   const ExchangeMeasures m = MeasureExchange(ex);
   ASSERT_GE(m.deltas.size(), 4u);
   MetricStore shared, copied;
-  shared.AddSource("u", MetricScope::kVllm);
-  copied.AddSource("u", MetricScope::kVllm);
+  shared.AddSource("u", VllmEngineId());
+  copied.AddSource("u", VllmEngineId());
   for (int i = 0; i < 2; ++i) {
     shared.Add("u", m.labels, m.deltas);
     copied.Add("u", m.Points());
@@ -123,7 +123,7 @@ TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
 }
 
 TEST(MeasureExchange, Vllm) {
-  auto pts = MeasureExchange(StreamExchange(EngineKind::kVllm)).Points();
+  auto pts = MeasureExchange(StreamExchange(VllmEngineId())).Points();
   auto in = Of(pts, MetricId::kUsageTokens, "usageType", "input");
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0].value, 10);
@@ -139,7 +139,7 @@ TEST(MeasureExchange, Vllm) {
 }
 
 TEST(MeasureExchange, Sglang) {
-  auto pts = MeasureExchange(StreamExchange(EngineKind::kSglang)).Points();
+  auto pts = MeasureExchange(StreamExchange(SglangEngineId())).Points();
   EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
   EXPECT_EQ(Of(pts, MetricId::kSglangPromptTokensTotal).at(0).value, 10);
   EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 5);
@@ -153,7 +153,7 @@ TEST(MeasureExchange, Sglang) {
 }
 
 TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
-  auto ex = StreamExchange(EngineKind::kSglang);
+  auto ex = StreamExchange(SglangEngineId());
   ex.outcome = openai::Outcome::kClientAborted;
   ex.response.usage = {};
   ex.stream_deltas = 3;
@@ -190,13 +190,13 @@ TEST(MetricsEnabled, PluginAndMetricsSwitches) {
     };
   };
   auto s = config::Resolve(env({})).settings;
-  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kVllm));
-  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kSglang));
+  EXPECT_TRUE(MetricsEnabled(s, VllmEngineId()));
+  EXPECT_TRUE(MetricsEnabled(s, SglangEngineId()));
   s = config::Resolve(env({{"OTEL_INSTRUMENTATION_VLLM_METRICS_ENABLED", "false"}})).settings;
-  EXPECT_FALSE(MetricsEnabled(s, EngineKind::kVllm));
-  EXPECT_TRUE(MetricsEnabled(s, EngineKind::kSglang));
+  EXPECT_FALSE(MetricsEnabled(s, VllmEngineId()));
+  EXPECT_TRUE(MetricsEnabled(s, SglangEngineId()));
   s = config::Resolve(env({{"SGLANG_INSTRUMENTATION_ENABLED", "false"}})).settings;
-  EXPECT_FALSE(MetricsEnabled(s, EngineKind::kSglang));
+  EXPECT_FALSE(MetricsEnabled(s, SglangEngineId()));
 }
 
 TEST(Exposition, PrometheusTextReadsBack) {

@@ -5,11 +5,11 @@
 
 #include <memory>
 
-#include "console/engine_knobs.h"
+#include "engines/knobs.h"
 #include "http/url.h"
 
-namespace infertel::console {
+namespace infertel::engines::sglang {
 
-std::unique_ptr<EngineKnobs> MakeSglangKnobs(const http::Url& base);
+std::unique_ptr<EngineKnobs> MakeKnobs(const http::Url& base);
 
-}  // namespace infertel::console
+}  // namespace infertel::engines::sglang

@@ -1,10 +1,10 @@
-#include "console/sglang_knobs.h"
+#include "engines/sglang/sglang_knobs.h"
 
 #include <chrono>
 
 #include "engines/sglang/control.h"
 
-namespace infertel::console {
+namespace infertel::engines::sglang {
 namespace {
 
 namespace sg = engines::sglang;
@@ -20,7 +20,7 @@ class SglangKnobs final : public EngineKnobs {
  public:
   explicit SglangKnobs(http::Url base) : base_(std::move(base)) {}
 
-  EngineKind engine() const override { return EngineKind::kSglang; }
+  std::string_view engine() const override { return "sglang"; }
   std::string Unsupported(Key) const override { return ""; }
 
   std::optional<Original> ReadOriginal(Key key, std::string* error) override {
@@ -106,8 +106,8 @@ class SglangKnobs final : public EngineKnobs {
 
 }  // namespace
 
-std::unique_ptr<EngineKnobs> MakeSglangKnobs(const http::Url& base) {
+std::unique_ptr<EngineKnobs> MakeKnobs(const http::Url& base) {
   return std::make_unique<SglangKnobs>(base);
 }
 
-}  // namespace infertel::console
+}  // namespace infertel::engines::sglang

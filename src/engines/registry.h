@@ -1,0 +1,33 @@
+#pragma once
+// The engines the agent knows: the built-in ones (registry.cc lists them, one line each) and
+// any added with AddEngine before the agent starts (a test's own engine, for one). Lookups
+// are lock-free and safe from any thread; AddEngine is for start-up, before other threads
+// look up the engine it adds.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/engine_id.h"
+#include "engines/profile.h"
+
+namespace infertel::engines {
+
+// At most this many engines; AddEngine refuses more.
+inline constexpr std::size_t kMaxEngines = 16;
+
+// The profile of `id`, which must come from this registry.
+const EngineProfile& Profile(EngineId id);
+// The engine of this name (as flags and files spell it); nullopt for none.
+std::optional<EngineId> FindEngine(std::string_view name);
+std::size_t EngineCount();
+// The engines' names for messages: "vllm or sglang".
+std::string EngineNames();
+
+// Adds an engine after the built-in ones and returns its id; nullopt when the name is taken or
+// the registry is full. The profile lives as long as the process.
+std::optional<EngineId> AddEngine(std::unique_ptr<const EngineProfile> profile);
+
+}  // namespace infertel::engines
