@@ -6,8 +6,8 @@
 #include <csignal>
 #include <cstdio>
 
-#include "engines/registry.h"
 #include "app/commands.h"
+#include "engines/registry.h"
 #include "sim/sim_command.h"
 
 #ifdef INFERTEL_JEMALLOC
@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
   std::string engines;  // "vLLM and SGLang"
   for (std::size_t i = 0; i < infertel::engines::EngineCount(); ++i) {
     if (i > 0) engines += i + 1 == infertel::engines::EngineCount() ? " and " : ", ";
-    engines += infertel::engines::Profile(infertel::EngineId{static_cast<std::uint8_t>(i)})
-                   .display_name();
+    engines +=
+        infertel::engines::Profile(infertel::EngineId{static_cast<std::uint8_t>(i)}).display_name();
   }
   CLI::App app{"infertel: traces and metrics for " + engines + ", from beside the engine"};
   app.require_subcommand(1);

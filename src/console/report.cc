@@ -253,7 +253,8 @@ std::vector<TextRow> RowsFromReports(const std::vector<KeyReport>& reports) {
     }
     if (spec.engine_knob) {
       if (auto reason = UnsupportedReason(spec); !reason.empty() && r.engines.empty())
-        row.notes.push_back(fmt::format("unsupported for {}: {}", EngineDisplayName(spec.engine), reason));
+        row.notes.push_back(
+            fmt::format("unsupported for {}: {}", EngineDisplayName(spec.engine), reason));
       for (const auto& e : r.engines) {
         row.notes.push_back(KnobNote(e, e.original ? ValueText(*e.original) : "",
                                      e.applied ? ValueText(*e.applied) : ""));
