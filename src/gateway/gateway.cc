@@ -228,6 +228,46 @@ struct ClientWatch {
   char peek = 0;
 };
 
+// The response header toward the client and how its body is framed.
+struct ClientHead {
+  bhttp::response<bhttp::empty_body> res;
+  bool head_only = false;            // no body: HEAD, 1xx, 204, 304
+  bool chunked_out = false;          // the body leaves chunked
+  bool close_delimited_out = false;  // an HTTP/1.0 client: the body ends with the connection
+  bool keep_client = false;          // the client connection may carry another request
+};
+
+// Stage 3, the engine's header made the client's: its fields but the hop-by-hop ones and the
+// length, which stays only when the body leaves as it came (`reframe` false: a stream the
+// gateway rewrites leaves chunked).
+ClientHead MakeClientHead(const bhttp::response<bhttp::buffer_body>& ures,
+                          boost::optional<std::uint64_t> content_length, bhttp::verb method,
+                          unsigned client_version, bool reframe, bool client_keep_alive) {
+  ClientHead h{bhttp::response<bhttp::empty_body>{ures.result(), client_version}};
+  for (const auto& f : ures) {
+    if (IsHopByHop(f.name(), f.name_string()) || f.name() == bhttp::field::content_length) continue;
+    h.res.insert(f.name(), f.name_string(), f.value());
+  }
+  const int status = ures.result_int();
+  h.head_only = method == bhttp::verb::head || status == 204 || status == 304 ||
+                (status >= 100 && status < 200);
+  if (!h.head_only) {
+    if (!reframe && content_length) {
+      h.res.content_length(*content_length);
+    } else if (client_version >= 11) {
+      h.res.chunked(true);
+      h.chunked_out = true;
+    } else {
+      h.close_delimited_out = true;
+    }
+  } else if (content_length) {
+    h.res.content_length(*content_length);
+  }
+  h.keep_client = client_keep_alive && !h.close_delimited_out;
+  h.res.keep_alive(h.keep_client);
+  return h;
+}
+
 void ArmWatch(std::shared_ptr<ClientWatch> watch) {
   watch->armed = true;
   WorkerSocket& client = *watch->client;
@@ -255,6 +295,18 @@ struct SessionSlot {
   SessionSlot* next = nullptr;
 };
 
+}  // namespace
+
+// What the forward stage leaves: the engine connection (empty when none could be made), the
+// parser holding its response header, when the first-byte timeout ends, and the last error.
+struct Forwarded {
+  std::optional<Pooled> conn;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
+  Deadline::Clock::time_point first_byte_at{};  // from the request's sending
+  error_code ec;
+};
+namespace {
+struct WatchGuard;  // below: HandleOne's watch of the client while the engine answers
 }  // namespace
 
 struct Gateway::Impl {
@@ -345,6 +397,21 @@ struct Gateway::Impl {
   // Returns true when the client connection may carry another request.
   Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
                        bhttp::request<bhttp::string_body>& req);
+  // HandleOne's stages (their definitions say what each does).
+  Task<void> Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
+                     bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
+                     bool observe, WatchGuard& guard, Forwarded& out);
+  bool PrepareExchange(std::size_t ui, const config::Settings& settings,
+                       bhttp::request<bhttp::string_body>& req, Exchange& ex,
+                       bhttp::request<bhttp::string_body>& ureq,
+                       openai::StreamObserver::Options& stream_opts);
+  // HandleOne's last stage for an observed exchange: the response parsed if it was not yet,
+  // usage completed, the outcome set, the exchange finished (listeners, metrics).
+  // `can_parse`: the body was kept whole and may still be parsed; `failed`: the engine failed
+  // (NoteUpstreamFailure set the outcome); `aborted`: the client went away.
+  void SettleExchange(std::size_t ui, Exchange& ex, const std::string& observed_body,
+                      const openai::CaptureOptions& capture, bool body_parsed, bool can_parse,
+                      bool head_only, bool failed, bool aborted);
   Task<std::optional<Pooled>> Acquire(std::size_t ui, Worker* w, bool fresh,
                                       std::chrono::milliseconds connect_timeout, error_code& ec);
   // Counts and logs a failure on the engine's side and sets the exchange's outcome from it.
@@ -834,28 +901,31 @@ class ChunkLease {
 
 }  // namespace
 
-Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& cdl,
-                                    bhttp::request<bhttp::string_body>& req) {
+// Stage 1, read and parse: starts the exchange record and makes the request toward the engine:
+// its fields but the hop-by-hop ones, the trace context continued or started, X-Request-Id,
+// and the body rewritten for what observing the exchange needs (stream usage, logprobs).
+// Listeners hear OnExchangeStarted. Returns whether the exchange is observed (an OpenAI
+// operation of an instrumented engine).
+bool Gateway::Impl::PrepareExchange(std::size_t ui, const config::Settings& settings,
+                                    bhttp::request<bhttp::string_body>& req, Exchange& ex,
+                                    bhttp::request<bhttp::string_body>& ureq,
+                                    openai::StreamObserver::Options& stream_opts) {
   const UpstreamConfig& uc = upstreams[ui].config;
-  auto settings = gw->config_->Current();
-  const UpstreamTimeouts timeouts = UpstreamTimeouts::From(*settings);
   namespace oa = openai;
-
   const engines::EngineProfile& engine = engines::Profile(uc.engine);
   const engines::EngineSwitches switches = engine.switches();
-  bool instrumented = engines::SwitchOn(*settings, switches.enabled);
+  bool instrumented = engines::SwitchOn(settings, switches.enabled);
   oa::Operation op =
       instrumented ? oa::OperationForPath(req.method_string(), req.target()) : oa::Operation::kNone;
   const bool observe = op != oa::Operation::kNone;
 
-  openai::Exchange ex;
   ex.start = Stopwatch::Start();
   ex.upstream_name = uc.name;
   ex.engine = uc.engine;
   ex.op = op;
   ex.pd_role = uc.pd_role;
   ex.tracing_level =
-      static_cast<int>(engines::SwitchValue(*settings, switches.tracing_level, /*otherwise=*/1));
+      static_cast<int>(engines::SwitchValue(settings, switches.tracing_level, /*otherwise=*/1));
   if (auto rank = req.find("x-data-parallel-rank"); rank != req.end()) {
     std::int64_t v = 0;
     auto sv = rank->value();
@@ -865,7 +935,6 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     ex.engine_index = 0;
   }
 
-  bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
   // Also the fields the client's Connection header names (RFC 9110 §7.6.1).
   const http::HopByHop named_hop_by_hop(req);
   for (const auto& f : req) {
@@ -878,21 +947,20 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   // Clients may ask for Connection: close; the upstream connection stays ours to keep.
   ureq.keep_alive(true);
 
-  oa::StreamObserver::Options stream_opts;
   if (observe) {
     stats().observed.fetch_add(1, std::memory_order_relaxed);
     oa::CaptureOptions capture;
-    capture.capture_content = settings->GetBool(config::Key::kCaptureMessageContent);
+    capture.capture_content = settings.GetBool(config::Key::kCaptureMessageContent);
     capture.max_length =
-        static_cast<std::size_t>(settings->GetInt(config::Key::kMessageContentMaxLength));
-    capture.capture_multimodal = settings->GetBool(config::Key::kCaptureMultimodal);
+        static_cast<std::size_t>(settings.GetInt(config::Key::kMessageContentMaxLength));
+    capture.capture_multimodal = settings.GetBool(config::Key::kCaptureMultimodal);
     ex.capture_content = capture.capture_content;
     const ContentStrategy strategy =
-        ParseContentStrategy(settings->GetString(config::Key::kMessageContentCaptureStrategy));
+        ParseContentStrategy(settings.GetString(config::Key::kMessageContentCaptureStrategy));
     ex.content_on_span = strategy != ContentStrategy::kEvent;
     ex.content_on_event = strategy != ContentStrategy::kSpan;
-    ex.log_requests = engines::SwitchOn(*settings, switches.log_requests, false);
-    ex.log_trace_context = engines::SwitchOn(*settings, switches.log_trace_context, false);
+    ex.log_requests = engines::SwitchOn(settings, switches.log_requests, false);
+    ex.log_trace_context = engines::SwitchOn(settings, switches.log_trace_context, false);
     stream_opts.capture = capture;
     ex.request = oa::ParseRequest(op, req.body(), capture);
     if (!ex.request.parsed) stats().unparsed_bodies.fetch_add(1, std::memory_order_relaxed);
@@ -949,6 +1017,105 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   }
   if (req.has_content_length() || !ureq.body().empty() || req.chunked()) ureq.prepare_payload();
 
+  return observe;
+}
+
+void Gateway::Impl::SettleExchange(std::size_t ui, Exchange& ex, const std::string& observed_body,
+                                   const openai::CaptureOptions& capture, bool body_parsed,
+                                   bool can_parse, bool head_only, bool failed, bool aborted) {
+  if (!body_parsed && can_parse) {
+    ex.response = openai::ParseResponse(ex.op, observed_body, capture);
+    body_parsed = true;
+  }
+  auto& usage = ex.response.usage;
+  if (usage.cached_tokens && *usage.cached_tokens > 0) {
+    upstreams[ui].reports_cached->store(true, std::memory_order_relaxed);
+  } else if (!usage.cached_tokens && usage.input_tokens &&
+             upstreams[ui].reports_cached->load(std::memory_order_relaxed)) {
+    usage.cached_tokens = 0;
+  }
+  if (failed) {
+    // Outcome set by NoteUpstreamFailure.
+  } else if (aborted) {
+    ex.outcome = openai::Outcome::kClientAborted;
+    ex.error_type = "client_disconnected";
+    ex.error_message = "client closed the connection before the response was complete";
+  } else if (ex.http_status >= 400) {
+    ex.outcome = openai::Outcome::kEngineError;
+    ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
+    ex.error_message =
+        ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
+  } else if (ex.response.error_type) {
+    // A stream that carried an error event after a 200 header.
+    ex.outcome = openai::Outcome::kEngineError;
+    ex.error_type = *ex.response.error_type;
+    ex.error_message = ex.response.error_message.value_or("engine reported an error in the stream");
+  }
+  NoteInvalidAnswer(ui, body_parsed && !head_only, ex);
+  Finish(ex);
+}
+
+// Stage 2, forward: sends the request and reads the engine's response header. A pooled
+// connection the engine closed while idle is retried once on a fresh one. The client's
+// connection is watched from the first send on, so that a client gone while the engine works
+// ends the exchange.
+Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
+                                  bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
+                                  bool observe, WatchGuard& guard, Forwarded& out) {
+  ClientWatch& watch = *guard.watch;
+  std::optional<Pooled>& conn = out.conn;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = out.parser;
+  error_code& ec = out.ec;
+  bool watching = false;
+  bool dispatched = false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ec = {};
+    parser.emplace();
+    parser->body_limit((std::numeric_limits<std::uint64_t>::max)());
+    if (head) parser->skip(true);
+    conn = co_await Acquire(ui, w, attempt > 0, timeouts.connect, ec);
+    if (!conn) break;
+    UpstreamConn& up = *conn->conn;
+    out.first_byte_at = Deadline::Clock::now() + timeouts.first_byte;
+    up.deadline.At(out.first_byte_at);
+    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
+    if (!ec) {
+      ex.upstream_sent_mono_ns = MonoNanos();
+      if (observe && !dispatched) {
+        dispatched = true;
+        for (openai::ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
+      }
+      watch.upstream = &up.stream;
+      if (!watching) {
+        watching = true;
+        ArmWatch(guard.watch);
+      }
+      co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
+                                        asio::redirect_error(kUseTask, ec));
+    }
+    MapTimeout(ec, up.deadline);
+    if (!ec || watch.client_gone) break;
+    bool stale =
+        conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
+    if (!stale) break;
+    watch.upstream = nullptr;  // the next attempt's connection replaces this one
+  }
+}
+
+Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& cdl,
+                                    bhttp::request<bhttp::string_body>& req) {
+  const UpstreamConfig& uc = upstreams[ui].config;
+  auto settings = gw->config_->Current();
+  const UpstreamTimeouts timeouts = UpstreamTimeouts::From(*settings);
+  namespace oa = openai;
+
+  openai::Exchange ex;
+  bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
+  oa::StreamObserver::Options stream_opts;
+  const bool observe = PrepareExchange(ui, *settings, req, ex, ureq, stream_opts);
+  const oa::Operation op = ex.op;
+
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
   // Answers the client with an error in OpenAI's shape and ends the exchange, whose outcome
@@ -981,9 +1148,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
                             openai::Outcome::kUpstreamUnavailable);
   }
 
-  // Send the request; a pooled connection the engine closed while idle is retried once fresh.
-  std::optional<Pooled> conn;
-  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
+  Forwarded fwd;
+  std::optional<Pooled>& conn = fwd.conn;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = fwd.parser;
   WatchGuard guard;
   ClientWatch& watch = *guard.watch;
   // The client went away before the response was complete (the engine's request was closed
@@ -999,44 +1166,10 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     if (observe) Finish(ex);
   };
   watch.client = &client;
-  bool watching = false;
-  error_code ec;
-  bool dispatched = false;
-  // The first-byte timeout runs from the request's sending to the engine's first answer.
-  Deadline::Clock::time_point first_byte_at{};
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    ec = {};
-    parser.emplace();
-    parser->body_limit((std::numeric_limits<std::uint64_t>::max)());
-    if (req.method() == bhttp::verb::head) parser->skip(true);
-    conn = co_await Acquire(ui, w, attempt > 0, timeouts.connect, ec);
-    if (!conn) break;
-    UpstreamConn& up = *conn->conn;
-    first_byte_at = Deadline::Clock::now() + timeouts.first_byte;
-    up.deadline.At(first_byte_at);
-    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
-    if (!ec) {
-      ex.upstream_sent_mono_ns = MonoNanos();
-      if (observe && !dispatched) {
-        dispatched = true;
-        for (openai::ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
-      }
-      watch.upstream = &up.stream;
-      if (!watching) {
-        watching = true;
-        ArmWatch(guard.watch);
-      }
-      co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
-                                        asio::redirect_error(kUseTask, ec));
-    }
-    MapTimeout(ec, up.deadline);
-    if (!ec || watch.client_gone) break;
-    bool stale =
-        conn->reused && (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
-    if (!stale) break;
-    watch.upstream = nullptr;  // the next attempt's connection replaces this one
-  }
+  co_await Forward(ui, w, timeouts, ureq, req.method() == bhttp::verb::head, ex, observe, guard,
+                   fwd);
+  error_code ec = fwd.ec;
+  const Deadline::Clock::time_point first_byte_at = fwd.first_byte_at;
   if (watch.client_gone) {
     end_as_aborted("client closed the connection before the engine answered");
     co_return false;
@@ -1070,31 +1203,14 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   std::string_view content_type = ures[bhttp::field::content_type];
   const bool sse = content_type.rfind("text/event-stream", 0) == 0;
   ex.streamed = sse;
-  bhttp::response<bhttp::empty_body> cres{ures.result(), client_version};
-  for (const auto& f : ures) {
-    if (IsHopByHop(f.name(), f.name_string()) || f.name() == bhttp::field::content_length) continue;
-    cres.insert(f.name(), f.name_string(), f.value());
-  }
-  const bool head_only = req.method() == bhttp::verb::head || ures.result_int() == 204 ||
-                         ures.result_int() == 304 ||
-                         (ures.result_int() >= 100 && ures.result_int() < 200);
   const bool modify = observe && sse;
-  bool chunked_out = false;
-  bool close_delimited_out = false;
-  if (!head_only) {
-    if (!modify && rp.content_length()) {
-      cres.content_length(*rp.content_length());
-    } else if (client_version >= 11) {
-      cres.chunked(true);
-      chunked_out = true;
-    } else {
-      close_delimited_out = true;
-    }
-  } else if (rp.content_length()) {
-    cres.content_length(*rp.content_length());
-  }
-  bool keep_client = client_keep_alive && !close_delimited_out;
-  cres.keep_alive(keep_client);
+  ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
+                                   /*reframe=*/modify, client_keep_alive);
+  auto& cres = head.res;
+  const bool head_only = head.head_only;
+  bool& chunked_out = head.chunked_out;
+  const bool close_delimited_out = head.close_delimited_out;
+  const bool keep_client = head.keep_client;
 
   std::string observed_body;
   bool observed_overflow = false;
@@ -1372,37 +1488,9 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const bool aborted = !failure && (client_write_failed || (watch.client_gone && !delivered));
   if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   if (observe) {
-    if (!body_parsed && !observed_overflow && !ex.logprobs_forced) {
-      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
-      body_parsed = true;
-    }
-    auto& usage = ex.response.usage;
-    if (usage.cached_tokens && *usage.cached_tokens > 0) {
-      upstreams[ui].reports_cached->store(true, std::memory_order_relaxed);
-    } else if (!usage.cached_tokens && usage.input_tokens &&
-               upstreams[ui].reports_cached->load(std::memory_order_relaxed)) {
-      usage.cached_tokens = 0;
-    }
-    if (failure) {
-      // Outcome set by NoteUpstreamFailure.
-    } else if (aborted) {
-      ex.outcome = openai::Outcome::kClientAborted;
-      ex.error_type = "client_disconnected";
-      ex.error_message = "client closed the connection before the response was complete";
-    } else if (ex.http_status >= 400) {
-      ex.outcome = openai::Outcome::kEngineError;
-      ex.error_type = ex.response.error_type.value_or(std::to_string(ex.http_status));
-      ex.error_message =
-          ex.response.error_message.value_or(fmt::format("engine answered {}", ex.http_status));
-    } else if (ex.response.error_type) {
-      // A stream that carried an error event after a 200 header.
-      ex.outcome = openai::Outcome::kEngineError;
-      ex.error_type = *ex.response.error_type;
-      ex.error_message =
-          ex.response.error_message.value_or("engine reported an error in the stream");
-    }
-    NoteInvalidAnswer(ui, body_parsed && !head_only, ex);
-    Finish(ex);
+    SettleExchange(ui, ex, observed_body, stream_opts.capture, body_parsed,
+                   /*can_parse=*/!observed_overflow && !ex.logprobs_forced, head_only,
+                   failure.has_value(), aborted);
   }
   co_return complete&& keep_client;
 }
