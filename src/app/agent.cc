@@ -162,8 +162,16 @@ bool Agent::Start(std::string* error) {
   im.resource = BuildResource(config::ProcessEnv(), options_.default_service_name);
   im.pipelines = exporting::BuildPipelines(options_.exports, &stats_, error);
   if (!im.pipelines) return false;
+  if (!StartSpanPath(error)) return false;
+  StartMetrics();
+  if (!StartGateway(error)) return false;
+  impl_->metrics->Start();
+  return StartAdmin(error);
+}
 
-  // Engine spans: receiver → assembler (join, normalize, derive) → trace pipeline.
+// Engine spans: receiver → assembler (join, normalize, derive) → trace pipeline.
+bool Agent::StartSpanPath(std::string* error) {
+  Impl& im = *impl_;
   engines::AssemblerOptions aopts = options_.assembler;
   aopts.agent_resource = im.resource;  // engine spans joined by trace id join the application
   for (const auto& u : options_.upstreams) {
@@ -195,7 +203,12 @@ bool Agent::Start(std::string* error) {
     im.receiver->RegisterStats(&stats_);
   }
 
-  // Metrics: the gateway's measurements and a scrape of every upstream's /metrics.
+  return true;
+}
+
+// Metrics: the gateway's measurements and a scrape of every upstream's /metrics.
+void Agent::StartMetrics() {
+  Impl& im = *impl_;
   std::vector<metrics::ScrapeTarget> targets;
   for (const auto& u : options_.upstreams) {
     metrics::ScrapeTarget t;
@@ -225,7 +238,11 @@ bool Agent::Start(std::string* error) {
           return models.has_value();
         }));
   }
+}
 
+// The gateway and the listeners of its exchanges; the engines' facts followed for them.
+bool Agent::StartGateway(std::string* error) {
+  Impl& im = *impl_;
   im.entry_spans =
       std::make_unique<gateway::EntrySpanEmitter>(im.pipelines->traces.get(), im.resource);
   StartFactProbes(im, options_.upstreams);
@@ -248,9 +265,12 @@ bool Agent::Start(std::string* error) {
   im.gateway->AddListener(im.metrics->listener());
   for (auto* l : extra_listeners_) im.gateway->AddListener(l);
   im.gateway->stats().Register(&stats_, "");
-  if (!im.gateway->Start(error)) return false;
-  im.metrics->Start();
+  return im.gateway->Start(error);
+}
 
+// The admin address: /healthz, /metrics and the routes added before Start (console API).
+bool Agent::StartAdmin(std::string* error) {
+  Impl& im = *impl_;
   im.admin = http::SimpleServer::Start(
       options_.admin,
       [this](const http::StringRequest& req) {

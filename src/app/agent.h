@@ -86,6 +86,12 @@ class Agent {
   struct Impl;
 
  private:
+  // Start's stages, in order; false with *error when a part could not start.
+  bool StartSpanPath(std::string* error);  // assembler and OTLP receiver
+  void StartMetrics();                     // metric store, scrapes, served-model probes
+  bool StartGateway(std::string* error);   // gateway, its listeners, the engines' facts
+  bool StartAdmin(std::string* error);     // the admin address
+
   AgentOptions options_;
   std::shared_ptr<config::ConfigStore> config_;
   StatsRegistry stats_;
