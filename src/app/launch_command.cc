@@ -68,6 +68,102 @@ struct EngineState {
   std::atomic<std::uint64_t> exit_code{0};  // of the last exit
 };
 
+// The one start-up line: where the engine went and what was added to its command.
+void PrintMoved(const launch::RecognisedCommand& cmd, const launch::RewriteOptions& ro,
+                const launch::Rewritten& probe, const launch::Rewritten& rewritten) {
+  std::string moved = fmt::format("engine ({}) moved to 127.0.0.1:{} behind the gateway on {}:{}",
+                                  cmd.form, ro.engine_port, probe.user_host, probe.user_port);
+  if (!ro.instrument) {
+    std::printf("%s: %s; plugin off: nothing added, the gateway only forwards\n",
+                std::string(kWho).c_str(), moved.c_str());
+  } else if (rewritten.added.empty()) {
+    std::printf("%s: %s; added nothing (already set by you)\n", std::string(kWho).c_str(),
+                moved.c_str());
+  } else {
+    std::string added;
+    for (const auto& a : rewritten.added) added += (added.empty() ? "" : ", ") + a;
+    std::printf("%s: %s; added %s\n", std::string(kWho).c_str(), moved.c_str(), added.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void RegisterEngineStats(Agent& agent, EngineState* state) {
+  using T = StatsRegistry::Type;
+  agent.stats().Add("infertel_engine_up", "1 while the launched engine answers /health", T::kGauge,
+                    "", &state->up);
+  agent.stats().Add("infertel_engine_starts", "Engine processes started by launch mode",
+                    T::kCounter, "", &state->starts);
+  agent.stats().Add("infertel_engine_crashes",
+                    "Engine exits infertel did not ask for (crashes, kills)", T::kCounter, "",
+                    &state->crashes);
+  agent.stats().Add("infertel_engine_exit_code", "Exit code of the engine's last exit", T::kGauge,
+                    "", &state->exit_code);
+}
+
+// Health, on a thread of its own until `stop`: the gateway forwards once the engine answers
+// /health with 200, and answers 503 while it does not.
+void FollowHealth(Agent& agent, std::uint16_t engine_port, EngineState* state,
+                  const std::atomic<bool>& stop) {
+  http::SyncTimeouts to;
+  to.connect = to.write = to.read = std::chrono::milliseconds(2000);
+  http::SyncClient client(to);
+  auto url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}/health", engine_port));
+  auto started = std::chrono::steady_clock::now();
+  bool ready = false;
+  while (!stop.load()) {
+    http::SyncResponse resp;
+    std::string err;
+    bool ok = client.Send("GET", url, {}, "", "", &resp, &err, 1u << 20) && resp.status == 200;
+    if (!ok) client.Close();
+    if (ok != ready) {
+      ready = ok;
+      agent.SetUpstreamReady(0, ok);
+      state->up = ok ? 1 : 0;
+      if (ok) {
+        auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+        spdlog::info("launch: engine healthy after {:.1f} s; forwarding", s.count());
+      } else {
+        spdlog::warn("launch: engine stopped answering /health; answering 503 meanwhile");
+      }
+    }
+    for (int i = 0; i < (ready ? 20 : 2) && !stop.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Until the engine exits: a stop signal goes to the engine (then SIGKILL after
+// `stop_timeout_s`), reload and ignored signals to the agent. *asked_to_stop: a stop signal came.
+launch::ExitStatus Supervise(launch::ChildProcess& child, AgentRun& run, int stop_timeout_s,
+                             bool* asked_to_stop) {
+  std::optional<launch::ExitStatus> status;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (!status) {
+    int sig = WaitForHandledSignal(std::chrono::milliseconds(200));
+    const SignalAction action = ActionOf(sig);
+    if (action == SignalAction::kStop) {
+      if (!*asked_to_stop) {
+        spdlog::info("launch: SIG{} received; forwarding it to the engine", sigabbrev_np(sig));
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(stop_timeout_s);
+        // New connections are refused from now on; requests in flight go on while the engine
+        // finishes them, and the drain timeout counts from here.
+        run.agent->StopAccepting();
+      }
+      *asked_to_stop = true;
+      child.Signal(sig);
+    } else if (action == SignalAction::kReload || action == SignalAction::kIgnore) {
+      run.OnControlSignal(sig);  // the engine does not get them: SIGHUP would end some engines
+    }
+    status = child.Poll();
+    if (!status && std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("launch: engine still running {} s after the signal; killing it",
+                   stop_timeout_s);
+      child.Signal(SIGKILL);
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  return *status;
+}
+
 void Run(const LaunchFlags& f) {
   BlockHandledSignals();  // before any thread starts: threads inherit the mask
   std::string why;
@@ -117,32 +213,10 @@ void Run(const LaunchFlags& f) {
   if (!rewritten) Fail(2, why);
 
   PrintAgentAddresses(agent, kWho);
-  std::string moved = fmt::format("engine ({}) moved to 127.0.0.1:{} behind the gateway on {}:{}",
-                                  cmd->form, ro.engine_port, probe->user_host, probe->user_port);
-  if (!ro.instrument) {
-    std::printf("%s: %s; plugin off: nothing added, the gateway only forwards\n",
-                std::string(kWho).c_str(), moved.c_str());
-  } else if (rewritten->added.empty()) {
-    std::printf("%s: %s; added nothing (already set by you)\n", std::string(kWho).c_str(),
-                moved.c_str());
-  } else {
-    std::string added;
-    for (const auto& a : rewritten->added) added += (added.empty() ? "" : ", ") + a;
-    std::printf("%s: %s; added %s\n", std::string(kWho).c_str(), moved.c_str(), added.c_str());
-  }
-  std::fflush(stdout);
+  PrintMoved(*cmd, ro, *probe, *rewritten);
 
   EngineState state;
-  using T = StatsRegistry::Type;
-  agent.stats().Add("infertel_engine_up", "1 while the launched engine answers /health", T::kGauge,
-                    "", &state.up);
-  agent.stats().Add("infertel_engine_starts", "Engine processes started by launch mode",
-                    T::kCounter, "", &state.starts);
-  agent.stats().Add("infertel_engine_crashes",
-                    "Engine exits infertel did not ask for (crashes, kills)", T::kCounter, "",
-                    &state.crashes);
-  agent.stats().Add("infertel_engine_exit_code", "Exit code of the engine's last exit", T::kGauge,
-                    "", &state.exit_code);
+  RegisterEngineStats(agent, &state);
 
   launch::ChildProcess child;
   if (!child.Start(rewritten->argv, rewritten->env, &why)) {
@@ -153,61 +227,11 @@ void Run(const LaunchFlags& f) {
 
   // Health: the gateway forwards once the engine answers /health with 200.
   std::atomic<bool> stop_health{false};
-  std::thread health([&] {
-    http::SyncTimeouts to;
-    to.connect = to.write = to.read = std::chrono::milliseconds(2000);
-    http::SyncClient client(to);
-    auto url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}/health", ro.engine_port));
-    auto started = std::chrono::steady_clock::now();
-    bool ready = false;
-    while (!stop_health.load()) {
-      http::SyncResponse resp;
-      std::string err;
-      bool ok = client.Send("GET", url, {}, "", "", &resp, &err, 1u << 20) && resp.status == 200;
-      if (!ok) client.Close();
-      if (ok != ready) {
-        ready = ok;
-        agent.SetUpstreamReady(0, ok);
-        state.up = ok ? 1 : 0;
-        if (ok) {
-          auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
-          spdlog::info("launch: engine healthy after {:.1f} s; forwarding", s.count());
-        } else {
-          spdlog::warn("launch: engine stopped answering /health; answering 503 meanwhile");
-        }
-      }
-      for (int i = 0; i < (ready ? 20 : 2) && !stop_health.load(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  std::thread health([&] { FollowHealth(agent, ro.engine_port, &state, stop_health); });
 
   bool asked_to_stop = false;
-  std::optional<launch::ExitStatus> status;
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  while (!status) {
-    int sig = WaitForHandledSignal(std::chrono::milliseconds(200));
-    const SignalAction action = ActionOf(sig);
-    if (action == SignalAction::kStop) {
-      if (!asked_to_stop) {
-        spdlog::info("launch: SIG{} received; forwarding it to the engine", sigabbrev_np(sig));
-        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.stop_timeout_s);
-        // New connections are refused from now on; requests in flight go on while the engine
-        // finishes them, and the drain timeout counts from here.
-        agent.StopAccepting();
-      }
-      asked_to_stop = true;
-      child.Signal(sig);
-    } else if (action == SignalAction::kReload || action == SignalAction::kIgnore) {
-      run->OnControlSignal(sig);  // the engine does not get them: SIGHUP would end vLLM
-    }
-    status = child.Poll();
-    if (!status && std::chrono::steady_clock::now() > deadline) {
-      spdlog::warn("launch: engine still running {} s after the signal; killing it",
-                   f.stop_timeout_s);
-      child.Signal(SIGKILL);
-      deadline = std::chrono::steady_clock::time_point::max();
-    }
-  }
+  std::optional<launch::ExitStatus> status =
+      Supervise(child, *run, f.stop_timeout_s, &asked_to_stop);
   state.up = 0;
   state.exit_code = static_cast<std::uint64_t>(status->code);
   agent.SetUpstreamReady(0, false);
