@@ -12,6 +12,11 @@
 #include <string_view>
 #include <vector>
 
+namespace simdjson::dom {
+class array;
+class object;
+}  // namespace simdjson::dom
+
 namespace infertel::openai {
 
 enum class Operation { kNone, kChat, kTextCompletion, kEmbeddings, kRerank };
@@ -161,6 +166,14 @@ class StreamObserver {
     std::size_t text_chars = 0, reasoning_chars = 0;
     bool seen = false;
   };
+  // OnData's stages over one parsed event (stream.cc says what each does).
+  bool ReadChoices(const simdjson::dom::object& root, bool* choices_empty);
+  bool ReadChoiceDelta(const simdjson::dom::object& delta, Choice& ch);
+  bool ReadToolCalls(const simdjson::dom::array& calls, Choice& ch);
+  bool ReadEventUsage(const simdjson::dom::object& root);
+  Verdict Rewrite(std::string_view data, bool has_usage, bool choices_empty,
+                  std::string* rewritten) const;
+
   Operation op_;
   Options options_;
   ResponseInfo info_;

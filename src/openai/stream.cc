@@ -98,9 +98,7 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
       if (info_.parse_error.empty()) info_.parse_error = "stream event: " + error;
       return Verdict::kForward;
     }
-    const CaptureOptions& capture = options_.capture;
-    const std::size_t max_len = capture.max_length;
-    if (internal::ReadError(root, max_len, &info_)) return Verdict::kForward;
+    if (internal::ReadError(root, options_.capture.max_length, &info_)) return Verdict::kForward;
 
     element e;
     if (!info_.id && Member(root, "id", &e)) {
@@ -109,132 +107,166 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
     if (!info_.model && Member(root, "model", &e)) {
       if (auto s = AsString(e)) info_.model = std::string(TruncateUtf8(*s, kMaxIdentifierChars));
     }
-
-    bool has_delta = false;
     bool choices_empty = false;
-    array choices;
-    if (Member(root, "choices", &e) && !e.get_array().get(choices)) {
-      choices_empty = choices.size() == 0;
-      std::int64_t position = 0;
-      for (element item : choices) {
-        object c;
-        const std::int64_t pos = position++;
-        if (item.get_object().get(c)) continue;
-        std::int64_t index = pos;
-        if (Member(c, "index", &e)) index = AsInt(e).value_or(pos);
-        if (index < 0 || index >= kMaxChoices) continue;
-        if (choices_.size() <= static_cast<std::size_t>(index)) choices_.resize(index + 1);
-        Choice& ch = choices_[index];
-        ch.seen = true;
-
-        object delta;
-        if (Member(c, "delta", &e) && !e.get_object().get(delta)) {
-          if (ch.role.empty() && Member(delta, "role", &e)) {
-            ch.role = std::string(TruncateUtf8(AsString(e).value_or(""), kMaxIdentifierChars));
-          }
-          if (Member(delta, "content", &e)) {
-            if (auto s = AsString(e); s && !s->empty()) {
-              has_delta = true;
-              if (capture.capture_content) {
-                internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
-              }
-            }
-          }
-          for (std::string_view key : {"reasoning_content", "reasoning"}) {
-            if (!Member(delta, key, &e)) continue;
-            if (auto s = AsString(e); s && !s->empty()) {
-              has_delta = true;
-              if (capture.capture_content) {
-                internal::AppendBounded(&ch.reasoning, &ch.reasoning_chars, *s, max_len);
-              }
-            }
-          }
-          array calls;
-          if (Member(delta, "tool_calls", &e) && !e.get_array().get(calls)) {
-            for (element call_el : calls) {
-              object call;
-              if (call_el.get_object().get(call)) continue;
-              std::optional<std::string_view> id, name, args;
-              if (Member(call, "id", &e)) id = AsString(e);
-              object fn;
-              if (Member(call, "function", &e) && !e.get_object().get(fn)) {
-                if (Member(fn, "name", &e)) name = AsString(e);
-                if (Member(fn, "arguments", &e)) args = AsString(e);
-              }
-              std::int64_t ti;
-              if (Member(call, "index", &e) && AsInt(e)) {
-                ti = *AsInt(e);
-              } else if (id && !id->empty()) {  // no index: a new id starts a new call
-                ti = static_cast<std::int64_t>(ch.tool_calls.size());
-              } else {
-                ti = ch.tool_calls.empty() ? 0 : ch.tool_calls.size() - 1;
-              }
-              if (ti < 0 || ti >= kMaxToolCalls) continue;
-              if (ch.tool_calls.size() <= static_cast<std::size_t>(ti)) {
-                ch.tool_calls.resize(ti + 1);
-                ch.argument_chars.resize(ti + 1);
-              }
-              ToolCall& tc = ch.tool_calls[ti];
-              if ((id && !id->empty()) || (name && !name->empty()) || (args && !args->empty())) {
-                has_delta = true;
-              }
-              if (id && !id->empty() && tc.id.empty())
-                tc.id = TruncateUtf8(*id, kMaxIdentifierChars);
-              if (name && !name->empty() && tc.name.empty()) {
-                tc.name = TruncateUtf8(*name, kMaxIdentifierChars);
-              }
-              if (args && capture.capture_content) {
-                internal::AppendBounded(&tc.arguments, &ch.argument_chars[ti], *args, max_len);
-              }
-            }
-          }
-        } else if (Member(c, "text", &e)) {  // completions
-          if (auto s = AsString(e); s && !s->empty()) {
-            has_delta = true;
-            if (capture.capture_content) {
-              internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
-            }
-          }
-        }
-        if (Member(c, "finish_reason", &e)) {
-          if (auto s = AsString(e); s && !s->empty()) {
-            ch.finish_reason = TruncateUtf8(*s, kMaxIdentifierChars);
-          }
-        }
-        ReadTokenDetail(c, &last_tokens_);
-      }
-    }
-    if (has_delta) ++delta_count_;
-
-    // Continuous usage puts usage on every chunk: the last one is the total.
-    bool has_usage = false;
-    if (Member(root, "usage", &e) && !e.is_null()) {
-      object u;
-      if (!e.get_object().get(u)) {
-        has_usage = true;
-        // A bad count in any chunk stays named, though a later chunk's counts replace it.
-        std::string invalid = std::move(info_.usage.invalid);
-        info_.usage = Usage{};
-        internal::ReadUsage(e, &info_.usage);
-        if (info_.usage.invalid.empty()) info_.usage.invalid = std::move(invalid);
-      }
-    }
-
-    if (options_.drop_injected_usage && has_usage && choices_empty) return Verdict::kDrop;
-    std::vector<internal::Edit> edits;
-    internal::MemberSpan usage_span;
-    // "usage": null is what engines send when usage was not asked for: left as it is.
-    if (options_.drop_injected_usage && has_usage &&
-        internal::FindTopLevelMember(data, "usage", &usage_span)) {
-      edits.push_back({usage_span.remove_begin, usage_span.remove_end, ""});
-    }
-    if (options_.strip_injected_logprobs) internal::NullChoiceLogprobs(data, &edits);
-    if (edits.empty()) return Verdict::kForward;
-    *rewritten = internal::ApplyEdits(data, std::move(edits));
-    return Verdict::kRewrite;
+    if (ReadChoices(root, &choices_empty)) ++delta_count_;
+    const bool has_usage = ReadEventUsage(root);
+    return Rewrite(data, has_usage, choices_empty, rewritten);
   } catch (...) {  // allocation failure: the client's bytes still go through
     return Verdict::kForward;
   }
+}
+
+// Every choice of the event: its delta (chat) or text (completions), finish reason and token
+// detail. True when one of them carried content.
+bool StreamObserver::ReadChoices(const object& root, bool* choices_empty) {
+  const CaptureOptions& capture = options_.capture;
+  const std::size_t max_len = capture.max_length;
+  element e;
+  array choices;
+  if (!Member(root, "choices", &e) || e.get_array().get(choices)) return false;
+  *choices_empty = choices.size() == 0;
+  bool has_delta = false;
+  std::int64_t position = 0;
+  for (element item : choices) {
+    object c;
+    const std::int64_t pos = position++;
+    if (item.get_object().get(c)) continue;
+    std::int64_t index = pos;
+    if (Member(c, "index", &e)) index = AsInt(e).value_or(pos);
+    if (index < 0 || index >= kMaxChoices) continue;
+    if (choices_.size() <= static_cast<std::size_t>(index)) choices_.resize(index + 1);
+    Choice& ch = choices_[index];
+    ch.seen = true;
+
+    object delta;
+    if (Member(c, "delta", &e) && !e.get_object().get(delta)) {
+      has_delta |= ReadChoiceDelta(delta, ch);
+    } else if (Member(c, "text", &e)) {  // completions
+      if (auto s = AsString(e); s && !s->empty()) {
+        has_delta = true;
+        if (capture.capture_content) {
+          internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
+        }
+      }
+    }
+    if (Member(c, "finish_reason", &e)) {
+      if (auto s = AsString(e); s && !s->empty()) {
+        ch.finish_reason = TruncateUtf8(*s, kMaxIdentifierChars);
+      }
+    }
+    ReadTokenDetail(c, &last_tokens_);
+  }
+  return has_delta;
+}
+
+// A chat delta: role, content, reasoning, tool calls. True when it carried content.
+bool StreamObserver::ReadChoiceDelta(const object& delta, Choice& ch) {
+  const CaptureOptions& capture = options_.capture;
+  const std::size_t max_len = capture.max_length;
+  element e;
+  bool has_delta = false;
+  if (ch.role.empty() && Member(delta, "role", &e)) {
+    ch.role = std::string(TruncateUtf8(AsString(e).value_or(""), kMaxIdentifierChars));
+  }
+  if (Member(delta, "content", &e)) {
+    if (auto s = AsString(e); s && !s->empty()) {
+      has_delta = true;
+      if (capture.capture_content) {
+        internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
+      }
+    }
+  }
+  for (std::string_view key : {"reasoning_content", "reasoning"}) {
+    if (!Member(delta, key, &e)) continue;
+    if (auto s = AsString(e); s && !s->empty()) {
+      has_delta = true;
+      if (capture.capture_content) {
+        internal::AppendBounded(&ch.reasoning, &ch.reasoning_chars, *s, max_len);
+      }
+    }
+  }
+  array calls;
+  if (Member(delta, "tool_calls", &e) && !e.get_array().get(calls))
+    has_delta |= ReadToolCalls(calls, ch);
+  return has_delta;
+}
+
+// A delta's tool calls, each by its index (or, without one, by a new id). True when one
+// carried an id, a name or arguments.
+bool StreamObserver::ReadToolCalls(const array& calls, Choice& ch) {
+  const CaptureOptions& capture = options_.capture;
+  const std::size_t max_len = capture.max_length;
+  element e;
+  bool has_delta = false;
+  for (element call_el : calls) {
+    object call;
+    if (call_el.get_object().get(call)) continue;
+    std::optional<std::string_view> id, name, args;
+    if (Member(call, "id", &e)) id = AsString(e);
+    object fn;
+    if (Member(call, "function", &e) && !e.get_object().get(fn)) {
+      if (Member(fn, "name", &e)) name = AsString(e);
+      if (Member(fn, "arguments", &e)) args = AsString(e);
+    }
+    std::int64_t ti;
+    if (Member(call, "index", &e) && AsInt(e)) {
+      ti = *AsInt(e);
+    } else if (id && !id->empty()) {  // no index: a new id starts a new call
+      ti = static_cast<std::int64_t>(ch.tool_calls.size());
+    } else {
+      ti = ch.tool_calls.empty() ? 0 : ch.tool_calls.size() - 1;
+    }
+    if (ti < 0 || ti >= kMaxToolCalls) continue;
+    if (ch.tool_calls.size() <= static_cast<std::size_t>(ti)) {
+      ch.tool_calls.resize(ti + 1);
+      ch.argument_chars.resize(ti + 1);
+    }
+    ToolCall& tc = ch.tool_calls[ti];
+    if ((id && !id->empty()) || (name && !name->empty()) || (args && !args->empty())) {
+      has_delta = true;
+    }
+    if (id && !id->empty() && tc.id.empty()) tc.id = TruncateUtf8(*id, kMaxIdentifierChars);
+    if (name && !name->empty() && tc.name.empty()) {
+      tc.name = TruncateUtf8(*name, kMaxIdentifierChars);
+    }
+    if (args && capture.capture_content) {
+      internal::AppendBounded(&tc.arguments, &ch.argument_chars[ti], *args, max_len);
+    }
+  }
+  return has_delta;
+}
+
+// The event's usage, when it has one: continuous usage puts it on every chunk, and the last
+// one is the total.
+bool StreamObserver::ReadEventUsage(const object& root) {
+  element e;
+  if (!Member(root, "usage", &e) || e.is_null()) return false;
+  object u;
+  if (e.get_object().get(u)) return false;
+  // A bad count in any chunk stays named, though a later chunk's counts replace it.
+  std::string invalid = std::move(info_.usage.invalid);
+  info_.usage = Usage{};
+  internal::ReadUsage(e, &info_.usage);
+  if (info_.usage.invalid.empty()) info_.usage.invalid = std::move(invalid);
+  return true;
+}
+
+// The event as it leaves: dropped when it only carried the usage the gateway asked for,
+// rewritten without that usage or the logprobs the gateway asked for, else as it came.
+StreamObserver::Verdict StreamObserver::Rewrite(std::string_view data, bool has_usage,
+                                                bool choices_empty, std::string* rewritten) const {
+  if (options_.drop_injected_usage && has_usage && choices_empty) return Verdict::kDrop;
+  std::vector<internal::Edit> edits;
+  internal::MemberSpan usage_span;
+  // "usage": null is what engines send when usage was not asked for: left as it is.
+  if (options_.drop_injected_usage && has_usage &&
+      internal::FindTopLevelMember(data, "usage", &usage_span)) {
+    edits.push_back({usage_span.remove_begin, usage_span.remove_end, ""});
+  }
+  if (options_.strip_injected_logprobs) internal::NullChoiceLogprobs(data, &edits);
+  if (edits.empty()) return Verdict::kForward;
+  *rewritten = internal::ApplyEdits(data, std::move(edits));
+  return Verdict::kRewrite;
 }
 
 ResponseInfo StreamObserver::Finish() {
