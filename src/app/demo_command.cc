@@ -198,6 +198,55 @@ std::uint16_t FreePort() {
   return a.local_endpoint().port();
 }
 
+// The demo's clients, each in a loop until the duration is over, with a progress line.
+void RunTraffic(const DemoFlags& f, std::uint16_t port, Counters& counters) {
+  auto start = std::chrono::steady_clock::now();
+  auto end = start + std::chrono::milliseconds(static_cast<long>(f.duration_s * 1000));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < f.clients; ++i)
+    clients.emplace_back([&, i] { ClientLoop(i, f, port, end, counters); });
+  const bool tty = isatty(fileno(stderr));
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 5000));
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%s[demo] %5.1fs  requests %llu  failed %llu  aborted by client %llu%s",
+                 tty ? "\r" : "", std::min(t, f.duration_s),
+                 static_cast<unsigned long long>(counters.requests.load()),
+                 static_cast<unsigned long long>(counters.failures.load()),
+                 static_cast<unsigned long long>(counters.aborted.load()), tty ? "" : "\n");
+  }
+  for (auto& t : clients) t.join();
+  if (tty) std::fprintf(stderr, "\n");
+}
+
+// What the store holds after the run: every span, the engine's request spans, and the tree of
+// a recent trace an engine finished (its entry span, the engine's span and its phases).
+struct Stored {
+  std::int64_t spans = -1;
+  std::int64_t engine_spans = 0;
+  std::string tree;
+};
+
+Stored ReadStored(const std::string& path) {
+  Stored out;
+  exporting::SqliteStore store;
+  std::string serr;
+  if (!store.Open(path, &serr)) return out;
+  out.spans = store.CountSpans();
+  exporting::SpanFilter llm;
+  llm.name = "llm_request";
+  const auto requests = store.Spans(llm);
+  out.engine_spans = static_cast<std::int64_t>(requests.size());
+  std::string trace_id;
+  for (auto it = requests.rbegin(); it != requests.rend() && trace_id.empty(); ++it)
+    if (!it->parent_span_id.empty()) trace_id = it->trace_id;
+  exporting::TraceQuery q;
+  q.limit = 1;
+  q.trace_id = trace_id;
+  out.tree = exporting::RenderTraceTrees(store, q);
+  return out;
+}
+
 void Run(const DemoFlags& f) {
   std::string error;
   const std::uint16_t sim_port = FreePort();
@@ -265,48 +314,14 @@ void Run(const DemoFlags& f) {
   std::fflush(stdout);
 
   Counters counters;
-  auto start = std::chrono::steady_clock::now();
-  auto end = start + std::chrono::milliseconds(static_cast<long>(f.duration_s * 1000));
-  std::vector<std::thread> clients;
-  for (int i = 0; i < f.clients; ++i)
-    clients.emplace_back([&, i] { ClientLoop(i, f, port, end, counters); });
-  const bool tty = isatty(fileno(stderr));
-  while (std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 250 : 5000));
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "%s[demo] %5.1fs  requests %llu  failed %llu  aborted by client %llu%s",
-                 tty ? "\r" : "", std::min(t, f.duration_s),
-                 static_cast<unsigned long long>(counters.requests.load()),
-                 static_cast<unsigned long long>(counters.failures.load()),
-                 static_cast<unsigned long long>(counters.aborted.load()), tty ? "" : "\n");
-  }
-  for (auto& t : clients) t.join();
-  if (tty) std::fprintf(stderr, "\n");
+  RunTraffic(f, port, counters);
   sim->Stop();   // flushes the simulator's last native spans to the agent
   agent.Stop();  // joins what is still waiting and flushes every exporter
   auto s = ttft.Get();
 
-  exporting::SqliteStore store;
-  std::string serr;
-  std::int64_t spans = -1;
-  std::string tree;
-  std::int64_t engine_spans = 0;
-  if (store.Open(f.store, &serr)) {
-    spans = store.CountSpans();
-    // Show a request the engine finished: its trace has the entry span, vLLM's llm_request
-    // and the phases.
-    exporting::SpanFilter llm;
-    llm.name = "llm_request";
-    const auto requests = store.Spans(llm);
-    engine_spans = static_cast<std::int64_t>(requests.size());
-    std::string trace_id;
-    for (auto it = requests.rbegin(); it != requests.rend() && trace_id.empty(); ++it)
-      if (!it->parent_span_id.empty()) trace_id = it->trace_id;
-    exporting::TraceQuery q;
-    q.limit = 1;
-    q.trace_id = trace_id;
-    tree = exporting::RenderTraceTrees(store, q);
-  }
+  const Stored stored = ReadStored(f.store);
+  const std::int64_t spans = stored.spans, engine_spans = stored.engine_spans;
+  const std::string& tree = stored.tree;
   std::printf("\n== infertel demo summary\n");
   std::printf("requests sent        %llu (%llu failed, %llu aborted by the client on purpose)\n",
               static_cast<unsigned long long>(counters.requests.load()),
