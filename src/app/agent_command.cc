@@ -39,6 +39,105 @@ std::string g_who = "infertel agent";  // prefix of messages: the running comman
 
 }  // namespace
 
+// --upstream and the flags that describe it: the first upstream, before the agent file's.
+void AddUpstreamFlag(const AgentFlags& f, AgentOptions* opts) {
+  if (f.upstream.empty()) return;
+  gateway::UpstreamConfig uc;
+  auto engine = engines::FindEngine(f.engine);
+  if (!engine) Fail(2, fmt::format("--engine: expected {}", engines::EngineNames()));
+  uc.engine = *engine;
+  auto url = http::ParseUrl(f.upstream);
+  if (!url) Fail(2, fmt::format("--upstream: expected http://HOST:PORT, got '{}'", f.upstream));
+  uc.url = *url;
+  auto listen = http::ParseHostPort(f.listen);
+  if (!listen) Fail(2, fmt::format("--listen: expected HOST:PORT, got '{}'", f.listen));
+  uc.listen = *listen;
+  uc.pd_role = f.pd_role;
+  uc.engine_version = f.engine_version;
+  uc.data_parallel_size = f.data_parallel_size;
+  uc.name = "default";
+  uc.metrics_url = f.metrics_url;
+  opts->upstreams.insert(opts->upstreams.begin(), uc);
+}
+
+// The gateway's threads and bounds, the receivers' addresses and bounds, the join window.
+void ApplyServingFlags(const AgentFlags& f, AgentOptions* o) {
+  AgentOptions& opts = *o;
+  opts.threads = f.threads;
+  opts.max_request_body = f.max_body;
+  opts.gateway_max_connections = f.gateway_max_connections;
+  // "off" (or an empty value) disables a receiver listener.
+  opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
+  opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
+  opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
+  opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
+  for (auto [limits, cap] :
+       {std::pair{&opts.receiver.http_connections, f.receiver_http_max_connections},
+        std::pair{&opts.admin_connections, f.admin_max_connections}}) {
+    limits->max_connections = cap;
+    limits->idle_timeout = std::chrono::milliseconds(f.http_idle_timeout_ms);
+    limits->header_timeout = std::chrono::milliseconds(f.http_header_timeout_ms);
+    limits->body_timeout = std::chrono::milliseconds(f.http_body_timeout_ms);
+  }
+  opts.receiver.grpc = f.grpc_limits;
+  opts.receiver.grpc.idle_timeout = std::chrono::milliseconds(f.grpc_idle_timeout_ms);
+  opts.receiver.grpc.handshake_timeout = std::chrono::milliseconds(f.grpc_handshake_timeout_ms);
+  opts.receiver.grpc.max_buffered_bytes = f.grpc_buffer_mb << 20;
+}
+
+// The scrape and metric export flags. A bare number is refused: "2000" would be read as seconds
+// by one reader and as milliseconds by another (OTEL_METRIC_EXPORT_INTERVAL is in milliseconds).
+void ApplyMetricFlags(const AgentFlags& f, metrics::MetricsOptions* m) {
+  auto duration = [](const std::string& flag, const std::string& text) {
+    auto d = exporting::ParseDuration(text);
+    const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
+    if (!d || d->count() <= 0 || !has_unit)
+      Fail(2, fmt::format("{}: expected a duration with its unit, such as 5s or 500ms, got '{}'",
+                          flag, text));
+    return *d;
+  };
+  m->scrape_interval = duration("--scrape-interval", f.scrape_interval);
+  m->scrape_timeout = duration("--scrape-timeout", f.scrape_timeout);
+  m->scrape_limits.max_series = f.scrape_max_series;
+  m->scrape_limits.stale_after = duration("--scrape-stale-after", f.scrape_stale_after);
+  m->model_bound.cap = f.metric_model_cap;
+  constexpr std::chrono::milliseconds kMinExport{100}, kMaxExport{24 * 3600 * 1000};
+  if (!f.metric_export_interval.empty()) {
+    m->export_interval = duration("--metric-export-interval", f.metric_export_interval);
+    if (m->export_interval < kMinExport || m->export_interval > kMaxExport)
+      Fail(2, fmt::format("--metric-export-interval: expected from 100ms to 24h, got '{}'",
+                          f.metric_export_interval));
+  } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
+    // The SDK variable is in milliseconds.
+    std::int64_t ms = 0;
+    const std::string_view text(v);
+    auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), ms);
+    if (err != std::errc() || end != text.data() + text.size() || ms < kMinExport.count() ||
+        ms > kMaxExport.count()) {
+      Fail(2, fmt::format("{}: expected milliseconds from 100 to 86400000, got '{}'",
+                          otel_env::kMetricExportInterval, v));
+    }
+    m->export_interval = std::chrono::milliseconds(ms);
+  }
+}
+
+// The console: env < console file < console URL < admin API (docs/configuration.md).
+console::ConsoleOptions ConsoleOptionsFrom(const AgentFlags& f, const config::EnvLookup& env,
+                                           const http::HostPort& admin) {
+  console::ConsoleOptions copts;
+  copts.file = f.console_file;
+  copts.url = f.console_url;
+  copts.url_interval = std::chrono::milliseconds(std::max(100, f.console_url_interval_ms));
+  copts.admin_token = f.admin_token;
+  if (copts.admin_token.empty()) copts.admin_token = env("INFERTEL_ADMIN_TOKEN").value_or("");
+  if (!http::IsLoopbackHost(admin.host) && copts.admin_token.empty()) {
+    Fail(2, fmt::format("the admin address {} is not loopback: give --admin-token or "
+                        "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
+                        admin.host));
+  }
+  return copts;
+}
+
 std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_view who,
                                               const std::function<void(AgentOptions&)>& adjust) {
   g_who = std::string(who);
@@ -63,96 +162,16 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
                         proto));
   }
 
-  if (!f.upstream.empty()) {
-    gateway::UpstreamConfig uc;
-    auto engine = engines::FindEngine(f.engine);
-    if (!engine) Fail(2, fmt::format("--engine: expected {}", engines::EngineNames()));
-    uc.engine = *engine;
-    auto url = http::ParseUrl(f.upstream);
-    if (!url) Fail(2, fmt::format("--upstream: expected http://HOST:PORT, got '{}'", f.upstream));
-    uc.url = *url;
-    auto listen = http::ParseHostPort(f.listen);
-    if (!listen) Fail(2, fmt::format("--listen: expected HOST:PORT, got '{}'", f.listen));
-    uc.listen = *listen;
-    uc.pd_role = f.pd_role;
-    uc.engine_version = f.engine_version;
-    uc.data_parallel_size = f.data_parallel_size;
-    uc.name = "default";
-    uc.metrics_url = f.metrics_url;
-    opts.upstreams.insert(opts.upstreams.begin(), uc);
-  }
+  AddUpstreamFlag(f, &opts);
   if (adjust) adjust(opts);
   if (opts.upstreams.empty())
     Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
   // Flag over the agent file over the default.
   if (!ApplyAdminFlag(f.admin, &opts.admin))
     Fail(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
-  opts.threads = f.threads;
-  opts.max_request_body = f.max_body;
-  opts.gateway_max_connections = f.gateway_max_connections;
-  // "off" (or an empty value) disables a receiver listener.
-  opts.receiver.grpc_address = f.receiver_grpc == "off" ? "" : f.receiver_grpc;
-  opts.receiver.http_address = f.receiver_http == "off" ? "" : f.receiver_http;
-  opts.assembler.join_window = std::chrono::milliseconds(f.join_window_ms);
-  opts.receiver.saturated_wait = std::chrono::milliseconds(f.receiver_wait_ms);
-  for (auto [limits, cap] :
-       {std::pair{&opts.receiver.http_connections, f.receiver_http_max_connections},
-        std::pair{&opts.admin_connections, f.admin_max_connections}}) {
-    limits->max_connections = cap;
-    limits->idle_timeout = std::chrono::milliseconds(f.http_idle_timeout_ms);
-    limits->header_timeout = std::chrono::milliseconds(f.http_header_timeout_ms);
-    limits->body_timeout = std::chrono::milliseconds(f.http_body_timeout_ms);
-  }
-  opts.receiver.grpc = f.grpc_limits;
-  opts.receiver.grpc.idle_timeout = std::chrono::milliseconds(f.grpc_idle_timeout_ms);
-  opts.receiver.grpc.handshake_timeout = std::chrono::milliseconds(f.grpc_handshake_timeout_ms);
-  opts.receiver.grpc.max_buffered_bytes = f.grpc_buffer_mb << 20;
-  // A bare number is refused: "2000" would be read as seconds by one reader and as
-  // milliseconds by another (OTEL_METRIC_EXPORT_INTERVAL is in milliseconds).
-  auto duration = [](const std::string& flag, const std::string& text) {
-    auto d = exporting::ParseDuration(text);
-    const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
-    if (!d || d->count() <= 0 || !has_unit)
-      Fail(2, fmt::format("{}: expected a duration with its unit, such as 5s or 500ms, got '{}'",
-                          flag, text));
-    return *d;
-  };
-  opts.metrics.scrape_interval = duration("--scrape-interval", f.scrape_interval);
-  opts.metrics.scrape_timeout = duration("--scrape-timeout", f.scrape_timeout);
-  opts.metrics.scrape_limits.max_series = f.scrape_max_series;
-  opts.metrics.scrape_limits.stale_after = duration("--scrape-stale-after", f.scrape_stale_after);
-  opts.metrics.model_bound.cap = f.metric_model_cap;
-  constexpr std::chrono::milliseconds kMinExport{100}, kMaxExport{24 * 3600 * 1000};
-  if (!f.metric_export_interval.empty()) {
-    opts.metrics.export_interval = duration("--metric-export-interval", f.metric_export_interval);
-    if (opts.metrics.export_interval < kMinExport || opts.metrics.export_interval > kMaxExport)
-      Fail(2, fmt::format("--metric-export-interval: expected from 100ms to 24h, got '{}'",
-                          f.metric_export_interval));
-  } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
-    // The SDK variable is in milliseconds.
-    std::int64_t ms = 0;
-    const std::string_view text(v);
-    auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), ms);
-    if (err != std::errc() || end != text.data() + text.size() || ms < kMinExport.count() ||
-        ms > kMaxExport.count()) {
-      Fail(2, fmt::format("{}: expected milliseconds from 100 to 86400000, got '{}'",
-                          otel_env::kMetricExportInterval, v));
-    }
-    opts.metrics.export_interval = std::chrono::milliseconds(ms);
-  }
-
-  // The console: env < console file < console URL < admin API (docs/configuration.md).
-  console::ConsoleOptions copts;
-  copts.file = f.console_file;
-  copts.url = f.console_url;
-  copts.url_interval = std::chrono::milliseconds(std::max(100, f.console_url_interval_ms));
-  copts.admin_token = f.admin_token;
-  if (copts.admin_token.empty()) copts.admin_token = env("INFERTEL_ADMIN_TOKEN").value_or("");
-  if (!http::IsLoopbackHost(opts.admin.host) && copts.admin_token.empty()) {
-    Fail(2, fmt::format("the admin address {} is not loopback: give --admin-token or "
-                        "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
-                        opts.admin.host));
-  }
+  ApplyServingFlags(f, &opts);
+  ApplyMetricFlags(f, &opts.metrics);
+  const console::ConsoleOptions copts = ConsoleOptionsFrom(f, env, opts.admin);
   std::vector<console::KnobUpstream> knob_upstreams;
   for (const auto& u : opts.upstreams) knob_upstreams.push_back({u.name, u.engine, u.url});
   auto console = console::ConsoleService::Create(copts, env, knob_upstreams, &error);
