@@ -98,6 +98,102 @@ const Tracker::Dropped* Tracker::FindDropped(const std::string& span_id, Clock::
   return dropped_.Find(span_id, now);
 }
 
+// Pass 1 for one span: the level of its request decides whether it stays (false: dropped, and
+// remembered with what it pointed at); events above the level leave a kept span.
+bool Tracker::LevelSpan(Span& s, int current_level, Clock::time_point now, ProcessResult* r) {
+  int level = current_level;
+  if (const int* l = levels_.Find(s.trace_id(), now)) level = *l;
+  bool k = level > 0;  // level 0: SGLang makes no native span at all
+  if (k && Classify(s) == SpanRole::kStage) k = *StageLevel(s.name()) <= level;
+  if (!k) {
+    ++r->dropped;
+    if (level > 0 && !s.span_id().empty()) {
+      Dropped d{s.trace_id(), s.parent_span_id(), {}};
+      for (const auto& l : s.links())
+        d.links.push_back({l.trace_id(), l.span_id(), l.trace_state()});
+      dropped_.Put(s.span_id(), std::move(d), now + options_.dropped_ttl);
+    }
+    return false;
+  }
+  auto* events = s.mutable_events();
+  int kept_events = 0;
+  for (int e = 0; e < events->size(); ++e) {
+    auto el = EventLevel(events->Get(e).name());
+    if (el && *el > level) {
+      ++r->events_dropped;
+      continue;
+    }
+    if (kept_events != e) events->SwapElements(kept_events, e);
+    ++kept_events;
+  }
+  while (events->size() > kept_events) events->RemoveLast();
+  return true;
+}
+
+// Pass 2 for one kept span: a parent or link that pointed at a dropped span points where it
+// pointed.
+void Tracker::Reattach(Span& s, Clock::time_point now, ProcessResult* r) {
+  for (int hop = 0; hop < kMaxHops && !s.parent_span_id().empty(); ++hop) {
+    const Dropped* d = FindDropped(s.parent_span_id(), now);
+    if (!d || d->trace_id != s.trace_id()) break;
+    s.set_parent_span_id(d->parent_span_id);
+    ++r->reattached;
+  }
+  bool relink = false;
+  for (const auto& l : s.links()) {
+    const Dropped* d = FindDropped(l.span_id(), now);
+    if (d && d->trace_id == l.trace_id()) relink = true;
+  }
+  if (!relink) return;
+  google::protobuf::RepeatedPtrField<Span::Link> links;
+  for (const auto& l : s.links()) {
+    // Depth-first over the chain of dropped spans, keeping each end that was not dropped.
+    std::vector<std::pair<Link, int>> work{{{l.trace_id(), l.span_id(), l.trace_state()}, 0}};
+    bool moved = false;
+    while (!work.empty()) {
+      auto [cur, depth] = std::move(work.back());
+      work.pop_back();
+      const Dropped* d = depth < kMaxHops ? FindDropped(cur.span_id, now) : nullptr;
+      if (d && d->trace_id == cur.trace_id) {
+        moved = true;
+        for (auto it = d->links.rbegin(); it != d->links.rend(); ++it)
+          work.push_back({*it, depth + 1});
+        continue;
+      }
+      Span::Link* nl = links.Add();
+      *nl = l;
+      nl->set_trace_id(cur.trace_id);
+      nl->set_span_id(cur.span_id);
+      nl->set_trace_state(cur.trace_state);
+    }
+    if (moved) ++r->reattached;
+  }
+  *s.mutable_links() = std::move(links);
+}
+
+// Pass 3 for one kept span: PD request spans meet through bootstrap_room.
+void Tracker::LinkPdPeer(Span& s, Clock::time_point now, ProcessResult* r) {
+  std::string_view role = RequestRole(s.name());
+  if (role.empty() || Classify(s) != SpanRole::kRequest) return;
+  auto room = BootstrapRoom(s);
+  if (!room) return;
+  Room* rm = rooms_.Find(*room, now);
+  if (!rm) rm = &rooms_.Put(*room, Room{}, now + options_.pd_window);
+  const bool prefill = role == sc::kSglRolePrefill;
+  Peer& self = prefill ? rm->prefill : rm->decode;
+  const Peer& other = prefill ? rm->decode : rm->prefill;
+  if (other.present && other.span_id != s.span_id()) {
+    Span::Link* l = s.add_links();
+    l->set_trace_id(other.trace_id);
+    l->set_span_id(other.span_id);
+    AddAttr(l->mutable_attributes(), sc::kSglBootstrapRoom, *room);
+    AddAttr(l->mutable_attributes(), sc::kInfertelPdPeerRole,
+            prefill ? sc::kSglRoleDecode : sc::kSglRolePrefill);
+    ++r->pd_links;
+  }
+  self = {s.trace_id(), s.span_id(), true};
+}
+
 ProcessResult Tracker::Process(google::protobuf::RepeatedPtrField<Span>* spans, int current_level,
                                Clock::time_point now) {
   ProcessResult r;
@@ -111,101 +207,20 @@ ProcessResult Tracker::Process(google::protobuf::RepeatedPtrField<Span>* spans, 
   // Pass 1: the level of each span's request decides whether it stays; a dropped span is
   // remembered with what it pointed at. Events above the level leave the kept spans.
   for (int i = 0; i < n; ++i) {
-    Span& s = *spans->Mutable(i);
-    int level = current_level;
-    if (const int* l = levels_.Find(s.trace_id(), now)) level = *l;
-    bool k = level > 0;  // level 0: SGLang makes no native span at all
-    if (k && Classify(s) == SpanRole::kStage) k = *StageLevel(s.name()) <= level;
-    if (!k) {
+    if (!LevelSpan(*spans->Mutable(i), current_level, now, &r))
       keep[static_cast<std::size_t>(i)] = false;
-      ++r.dropped;
-      if (level > 0 && !s.span_id().empty()) {
-        Dropped d{s.trace_id(), s.parent_span_id(), {}};
-        for (const auto& l : s.links())
-          d.links.push_back({l.trace_id(), l.span_id(), l.trace_state()});
-        dropped_.Put(s.span_id(), std::move(d), now + options_.dropped_ttl);
-      }
-      continue;
-    }
-    auto* events = s.mutable_events();
-    int kept_events = 0;
-    for (int e = 0; e < events->size(); ++e) {
-      auto el = EventLevel(events->Get(e).name());
-      if (el && *el > level) {
-        ++r.events_dropped;
-        continue;
-      }
-      if (kept_events != e) events->SwapElements(kept_events, e);
-      ++kept_events;
-    }
-    while (events->size() > kept_events) events->RemoveLast();
   }
 
   // Pass 2: parents and links that pointed at a dropped span point where it pointed.
   for (int i = 0; i < n; ++i) {
     if (!keep[static_cast<std::size_t>(i)]) continue;
-    Span& s = *spans->Mutable(i);
-    for (int hop = 0; hop < kMaxHops && !s.parent_span_id().empty(); ++hop) {
-      const Dropped* d = FindDropped(s.parent_span_id(), now);
-      if (!d || d->trace_id != s.trace_id()) break;
-      s.set_parent_span_id(d->parent_span_id);
-      ++r.reattached;
-    }
-    bool relink = false;
-    for (const auto& l : s.links()) {
-      const Dropped* d = FindDropped(l.span_id(), now);
-      if (d && d->trace_id == l.trace_id()) relink = true;
-    }
-    if (!relink) continue;
-    google::protobuf::RepeatedPtrField<Span::Link> links;
-    for (const auto& l : s.links()) {
-      // Depth-first over the chain of dropped spans, keeping each end that was not dropped.
-      std::vector<std::pair<Link, int>> work{{{l.trace_id(), l.span_id(), l.trace_state()}, 0}};
-      bool moved = false;
-      while (!work.empty()) {
-        auto [cur, depth] = std::move(work.back());
-        work.pop_back();
-        const Dropped* d = depth < kMaxHops ? FindDropped(cur.span_id, now) : nullptr;
-        if (d && d->trace_id == cur.trace_id) {
-          moved = true;
-          for (auto it = d->links.rbegin(); it != d->links.rend(); ++it)
-            work.push_back({*it, depth + 1});
-          continue;
-        }
-        Span::Link* nl = links.Add();
-        *nl = l;
-        nl->set_trace_id(cur.trace_id);
-        nl->set_span_id(cur.span_id);
-        nl->set_trace_state(cur.trace_state);
-      }
-      if (moved) ++r.reattached;
-    }
-    *s.mutable_links() = std::move(links);
+    Reattach(*spans->Mutable(i), now, &r);
   }
 
   // Pass 3: PD request spans meet through bootstrap_room.
   for (int i = 0; i < n; ++i) {
     if (!keep[static_cast<std::size_t>(i)]) continue;
-    Span& s = *spans->Mutable(i);
-    std::string_view role = RequestRole(s.name());
-    if (role.empty() || Classify(s) != SpanRole::kRequest) continue;
-    auto room = BootstrapRoom(s);
-    if (!room) continue;
-    Room* rm = rooms_.Find(*room, now);
-    if (!rm) rm = &rooms_.Put(*room, Room{}, now + options_.pd_window);
-    const bool prefill = role == sc::kSglRolePrefill;
-    Peer& self = prefill ? rm->prefill : rm->decode;
-    const Peer& other = prefill ? rm->decode : rm->prefill;
-    if (other.present && other.span_id != s.span_id()) {
-      Span::Link* l = s.add_links();
-      l->set_trace_id(other.trace_id);
-      l->set_span_id(other.span_id);
-      AddAttr(l->mutable_attributes(), sc::kSglBootstrapRoom, *room);
-      AddAttr(l->mutable_attributes(), sc::kInfertelPdPeerRole,
-              prefill ? sc::kSglRoleDecode : sc::kSglRolePrefill);
-      ++r.pd_links;
-    }
-    self = {s.trace_id(), s.span_id(), true};
+    LinkPdPeer(*spans->Mutable(i), now, &r);
   }
 
   int kept = 0;

@@ -106,6 +106,10 @@ class Tracker {
   };
 
   const Dropped* FindDropped(const std::string& span_id, Clock::time_point now);
+  // Process's passes over one span (tracker.cc says what each does); mu_ held.
+  bool LevelSpan(Span& s, int current_level, Clock::time_point now, ProcessResult* r);
+  void Reattach(Span& s, Clock::time_point now, ProcessResult* r);
+  void LinkPdPeer(Span& s, Clock::time_point now, ProcessResult* r);
 
   TrackerOptions options_;
   mutable std::mutex mu_;  // guards the tables
