@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/hex.h"
+#include "sim/engine/prometheus_text.h"
 #include "sim/engine/tokenizer.h"
 #include "sim/json_fields.h"
 #include "sim/json_writer.h"
