@@ -33,9 +33,6 @@ rules=(
 
 # file:include, each an arrow still to be taken away (issue: the engine contract).
 exceptions=(
-  "src/sim/sglang/sglang_metrics.cc:sim/vllm/vllm_metrics.h"
-  "src/sim/sglang/sglang_tracing.cc:sim/vllm/vllm_tracing.h"
-  "src/sim/sglang/sglang_surface.cc:sim/vllm/vllm_metrics.h"
 )
 
 found=()

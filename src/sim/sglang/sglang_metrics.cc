@@ -4,13 +4,13 @@
 #include <cmath>
 
 #include "core/clock.h"
-#include "sim/vllm/vllm_metrics.h"
+#include "sim/engine/prometheus_text.h"
 
 namespace infertel::sim {
 namespace {
 
 using Era = SglangEra::Metrics;
-using Labels = std::vector<std::pair<std::string, std::string>>;
+using Labels = PromLabels;
 
 constexpr std::uint64_t kIdleLogNs = 30'000'000'000ull;  // "During idle time … every 30 seconds"
 
@@ -47,33 +47,6 @@ std::vector<double> Geometric(double first, double factor, int n) {
   return b;
 }
 
-void EscapeLabelValue(std::string* out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\')
-      *out += "\\\\";
-    else if (c == '"')
-      *out += "\\\"";
-    else if (c == '\n')
-      *out += "\\n";
-    else
-      *out += c;
-  }
-}
-
-// `{k="v",…}` with keys sorted, as the multiprocess collector writes them.
-std::string LabelText(Labels labels) {
-  if (labels.empty()) return "";
-  std::sort(labels.begin(), labels.end());
-  std::string s = "{";
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (i) s += ',';
-    s += labels[i].first + "=\"";
-    EscapeLabelValue(&s, labels[i].second);
-    s += '"';
-  }
-  return s + "}";
-}
-
 class Out {
  public:
   void Header(const std::string& name, std::string_view help, std::string_view type) {
@@ -81,7 +54,7 @@ class Out {
           std::string(type) + "\n";
   }
   void Sample(const std::string& name, const Labels& labels, double v) {
-    s_ += name + LabelText(labels) + " " + PromFloat(v) + "\n";
+    s_ += name + PromLabelText(labels) + " " + PromFloat(v) + "\n";
   }
   // One family, one sample per label set.
   void Family(const std::string& name, std::string_view help, std::string_view type,

@@ -18,7 +18,7 @@
 #include "sim/engine/tokenizer.h"
 #include "sim/json_fields.h"
 #include "sim/json_writer.h"
-#include "sim/vllm/vllm_metrics.h"
+#include "sim/engine/prometheus_text.h"
 
 namespace infertel::sim {
 namespace {

@@ -7,9 +7,8 @@
 #include <memory>
 
 #include "core/ids.h"
-#include "core/resource.h"
 #include "core/semconv.h"
-#include "sim/vllm/vllm_tracing.h"
+#include "sim/otlp/python_resource.h"
 
 namespace infertel::sim {
 
@@ -54,26 +53,8 @@ AnyValue SglDouble(double v) {
 }
 
 Resource BuildSglangResource(const SimEnvFn& env) {
-  Resource r;
-  auto* attrs = r.mutable_attributes();
-  AddAttr(attrs, kTelemetrySdkLanguage, "python");
-  AddAttr(attrs, semconv::kTelemetrySdkName, "opentelemetry");
-  AddAttr(attrs, kTelemetrySdkVersion, kPythonSdkVersion);
-  auto set = [&](std::string_view key, std::string_view value) {
-    for (auto& kv : *attrs) {
-      if (kv.key() == key) {
-        kv.mutable_value()->set_string_value(std::string(value));
-        return;
-      }
-    }
-    AddAttr(attrs, key, value);
-  };
-  if (env) {
-    if (auto text = env("OTEL_RESOURCE_ATTRIBUTES")) {
-      for (auto& [k, v] : ParseResourceAttributes(*text)) set(k, v);
-    }
-  }
-  set(semconv::kServiceName, kSglangServiceName);
+  Resource r = PythonSdkResource(env);
+  SetResourceString(&r, semconv::kServiceName, kSglangServiceName);
   return r;
 }
 

@@ -18,10 +18,6 @@
 
 namespace infertel::sim {
 
-// Text of the /metrics Content-Type header.
-inline constexpr std::string_view kPrometheusContentType =
-    "text/plain; version=0.0.4; charset=utf-8";
-
 struct VllmMetricsOptions {
   std::string model_name = "demo-model";
   bool v0 = false;
@@ -36,9 +32,6 @@ struct VllmMetricsOptions {
 
 // Parses "MAJOR.MINOR[.PATCH…]"; false when malformed.
 bool ParseVllmVersion(std::string_view text, int* major, int* minor);
-
-// prometheus_client's float rendering (Python repr, Go-style exponent for large values).
-std::string PromFloat(double v);
 
 class VllmMetrics : public EngineObserver {
  public:

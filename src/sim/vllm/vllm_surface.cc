@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/hex.h"
+#include "sim/engine/prometheus_text.h"
 #include "sim/engine/tokenizer.h"
 #include "sim/json_fields.h"
 #include "sim/json_writer.h"
@@ -152,24 +153,6 @@ std::string EscapeInner(std::string_view s) {
   return out.substr(1, out.size() - 2);
 }
 
-// Events from the engine thread to the connection coroutine.
-struct Inbox {
-  std::mutex mu;
-  std::deque<std::pair<int, RequestOutput>> events;
-};
-
-struct ChoiceState {
-  std::string engine_id;
-  std::string text;
-  std::vector<GeneratedToken> tokens;
-  int num_tokens = 0;
-  bool finished = false;
-  FinishReason reason = FinishReason::kNone;
-  std::string stop_reason;
-  bool tool_header_sent = false;
-  int text_offset = 0;
-};
-
 float EmbeddingValue(std::uint64_t seed, int i) {
   std::uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i + 1));
   h ^= h >> 31;
@@ -193,6 +176,65 @@ double Relevance(const std::string& query, const std::string& doc) {
 }
 
 }  // namespace
+
+// Events from the engine thread to the connection coroutine.
+struct VllmInbox {
+  std::mutex mu;
+  std::deque<std::pair<int, RequestOutput>> events;
+};
+
+// One choice of a response (connection strand only).
+struct VllmChoice {
+  std::string engine_id;
+  std::string text;
+  std::vector<GeneratedToken> tokens;
+  int num_tokens = 0;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  std::string stop_reason;
+  bool tool_header_sent = false;
+  int text_offset = 0;
+};
+
+// One chat or completions request: what it asks, parsed once, then the state of its response
+// (connection strand only).
+struct VllmGeneration {
+  bool chat = false;
+  bool v0 = false;
+  bool details = false;  // --enable-prompt-tokens-details
+  bool stream = false, include_usage = false, continuous_usage = false;
+  std::vector<std::vector<TokenId>> prompt_ids;  // one per prompt
+  std::string tool_name, tool_param = "input";
+  bool tools_on = false;
+  int n = 1;
+  std::optional<std::int64_t> max_tokens;
+  int logprobs_top = -1;  // -1: no logprobs
+  SamplingSpec spec;
+  double temperature = 1.0, top_p = 1.0;
+  std::string model, body_request_id, traceparent, tracestate;
+  std::uint64_t arrival_wall_ns = 0;
+  std::string id;
+  std::int64_t created = 0;
+
+  std::vector<VllmChoice> choices;  // prompt-major: choice i is of prompt i / n
+  int remaining = 0;                // choices not finished
+  std::optional<int> cached;
+  bool first_event = true;
+
+  bool tool_mode() const { return chat && tools_on && !tool_name.empty(); }
+  const char* object_chunk() const { return chat ? "chat.completion.chunk" : "text_completion"; }
+  int prompt_tokens(int choice) const { return static_cast<int>(prompt_ids[choice / n].size()); }
+  int total_prompt_tokens() const {
+    int total = 0;
+    for (const auto& ids : prompt_ids) total += static_cast<int>(ids.size());
+    return total;
+  }
+  int completion_tokens() const {
+    int total = 0;
+    for (const auto& c : choices) total += c.num_tokens;
+    return total;
+  }
+};
 
 // Per API prompt: what the front end knows of its sequences (touched on the engine thread
 // only, as every callback of the engine runs there).
@@ -420,150 +462,156 @@ net::awaitable<bool> VllmSurface::Handle(HttpConnection& conn, HttpRequest& req)
   co_return co_await Json(conn, req, http::status::not_found, R"({"detail":"Not Found"})");
 }
 
-net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& req, bool chat) {
-  // vLLM's arrival_time: wall clock when rendering starts, before templating and tokenizing.
-  const std::uint64_t arrival_wall_ns = WallNanos();
-  const bool v0 = options_.v0;
-  simdjson::dom::parser parser;
-  object body;
-  if (!ParseBodyObject(parser, req, &body)) {
-    co_return co_await Error(conn, req, http::status::bad_request,
-                             v0 ? "BadRequestError" : "Bad Request", JsonDecodeError());
-  }
-  const char* bad_request_validation = v0 ? "BadRequestError" : "Bad Request";
+// ---------------------------------------------------------------------------------------------
+// /v1/chat/completions and /v1/completions, as stages: parse and validate the request, admit
+// its sequences to the engine, relay or collect the engine's output, then the stream's end or
+// the whole body.
 
-  // The prompt text, rendered as a ChatML-style template for chat.
-  std::vector<std::string> prompts;
-  std::vector<std::vector<TokenId>> prompt_ids;
-  std::string tool_name, tool_param = "input";
-  bool tools_on = false;
-  if (chat) {
-    auto msgs = Field(body, "messages");
-    array arr;
-    if (!msgs || msgs->get_array().get(arr) != simdjson::SUCCESS) {
-      co_return co_await Error(
-          conn, req, http::status::bad_request, bad_request_validation,
-          ValidationMessage("missing", "'body', 'messages'", "Field required"));
-    }
-    std::string text;
-    if (auto tools = Field(body, "tools")) {
-      array tarr;
-      if (tools->get_array().get(tarr) == simdjson::SUCCESS && tarr.size() > 0) {
-        std::string choice = GetStr(body, "tool_choice").value_or("auto");
-        tools_on = choice != "none";
-        element first = tarr.at(0);
-        std::string_view name;
-        if (first["function"]["name"].get_string().get(name) == simdjson::SUCCESS)
-          tool_name = std::string(name);
-        std::string_view named;
-        if (body["tool_choice"]["function"]["name"].get_string().get(named) == simdjson::SUCCESS) {
-          tool_name = std::string(named);
-          tools_on = true;
-        }
-        object props;
-        if (first["function"]["parameters"]["properties"].get_object().get(props) ==
-            simdjson::SUCCESS) {
-          for (auto [k, v] : props) {
-            tool_param = std::string(k);
-            break;
-          }
-        }
-        text += "<|im_start|>system\n# Tools\n" + simdjson::minify(*tools) + "<|im_end|>\n";
+namespace {
+
+// An error answer decided while parsing.
+struct ApiError {
+  http::status status;
+  std::string type, message, param;
+};
+
+std::optional<ApiError> BadRequest(std::string type, std::string message, std::string param = {}) {
+  return ApiError{http::status::bad_request, std::move(type), std::move(message), std::move(param)};
+}
+
+// The chat messages (and tools) rendered as a ChatML-style template, and the first tool.
+std::optional<ApiError> ChatPrompt(const object& body, const char* validation, VllmGeneration* g) {
+  auto msgs = Field(body, "messages");
+  array arr;
+  if (!msgs || msgs->get_array().get(arr) != simdjson::SUCCESS) {
+    return BadRequest(validation,
+                      ValidationMessage("missing", "'body', 'messages'", "Field required"));
+  }
+  std::string text;
+  if (auto tools = Field(body, "tools")) {
+    array tarr;
+    if (tools->get_array().get(tarr) == simdjson::SUCCESS && tarr.size() > 0) {
+      std::string choice = GetStr(body, "tool_choice").value_or("auto");
+      g->tools_on = choice != "none";
+      element first = tarr.at(0);
+      std::string_view name;
+      if (first["function"]["name"].get_string().get(name) == simdjson::SUCCESS)
+        g->tool_name = std::string(name);
+      std::string_view named;
+      if (body["tool_choice"]["function"]["name"].get_string().get(named) == simdjson::SUCCESS) {
+        g->tool_name = std::string(named);
+        g->tools_on = true;
       }
-    }
-    for (element m : arr) {
-      std::string_view role = "user";
-      if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
-      element content;
-      std::string c;
-      if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
-      text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
-    }
-    text += "<|im_start|>assistant\n";
-    prompts.push_back(std::move(text));
-  } else {
-    auto p = Field(body, "prompt");
-    if (!p) {
-      co_return co_await Error(conn, req, http::status::bad_request, bad_request_validation,
-                               ValidationMessage("missing", "'body', 'prompt'", "Field required"));
-    }
-    std::string_view s;
-    array arr;
-    if (p->get_string().get(s) == simdjson::SUCCESS) {
-      prompts.emplace_back(s);
-    } else if (p->get_array().get(arr) == simdjson::SUCCESS && arr.size() > 0) {
-      std::int64_t tok;
-      if (arr.at(0).get_int64().get(tok) == simdjson::SUCCESS) {
-        std::vector<TokenId> ids;
-        for (element e : arr) {
-          if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
-        }
-        prompt_ids.push_back(std::move(ids));
-      } else {
-        for (element e : arr) {
-          array inner;
-          if (e.get_string().get(s) == simdjson::SUCCESS) {
-            prompts.emplace_back(s);
-          } else if (e.get_array().get(inner) == simdjson::SUCCESS) {
-            std::vector<TokenId> ids;
-            for (element t : inner) {
-              if (t.get_int64().get(tok) == simdjson::SUCCESS)
-                ids.push_back(static_cast<TokenId>(tok));
-            }
-            prompt_ids.push_back(std::move(ids));
-          }
+      object props;
+      if (first["function"]["parameters"]["properties"].get_object().get(props) ==
+          simdjson::SUCCESS) {
+        for (auto [k, v] : props) {
+          g->tool_param = std::string(k);
+          break;
         }
       }
-    }
-    if (prompts.empty() && prompt_ids.empty()) {
-      co_return co_await Error(conn, req, http::status::bad_request, "BadRequestError",
-                               "Prompt cannot be empty");
+      text += "<|im_start|>system\n# Tools\n" + simdjson::minify(*tools) + "<|im_end|>\n";
     }
   }
-  for (const std::string& p : prompts) prompt_ids.push_back(Tokenize(p));
+  for (element m : arr) {
+    std::string_view role = "user";
+    if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
+    element content;
+    std::string c;
+    if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
+    text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
+  }
+  text += "<|im_start|>assistant\n";
+  g->prompt_ids.push_back(Tokenize(text));
+  return std::nullopt;
+}
 
-  const bool stream = GetBool(body, "stream", false);
-  if (Field(body, "stream_options") && !stream) {
-    co_return co_await Error(
-        conn, req, http::status::bad_request, bad_request_validation,
+std::vector<TokenId> TokenIds(const array& arr) {
+  std::vector<TokenId> ids;
+  std::int64_t tok;
+  for (element e : arr) {
+    if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
+  }
+  return ids;
+}
+
+// The completions API's prompt: a string, a list of token ids, or a list of either. Token
+// prompts come first, then the text prompts, tokenized.
+std::optional<ApiError> CompletionPrompts(const object& body, const char* validation,
+                                          VllmGeneration* g) {
+  auto p = Field(body, "prompt");
+  if (!p) {
+    return BadRequest(validation,
+                      ValidationMessage("missing", "'body', 'prompt'", "Field required"));
+  }
+  std::vector<std::string> texts;
+  std::string_view s;
+  array arr;
+  if (p->get_string().get(s) == simdjson::SUCCESS) {
+    texts.emplace_back(s);
+  } else if (p->get_array().get(arr) == simdjson::SUCCESS && arr.size() > 0) {
+    std::int64_t tok;
+    if (arr.at(0).get_int64().get(tok) == simdjson::SUCCESS) {
+      g->prompt_ids.push_back(TokenIds(arr));
+    } else {
+      for (element e : arr) {
+        array inner;
+        if (e.get_string().get(s) == simdjson::SUCCESS) {
+          texts.emplace_back(s);
+        } else if (e.get_array().get(inner) == simdjson::SUCCESS) {
+          g->prompt_ids.push_back(TokenIds(inner));
+        }
+      }
+    }
+  }
+  if (texts.empty() && g->prompt_ids.empty())
+    return BadRequest("BadRequestError", "Prompt cannot be empty");
+  for (const std::string& t : texts) g->prompt_ids.push_back(Tokenize(t));
+  return std::nullopt;
+}
+
+std::optional<ApiError> StreamOptions(const object& body, const char* validation,
+                                      VllmGeneration* g) {
+  g->stream = GetBool(body, "stream", false);
+  if (Field(body, "stream_options") && !g->stream) {
+    return BadRequest(
+        validation,
         ValidationMessage("value_error", "'body',",
                           "Value error, Stream options can only be defined when `stream=True`."));
   }
-  bool include_usage = false, continuous_usage = false;
   if (auto so = Field(body, "stream_options")) {
     object soo;
     if (so->get_object().get(soo) == simdjson::SUCCESS) {
-      include_usage = GetBool(soo, "include_usage", false);
-      continuous_usage = include_usage && GetBool(soo, "continuous_usage_stats", false);
+      g->include_usage = GetBool(soo, "include_usage", false);
+      g->continuous_usage = g->include_usage && GetBool(soo, "continuous_usage_stats", false);
     }
   }
-  if (auto unknown = UnknownModel(body, options_.model)) {
-    co_return co_await Error(conn, req, http::status::not_found, "NotFoundError", *unknown,
-                             v0 ? "" : "model");
+  return std::nullopt;
+}
+
+// n, the token limit, logprobs and the engine's sampling parameters.
+std::optional<ApiError> Sampling(const object& body, VllmGeneration* g) {
+  g->n = static_cast<int>(GetInt(body, "n").value_or(1));
+  if (g->n < 1) {
+    return BadRequest("BadRequestError", "n must be at least 1, got " + std::to_string(g->n) + ".",
+                      "n");
   }
-  const std::string model = options_.model;
-  const int n = static_cast<int>(GetInt(body, "n").value_or(1));
-  if (n < 1) {
-    co_return co_await Error(conn, req, http::status::bad_request, "BadRequestError",
-                             "n must be at least 1, got " + std::to_string(n) + ".", "n");
+  g->max_tokens = GetInt(body, "max_completion_tokens");
+  if (!g->max_tokens) g->max_tokens = GetInt(body, "max_tokens");
+  if (!g->chat && !g->max_tokens) g->max_tokens = 16;  // the completions API default
+  if (g->max_tokens && *g->max_tokens < 1) {
+    return BadRequest("BadRequestError",
+                      "max_tokens must be at least 1, got " + std::to_string(*g->max_tokens) + ".",
+                      "max_tokens");
   }
-  std::optional<std::int64_t> max_tokens = GetInt(body, "max_completion_tokens");
-  if (!max_tokens) max_tokens = GetInt(body, "max_tokens");
-  if (!chat && !max_tokens) max_tokens = 16;  // the completions API default
-  if (max_tokens && *max_tokens < 1) {
-    co_return co_await Error(
-        conn, req, http::status::bad_request, "BadRequestError",
-        "max_tokens must be at least 1, got " + std::to_string(*max_tokens) + ".", "max_tokens");
-  }
-  int logprobs_top = -1;  // -1: no logprobs
-  if (chat) {
+  if (g->chat) {
     if (GetBool(body, "logprobs", false))
-      logprobs_top = static_cast<int>(GetInt(body, "top_logprobs").value_or(0));
+      g->logprobs_top = static_cast<int>(GetInt(body, "top_logprobs").value_or(0));
   } else if (auto lp = GetInt(body, "logprobs")) {
-    logprobs_top = static_cast<int>(*lp);
+    g->logprobs_top = static_cast<int>(*lp);
   }
-  SamplingSpec spec;
-  if (max_tokens) spec.max_tokens = static_cast<int>(*max_tokens);
+  SamplingSpec& spec = g->spec;
+  if (g->max_tokens) spec.max_tokens = static_cast<int>(*g->max_tokens);
   if (auto st = Field(body, "stop")) {
     std::string_view s;
     array arr;
@@ -578,61 +626,337 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
   spec.include_stop_str_in_output = GetBool(body, "include_stop_str_in_output", false);
   spec.ignore_eos = GetBool(body, "ignore_eos", false);
   spec.seed = static_cast<std::uint64_t>(GetInt(body, "seed").value_or(0));
+  g->temperature = GetDouble(body, "temperature").value_or(1.0);
+  g->top_p = GetDouble(body, "top_p").value_or(1.0);
+  return std::nullopt;
+}
 
-  const int max_len = engine_->config().max_model_len;
-  for (const auto& ids : prompt_ids) {
+std::optional<ApiError> ContextLength(const VllmGeneration& g, int max_len) {
+  for (const auto& ids : g.prompt_ids) {
     int p = static_cast<int>(ids.size());
-    int want = p + (max_tokens ? static_cast<int>(*max_tokens) : 0);
+    int want = p + (g.max_tokens ? static_cast<int>(*g.max_tokens) : 0);
     if (p >= max_len || want > max_len) {
-      co_return co_await Error(
-          conn, req, http::status::bad_request, "BadRequestError",
+      return BadRequest(
+          "BadRequestError",
           "This model's maximum context length is " + std::to_string(max_len) +
               " tokens. However, you requested " + std::to_string(want) + " tokens (" +
               std::to_string(p) + " in the messages, " + std::to_string(want - p) +
               " in the completion). Please reduce the length of the messages or completion.");
     }
   }
+  return std::nullopt;
+}
 
-  const std::string id =
-      (chat ? "chatcmpl-" : "cmpl-") + BaseRequestId(req, GetStr(body, "request_id").value_or(""));
-  const std::int64_t created = std::time(nullptr);
-  const char* object_chunk = chat ? "chat.completion.chunk" : "text_completion";
+// What every chunk of the stream starts with, up to the choices array.
+void ChunkHead(JsonWriter& w, const VllmGeneration& g) {
+  w.BeginObject();
+  w.Key("id").String(g.id).Key("object").String(g.object_chunk()).Key("created").Int(g.created);
+  w.Key("model").String(g.model).Key("choices").BeginArray();
+}
 
-  // Submit one engine sequence per (prompt, choice).
-  auto inbox = std::make_shared<Inbox>();
-  auto waker = conn.Waker();
-  const int num_prompts = static_cast<int>(prompt_ids.size());
-  std::vector<ChoiceState> choices(static_cast<std::size_t>(num_prompts * n));
-  int total_prompt_tokens = 0;
-  for (const auto& ids : prompt_ids) total_prompt_tokens += static_cast<int>(ids.size());
-  const std::string suffix = RandomHex(8);
-  std::string traceparent, tracestate;
-  if (options_.spans) {
-    // Only the two W3C headers are propagated.
-    if (auto it = req.find("traceparent"); it != req.end()) traceparent = std::string(it->value());
-    if (auto it = req.find("tracestate"); it != req.end()) tracestate = std::string(it->value());
+// Closes a chunk of choice `idx`: its running usage, or the fields vLLM leaves null.
+void ChunkTail(JsonWriter& w, const VllmGeneration& g, int idx, bool first_chunk) {
+  w.EndArray();
+  if (g.continuous_usage) {
+    w.Key("usage");
+    Usage(w, g.prompt_tokens(idx), g.choices[idx].num_tokens, std::nullopt, false);
+  } else if (!g.chat) {
+    w.Key("usage").Null();
   }
-  const double temperature = GetDouble(body, "temperature").value_or(1.0);
-  const double top_p = GetDouble(body, "top_p").value_or(1.0);
+  if (g.chat && first_chunk && !g.v0) w.Key("prompt_token_ids").Null();
+  w.EndObject();
+}
+
+// The chat stream's first frames: the assistant role for every choice, sent at the first event.
+void RoleFrames(const VllmGeneration& g, std::vector<std::string>* frames) {
+  for (int i = 0; i < static_cast<int>(g.choices.size()); ++i) {
+    JsonWriter w;
+    ChunkHead(w, g);
+    w.BeginObject().Key("index").Int(i);
+    w.Key("delta").BeginObject().Key("role").String("assistant").Key("content").String("");
+    w.EndObject().Key("logprobs").Null().Key("finish_reason").Null().EndObject();
+    if (g.continuous_usage) {
+      w.EndArray().Key("usage");
+      Usage(w, g.prompt_tokens(i), 0, std::nullopt, false);
+      if (!g.v0) w.Key("prompt_token_ids").Null();
+      w.EndObject();
+    } else {
+      ChunkTail(w, g, i, true);
+    }
+    frames->push_back(w.Take());
+  }
+}
+
+void LogprobsValue(JsonWriter& w, const VllmGeneration& g, const std::vector<GeneratedToken>& toks,
+                   int text_offset) {
+  if (g.logprobs_top < 0) {
+    w.Null();
+  } else if (g.chat) {
+    ChatLogprobs(w, toks, g.logprobs_top);
+  } else {
+    CompletionLogprobs(w, toks, g.logprobs_top, text_offset);
+  }
+}
+
+void FinishFields(JsonWriter& w, const VllmGeneration& g, const VllmChoice& c, bool finished) {
+  if (!finished) {
+    w.Key("finish_reason").Null();
+    if (!g.chat) w.Key("stop_reason").Null();
+    return;
+  }
+  std::string reason = FinishReasonName(c.reason);
+  if (g.tool_mode() && c.reason == FinishReason::kStop) reason = "tool_calls";
+  w.Key("finish_reason").String(reason).Key("stop_reason");
+  if (c.stop_reason.empty())
+    w.Null();
+  else
+    w.String(c.stop_reason);
+}
+
+// A tool call streamed: its header once, the arguments as they come, then the finish.
+void ToolFrames(VllmGeneration& g, int idx, const RequestOutput& out,
+                std::vector<std::string>* frames) {
+  VllmChoice& c = g.choices[idx];
+  std::string args;
+  if (!c.tool_header_sent) {
+    JsonWriter w;
+    ChunkHead(w, g);
+    w.BeginObject().Key("index").Int(idx).Key("delta").BeginObject();
+    w.Key("tool_calls").BeginArray().BeginObject();
+    w.Key("id").String("chatcmpl-tool-" + RandomHex(32)).Key("type").String("function");
+    w.Key("index").Int(0).Key("function").BeginObject().Key("name").String(g.tool_name);
+    w.EndObject().EndObject().EndArray().EndObject();
+    w.Key("logprobs").Null().Key("finish_reason").Null().EndObject();
+    ChunkTail(w, g, idx, false);
+    frames->push_back(w.Take());
+    c.tool_header_sent = true;
+    args = "{\"" + EscapeInner(g.tool_param) + "\": \"";
+  }
+  args += EscapeInner(out.text_delta);
+  if (out.finished) args += "\"}";
+  JsonWriter w;
+  ChunkHead(w, g);
+  w.BeginObject().Key("index").Int(idx).Key("delta").BeginObject();
+  w.Key("tool_calls").BeginArray().BeginObject().Key("index").Int(0);
+  w.Key("function").BeginObject().Key("arguments").String(args).EndObject();
+  w.EndObject().EndArray().EndObject();
+  w.Key("logprobs");
+  LogprobsValue(w, g, out.tokens, c.text_offset);
+  w.Key("finish_reason").Null();
+  if (!g.v0) w.Key("token_ids").Null();
+  w.EndObject();
+  ChunkTail(w, g, idx, false);
+  frames->push_back(w.Take());
+  if (!out.finished) return;
+  JsonWriter f;
+  ChunkHead(f, g);
+  f.BeginObject().Key("index").Int(idx);
+  f.Key("delta").BeginObject().Key("content").String("").EndObject();
+  f.Key("logprobs").Null();
+  FinishFields(f, g, c, true);
+  f.EndObject();
+  ChunkTail(f, g, idx, false);
+  frames->push_back(f.Take());
+}
+
+void ContentFrame(const VllmGeneration& g, int idx, const RequestOutput& out,
+                  std::vector<std::string>* frames) {
+  const VllmChoice& c = g.choices[idx];
+  JsonWriter w;
+  ChunkHead(w, g);
+  w.BeginObject().Key("index").Int(idx);
+  if (g.chat) {
+    w.Key("delta").BeginObject().Key("content").String(out.text_delta).EndObject();
+  } else {
+    w.Key("text").String(out.text_delta);
+  }
+  w.Key("logprobs");
+  LogprobsValue(w, g, out.tokens, c.text_offset);
+  FinishFields(w, g, c, out.finished);
+  if (!g.v0 && g.chat) w.Key("token_ids").Null();
+  w.EndObject();
+  ChunkTail(w, g, idx, false);
+  frames->push_back(w.Take());
+}
+
+// Takes one engine output of choice `idx` into the response state.
+void Absorb(VllmGeneration& g, int idx, const RequestOutput& out) {
+  VllmChoice& c = g.choices[idx];
+  if (!g.cached && out.cached_tokens > 0 && g.details) g.cached = out.cached_tokens;
+  c.text += out.text_delta;
+  c.num_tokens += static_cast<int>(out.tokens.size());
+  for (auto& t : out.tokens) c.tokens.push_back(t);
+  if (out.finished) {
+    c.finished = true;
+    c.reason = out.finish_reason;
+    c.stop_reason = out.stop_reason;
+    --g.remaining;
+  }
+}
+
+// The stream's frames for one engine output.
+std::vector<std::string> EventFrames(VllmGeneration& g, int idx, const RequestOutput& out) {
+  std::vector<std::string> frames;
+  if (g.chat && g.first_event) RoleFrames(g, &frames);
+  g.first_event = false;
+  if (g.tool_mode())
+    ToolFrames(g, idx, out, &frames);
+  else
+    ContentFrame(g, idx, out, &frames);
+  g.choices[idx].text_offset += static_cast<int>(out.text_delta.size());
+  return frames;
+}
+
+// The stream's last chunk: usage over every choice, with no choices.
+std::string UsageChunk(const VllmGeneration& g) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("id").String(g.id).Key("object").String(g.object_chunk()).Key("created").Int(g.created);
+  w.Key("model").String(g.model).Key("choices").BeginArray().EndArray();
+  w.Key("usage");
+  Usage(w, g.total_prompt_tokens(), g.completion_tokens(), g.cached, false);
+  w.EndObject();
+  return w.Take();
+}
+
+void ChatMessage(JsonWriter& w, const VllmGeneration& g, const VllmChoice& c) {
+  const bool v0 = g.v0;
+  w.Key("message").BeginObject().Key("role").String("assistant");
+  if (v0) w.Key("reasoning_content").Null();
+  w.Key("content");
+  if (g.tool_mode())
+    w.Null();
+  else
+    w.String(c.text);
+  if (!v0) {
+    w.Key("refusal").Null().Key("annotations").Null().Key("audio").Null();
+    w.Key("function_call").Null();
+  }
+  w.Key("tool_calls").BeginArray();
+  if (g.tool_mode()) {
+    w.BeginObject().Key("id").String("chatcmpl-tool-" + RandomHex(32));
+    w.Key("type").String("function").Key("function").BeginObject();
+    w.Key("name").String(g.tool_name);
+    w.Key("arguments")
+        .String("{\"" + EscapeInner(g.tool_param) + "\": \"" + EscapeInner(c.text) + "\"}");
+    w.EndObject().EndObject();
+  }
+  w.EndArray();
+  if (!v0) w.Key("reasoning_content").Null();
+  w.EndObject();
+}
+
+void ChoiceJson(JsonWriter& w, const VllmGeneration& g, int i) {
+  const VllmChoice& c = g.choices[i];
+  const bool v0 = g.v0, chat = g.chat;
+  std::string reason = FinishReasonName(c.reason);
+  if (g.tool_mode() && c.reason == FinishReason::kStop) reason = "tool_calls";
+  w.BeginObject().Key("index").Int(i);
+  if (chat) {
+    ChatMessage(w, g, c);
+    w.Key("logprobs");
+    if (g.logprobs_top < 0)
+      w.Null();
+    else
+      ChatLogprobs(w, c.tokens, g.logprobs_top);
+  } else {
+    w.Key("text").String(c.text).Key("logprobs");
+    if (g.logprobs_top < 0)
+      w.Null();
+    else
+      CompletionLogprobs(w, c.tokens, g.logprobs_top, 0);
+  }
+  w.Key("finish_reason").String(reason).Key("stop_reason");
+  if (c.stop_reason.empty())
+    w.Null();
+  else
+    w.String(c.stop_reason);
+  if (!v0) w.Key("token_ids").Null();
+  if (!chat) w.Key("prompt_logprobs").Null();
+  if (!chat && !v0) w.Key("prompt_token_ids").Null();
+  w.EndObject();
+}
+
+// The non-streaming response.
+std::string CompletionBody(const VllmGeneration& g) {
+  const bool v0 = g.v0, chat = g.chat;
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("id").String(g.id).Key("object").String(chat ? "chat.completion" : "text_completion");
+  w.Key("created").Int(g.created).Key("model").String(g.model).Key("choices").BeginArray();
+  for (int i = 0; i < static_cast<int>(g.choices.size()); ++i) ChoiceJson(w, g, i);
+  w.EndArray();
+  if (!v0) w.Key("service_tier").Null().Key("system_fingerprint").Null();
+  w.Key("usage");
+  Usage(w, g.total_prompt_tokens(), g.completion_tokens(), g.cached, true);
+  if (chat) w.Key("prompt_logprobs").Null();
+  if (chat && !v0) w.Key("prompt_token_ids").Null();
+  if (!v0) w.Key("kv_transfer_params").Null();
+  w.EndObject();
+  return w.Take();
+}
+
+// Parses and validates the request in vLLM's order of checks; fills `g` up to its id.
+std::optional<ApiError> ParseGeneration(const HttpRequest& req, const VllmSurfaceOptions& o,
+                                        int max_len, VllmGeneration* g) {
+  const char* validation = o.v0 ? "BadRequestError" : "Bad Request";
+  simdjson::dom::parser parser;
+  object body;
+  if (!ParseBodyObject(parser, req, &body)) return BadRequest(validation, JsonDecodeError());
+  auto known_model = [&]() -> std::optional<ApiError> {
+    auto unknown = UnknownModel(body, o.model);
+    if (!unknown) return std::nullopt;
+    return ApiError{http::status::not_found, "NotFoundError", *unknown, o.v0 ? "" : "model"};
+  };
+  auto err = g->chat ? ChatPrompt(body, validation, g) : CompletionPrompts(body, validation, g);
+  if (!err) err = StreamOptions(body, validation, g);
+  if (!err) err = known_model();
+  if (!err) err = Sampling(body, g);
+  if (!err) err = ContextLength(*g, max_len);
+  if (err) return err;
+  g->v0 = o.v0;
+  g->details = o.enable_prompt_tokens_details;
+  g->model = o.model;
+  g->body_request_id = GetStr(body, "request_id").value_or("");
+  if (o.spans) {
+    // Only the two W3C headers are propagated.
+    if (auto it = req.find("traceparent"); it != req.end())
+      g->traceparent = std::string(it->value());
+    if (auto it = req.find("tracestate"); it != req.end()) g->tracestate = std::string(it->value());
+  }
+  g->choices.resize(g->prompt_ids.size() * static_cast<std::size_t>(g->n));
+  g->remaining = static_cast<int>(g->choices.size());
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool VllmSurface::Admit(HttpConnection& conn, VllmGeneration& g,
+                        const std::shared_ptr<VllmInbox>& inbox) {
+  auto waker = conn.Waker();
+  const int num_prompts = static_cast<int>(g.prompt_ids.size());
+  const int n = g.n;
+  const int max_len = engine_->config().max_model_len;
+  const std::string suffix = RandomHex(8);
   for (int pi = 0; pi < num_prompts; ++pi) {
     auto group = std::make_shared<GroupTelemetry>();
-    group->request_id = id + (num_prompts > 1 ? "_" + std::to_string(pi) : "");
-    group->traceparent = traceparent;
-    group->tracestate = tracestate;
-    group->arrival_wall_ns = arrival_wall_ns;
-    group->temperature = temperature;
-    group->top_p = top_p;
-    group->max_tokens = max_tokens ? static_cast<int>(*max_tokens)
-                                   : max_len - static_cast<int>(prompt_ids[pi].size());
+    group->request_id = g.id + (num_prompts > 1 ? "_" + std::to_string(pi) : "");
+    group->traceparent = g.traceparent;
+    group->tracestate = g.tracestate;
+    group->arrival_wall_ns = g.arrival_wall_ns;
+    group->temperature = g.temperature;
+    group->top_p = g.top_p;
+    group->max_tokens = g.max_tokens ? static_cast<int>(*g.max_tokens)
+                                     : max_len - static_cast<int>(g.prompt_ids[pi].size());
     group->n = n;
     group->children.resize(static_cast<std::size_t>(n));
     for (int c = 0; c < n; ++c) {
       int idx = pi * n + c;
-      SamplingSpec s = spec;
+      SamplingSpec s = g.spec;
       s.choice_index = c;
-      choices[idx].engine_id = id + (num_prompts > 1 ? "_" + std::to_string(pi) : "") + "-" +
-                               suffix + (n > 1 ? "_" + std::to_string(c) : "");
-      bool ok = engine_->Submit(choices[idx].engine_id, prompt_ids[pi], std::move(s),
+      g.choices[idx].engine_id = g.id + (num_prompts > 1 ? "_" + std::to_string(pi) : "") + "-" +
+                                 suffix + (n > 1 ? "_" + std::to_string(c) : "");
+      bool ok = engine_->Submit(g.choices[idx].engine_id, g.prompt_ids[pi], std::move(s),
                                 [this, group, c, inbox, waker, idx](const RequestOutput& out) {
                                   OnEngineOutput(*group, c, out);
                                   {
@@ -642,280 +966,74 @@ net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& re
                                   waker();
                                 });
       if (!ok) {
-        for (int j = 0; j < idx; ++j) engine_->Abort(choices[j].engine_id);
-        co_return co_await Error(conn, req, http::status::internal_server_error,
-                                 "InternalServerError", "The engine refused the request.");
+        for (int j = 0; j < idx; ++j) engine_->Abort(g.choices[j].engine_id);
+        return false;
       }
     }
   }
-  conn.StartDisconnectWatch();
-  auto abort_all = [&] {
-    for (auto& c : choices) {
-      if (!c.finished) engine_->Abort(c.engine_id);
-    }
-  };
+  return true;
+}
 
-  std::optional<int> cached;
-  int remaining = static_cast<int>(choices.size());
-  bool first_event = true;
-  const bool details = options_.enable_prompt_tokens_details;
-
-  auto chunk_head = [&](JsonWriter& w) {
-    w.BeginObject();
-    w.Key("id").String(id).Key("object").String(object_chunk).Key("created").Int(created);
-    w.Key("model").String(model).Key("choices").BeginArray();
-  };
-  auto chunk_tail = [&](JsonWriter& w, int choice_idx, bool first_chunk) {
-    w.EndArray();
-    if (continuous_usage) {
-      w.Key("usage");
-      const auto& c = choices[choice_idx];
-      Usage(w, static_cast<int>(prompt_ids[choice_idx / n].size()), c.num_tokens, std::nullopt,
-            false);
-    } else if (!chat) {
-      w.Key("usage").Null();
-    }
-    if (chat && first_chunk && !v0) w.Key("prompt_token_ids").Null();
-    w.EndObject();
-  };
-  auto send = [&](const std::string& json) -> net::awaitable<bool> {
-    std::string frame = "data: " + json + "\n\n";
-    co_return co_await conn.WriteChunk(frame);
-  };
-
-  if (stream) {
-    if (!co_await conn.BeginStream(http::status::ok, "text/event-stream; charset=utf-8",
-                                   req.keep_alive())) {
-      abort_all();
-      co_return false;
-    }
+void VllmSurface::AbortUnfinished(const VllmGeneration& g) {
+  for (const auto& c : g.choices) {
+    if (!c.finished) engine_->Abort(c.engine_id);
   }
+}
 
-  while (remaining > 0) {
+net::awaitable<bool> VllmSurface::Relay(HttpConnection& conn, HttpRequest& req, VllmGeneration& g,
+                                        VllmInbox& inbox) {
+  if (g.stream && !co_await conn.BeginStream(http::status::ok, "text/event-stream; charset=utf-8",
+                                             req.keep_alive())) {
+    AbortUnfinished(g);
+    co_return false;
+  }
+  while (g.remaining > 0) {
     co_await conn.Wait();
     if (conn.peer_closed()) {
-      abort_all();
+      AbortUnfinished(g);
       co_return false;
     }
     std::deque<std::pair<int, RequestOutput>> events;
     {
-      std::lock_guard lk(inbox->mu);
-      events.swap(inbox->events);
+      std::lock_guard lk(inbox.mu);
+      events.swap(inbox.events);
     }
     for (auto& [idx, out] : events) {
-      ChoiceState& c = choices[idx];
-      if (!cached && out.cached_tokens > 0 && details) cached = out.cached_tokens;
-      const int choice_index = idx;
-      std::string delta = out.text_delta;
-      c.text += delta;
-      c.num_tokens += static_cast<int>(out.tokens.size());
-      for (auto& t : out.tokens) c.tokens.push_back(t);
-      if (out.finished) {
-        c.finished = true;
-        c.reason = out.finish_reason;
-        c.stop_reason = out.stop_reason;
-        --remaining;
-      }
-      if (!stream) continue;
-
-      std::vector<std::string> frames;
-      if (chat && first_event) {
-        for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
-          JsonWriter w;
-          chunk_head(w);
-          w.BeginObject().Key("index").Int(i);
-          w.Key("delta").BeginObject().Key("role").String("assistant").Key("content").String("");
-          w.EndObject().Key("logprobs").Null().Key("finish_reason").Null().EndObject();
-          if (continuous_usage) {
-            w.EndArray().Key("usage");
-            Usage(w, static_cast<int>(prompt_ids[i / n].size()), 0, std::nullopt, false);
-            if (!v0) w.Key("prompt_token_ids").Null();
-            w.EndObject();
-          } else {
-            chunk_tail(w, i, true);
-          }
-          frames.push_back(w.Take());
-        }
-      }
-      first_event = false;
-      const bool tool_mode = chat && tools_on && !tool_name.empty();
-      auto logprobs_value = [&](JsonWriter& w) {
-        if (logprobs_top < 0) {
-          w.Null();
-        } else if (chat) {
-          ChatLogprobs(w, out.tokens, logprobs_top);
-        } else {
-          CompletionLogprobs(w, out.tokens, logprobs_top, c.text_offset);
-        }
-      };
-      auto finish_fields = [&](JsonWriter& w) {
-        if (!out.finished) {
-          w.Key("finish_reason").Null();
-          if (!chat) w.Key("stop_reason").Null();
-          return;
-        }
-        std::string reason = FinishReasonName(c.reason);
-        if (tool_mode && c.reason == FinishReason::kStop) reason = "tool_calls";
-        w.Key("finish_reason").String(reason).Key("stop_reason");
-        if (c.stop_reason.empty())
-          w.Null();
-        else
-          w.String(c.stop_reason);
-      };
-      if (tool_mode) {
-        std::string args;
-        if (!c.tool_header_sent) {
-          JsonWriter w;
-          chunk_head(w);
-          w.BeginObject().Key("index").Int(choice_index).Key("delta").BeginObject();
-          w.Key("tool_calls").BeginArray().BeginObject();
-          w.Key("id").String("chatcmpl-tool-" + RandomHex(32)).Key("type").String("function");
-          w.Key("index").Int(0).Key("function").BeginObject().Key("name").String(tool_name);
-          w.EndObject().EndObject().EndArray().EndObject();
-          w.Key("logprobs").Null().Key("finish_reason").Null().EndObject();
-          chunk_tail(w, idx, false);
-          frames.push_back(w.Take());
-          c.tool_header_sent = true;
-          args = "{\"" + EscapeInner(tool_param) + "\": \"";
-        }
-        args += EscapeInner(delta);
-        if (out.finished) args += "\"}";
-        JsonWriter w;
-        chunk_head(w);
-        w.BeginObject().Key("index").Int(choice_index).Key("delta").BeginObject();
-        w.Key("tool_calls").BeginArray().BeginObject().Key("index").Int(0);
-        w.Key("function").BeginObject().Key("arguments").String(args).EndObject();
-        w.EndObject().EndArray().EndObject();
-        w.Key("logprobs");
-        logprobs_value(w);
-        w.Key("finish_reason").Null();
-        if (!v0) w.Key("token_ids").Null();
-        w.EndObject();
-        chunk_tail(w, idx, false);
-        frames.push_back(w.Take());
-        if (out.finished) {
-          JsonWriter f;
-          chunk_head(f);
-          f.BeginObject().Key("index").Int(choice_index);
-          f.Key("delta").BeginObject().Key("content").String("").EndObject();
-          f.Key("logprobs").Null();
-          finish_fields(f);
-          f.EndObject();
-          chunk_tail(f, idx, false);
-          frames.push_back(f.Take());
-        }
-      } else {
-        JsonWriter w;
-        chunk_head(w);
-        w.BeginObject().Key("index").Int(choice_index);
-        if (chat) {
-          w.Key("delta").BeginObject().Key("content").String(delta).EndObject();
-        } else {
-          w.Key("text").String(delta);
-        }
-        w.Key("logprobs");
-        logprobs_value(w);
-        finish_fields(w);
-        if (!v0 && chat) w.Key("token_ids").Null();
-        w.EndObject();
-        chunk_tail(w, idx, false);
-        frames.push_back(w.Take());
-      }
-      c.text_offset += static_cast<int>(delta.size());
-      for (const auto& f : frames) {
-        if (!co_await send(f)) {
-          abort_all();
+      Absorb(g, idx, out);
+      if (!g.stream) continue;
+      for (const auto& f : EventFrames(g, idx, out)) {
+        if (!co_await conn.WriteChunk("data: " + f + "\n\n")) {
+          AbortUnfinished(g);
           co_return false;
         }
       }
     }
   }
+  co_return true;
+}
+
+net::awaitable<bool> VllmSurface::Generate(HttpConnection& conn, HttpRequest& req, bool chat) {
+  VllmGeneration g;
+  // vLLM's arrival_time: wall clock when rendering starts, before templating and tokenizing.
+  g.arrival_wall_ns = WallNanos();
+  g.chat = chat;
+  if (auto err = ParseGeneration(req, options_, engine_->config().max_model_len, &g))
+    co_return co_await Error(conn, req, err->status, err->type, err->message, err->param);
+  g.id = (chat ? "chatcmpl-" : "cmpl-") + BaseRequestId(req, g.body_request_id);
+  g.created = std::time(nullptr);
+  auto inbox = std::make_shared<VllmInbox>();
+  if (!Admit(conn, g, inbox)) {
+    co_return co_await Error(conn, req, http::status::internal_server_error, "InternalServerError",
+                             "The engine refused the request.");
+  }
+  conn.StartDisconnectWatch();
+  if (!co_await Relay(conn, req, g, *inbox)) co_return false;
   co_await conn.StopDisconnectWatch();
-
-  int completion_tokens = 0;
-  for (const auto& c : choices) completion_tokens += c.num_tokens;
-
-  if (stream) {
-    if (include_usage) {
-      JsonWriter w;
-      w.BeginObject();
-      w.Key("id").String(id).Key("object").String(object_chunk).Key("created").Int(created);
-      w.Key("model").String(model).Key("choices").BeginArray().EndArray();
-      w.Key("usage");
-      Usage(w, total_prompt_tokens, completion_tokens, cached, false);
-      w.EndObject();
-      if (!co_await send(w.Take())) co_return false;
-    }
-    if (!co_await send("[DONE]")) co_return false;
-    co_return co_await conn.EndStream();
-  }
-
-  // Non-streaming response.
-  const bool tool_mode = chat && tools_on && !tool_name.empty();
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("id").String(id).Key("object").String(chat ? "chat.completion" : "text_completion");
-  w.Key("created").Int(created).Key("model").String(model).Key("choices").BeginArray();
-  for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
-    const ChoiceState& c = choices[i];
-    std::string reason = FinishReasonName(c.reason);
-    if (tool_mode && c.reason == FinishReason::kStop) reason = "tool_calls";
-    w.BeginObject().Key("index").Int(i);
-    if (chat) {
-      w.Key("message").BeginObject().Key("role").String("assistant");
-      if (v0) w.Key("reasoning_content").Null();
-      w.Key("content");
-      if (tool_mode)
-        w.Null();
-      else
-        w.String(c.text);
-      if (!v0) {
-        w.Key("refusal").Null().Key("annotations").Null().Key("audio").Null();
-        w.Key("function_call").Null();
-      }
-      w.Key("tool_calls").BeginArray();
-      if (tool_mode) {
-        w.BeginObject().Key("id").String("chatcmpl-tool-" + RandomHex(32));
-        w.Key("type").String("function").Key("function").BeginObject();
-        w.Key("name").String(tool_name);
-        w.Key("arguments")
-            .String("{\"" + EscapeInner(tool_param) + "\": \"" + EscapeInner(c.text) + "\"}");
-        w.EndObject().EndObject();
-      }
-      w.EndArray();
-      if (!v0) w.Key("reasoning_content").Null();
-      w.EndObject();
-      w.Key("logprobs");
-      if (logprobs_top < 0)
-        w.Null();
-      else
-        ChatLogprobs(w, c.tokens, logprobs_top);
-    } else {
-      w.Key("text").String(c.text).Key("logprobs");
-      if (logprobs_top < 0)
-        w.Null();
-      else
-        CompletionLogprobs(w, c.tokens, logprobs_top, 0);
-    }
-    w.Key("finish_reason").String(reason).Key("stop_reason");
-    if (c.stop_reason.empty())
-      w.Null();
-    else
-      w.String(c.stop_reason);
-    if (!v0) w.Key("token_ids").Null();
-    if (!chat) w.Key("prompt_logprobs").Null();
-    if (!chat && !v0) w.Key("prompt_token_ids").Null();
-    w.EndObject();
-  }
-  w.EndArray();
-  if (!v0) w.Key("service_tier").Null().Key("system_fingerprint").Null();
-  w.Key("usage");
-  Usage(w, total_prompt_tokens, completion_tokens, cached, true);
-  if (chat) w.Key("prompt_logprobs").Null();
-  if (chat && !v0) w.Key("prompt_token_ids").Null();
-  if (!v0) w.Key("kv_transfer_params").Null();
-  w.EndObject();
-  co_return co_await Json(conn, req, http::status::ok, w.Take());
+  if (!g.stream) co_return co_await Json(conn, req, http::status::ok, CompletionBody(g));
+  if (g.include_usage && !co_await conn.WriteChunk("data: " + UsageChunk(g) + "\n\n"))
+    co_return false;
+  if (!co_await conn.WriteChunk("data: [DONE]\n\n")) co_return false;
+  co_return co_await conn.EndStream();
 }
 
 net::awaitable<bool> VllmSurface::Embeddings(HttpConnection& conn, HttpRequest& req) {

@@ -31,6 +31,8 @@ struct VllmSurfaceOptions {
 };
 
 struct GroupTelemetry;
+struct VllmGeneration;
+struct VllmInbox;
 
 class VllmSurface {
  public:
@@ -41,7 +43,16 @@ class VllmSurface {
   const char* version() const;
 
  private:
+  // /v1/chat/completions and /v1/completions, in stages: parse and validate (ParseGeneration),
+  // Admit, Relay, then the stream's end or the whole body.
   net::awaitable<bool> Generate(HttpConnection& conn, HttpRequest& req, bool chat);
+  // Submits one engine sequence per (prompt, choice); false (nothing left running) if refused.
+  bool Admit(HttpConnection& conn, VllmGeneration& g, const std::shared_ptr<VllmInbox>& inbox);
+  // Takes the engine's outputs until every choice finished, streaming them if asked; false
+  // when the client went away (its unfinished sequences aborted).
+  net::awaitable<bool> Relay(HttpConnection& conn, HttpRequest& req, VllmGeneration& g,
+                             VllmInbox& inbox);
+  void AbortUnfinished(const VllmGeneration& g);
   net::awaitable<bool> Embeddings(HttpConnection& conn, HttpRequest& req);
   net::awaitable<bool> Rerank(HttpConnection& conn, HttpRequest& req);
   net::awaitable<bool> Score(HttpConnection& conn, HttpRequest& req);

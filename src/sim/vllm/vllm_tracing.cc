@@ -1,8 +1,8 @@
 #include "sim/vllm/vllm_tracing.h"
 
 #include "core/ids.h"
-#include "core/resource.h"
 #include "core/semconv.h"
+#include "sim/otlp/python_resource.h"
 
 namespace infertel::sim {
 namespace {
@@ -37,32 +37,15 @@ std::optional<Span> StartSpan(const LlmRequestSpanInput& in) {
 }  // namespace
 
 Resource BuildVllmResource(const SimEnvFn& env, int pid) {
-  Resource r;
-  auto* attrs = r.mutable_attributes();
-  AddAttr(attrs, kTelemetrySdkLanguage, "python");
-  AddAttr(attrs, semconv::kTelemetrySdkName, "opentelemetry");
-  AddAttr(attrs, kTelemetrySdkVersion, kPythonSdkVersion);
-  std::string service;
-  auto set = [&](std::string_view key, std::string_view value) {
-    for (auto& kv : *attrs) {
-      if (kv.key() == key) {
-        kv.mutable_value()->set_string_value(std::string(value));
-        return;
-      }
-    }
-    AddAttr(attrs, key, value);
-  };
+  Resource r = PythonSdkResource(env);
   if (env) {
-    if (auto text = env("OTEL_RESOURCE_ATTRIBUTES")) {
-      for (auto& [k, v] : ParseResourceAttributes(*text)) set(k, v);
-    }
     if (auto name = env("OTEL_SERVICE_NAME"); name && !name->empty())
-      set(semconv::kServiceName, *name);
+      SetResourceString(&r, semconv::kServiceName, *name);
   }
-  if (!FindAttr(*attrs, semconv::kServiceName))
-    AddAttr(attrs, semconv::kServiceName, "unknown_service");
-  set(kVllmInstrumentingModuleName, kVllmApiServerModule);
-  set(kVllmProcessId, std::to_string(pid));
+  if (!FindAttr(r.attributes(), semconv::kServiceName))
+    AddAttr(r.mutable_attributes(), semconv::kServiceName, "unknown_service");
+  SetResourceString(&r, kVllmInstrumentingModuleName, kVllmApiServerModule);
+  SetResourceString(&r, kVllmProcessId, std::to_string(pid));
   return r;
 }
 

@@ -16,13 +16,10 @@ namespace infertel::sim {
 // Instrumentation scope names: V1 since #31162, and V0 (also V1 before #31162).
 inline constexpr std::string_view kVllmScopeV1 = "vllm.tracing.otel";
 inline constexpr std::string_view kVllmScopeV0 = "vllm.llm_engine";
-// Resource attributes vLLM sets on its tracer provider, and the Python SDK's own.
+// Resource attributes vLLM sets on its tracer provider.
 inline constexpr std::string_view kVllmInstrumentingModuleName = "vllm.instrumenting_module_name";
 inline constexpr std::string_view kVllmProcessId = "vllm.process_id";
 inline constexpr std::string_view kVllmApiServerModule = "vllm.llm_engine";
-inline constexpr std::string_view kTelemetrySdkLanguage = "telemetry.sdk.language";
-inline constexpr std::string_view kTelemetrySdkVersion = "telemetry.sdk.version";
-inline constexpr std::string_view kPythonSdkVersion = "1.37.0";
 
 // The resource of Python's Resource.create() with vLLM's attributes: telemetry.sdk.* first,
 // then OTEL_RESOURCE_ATTRIBUTES, service.name (OTEL_SERVICE_NAME, else the one from

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sim/engine/prometheus_text.h"
 #include "sim/sim_server.h"
 #include "sim_test_client.h"
 
