@@ -59,4 +59,16 @@ std::string ContentText(const element& content) {
   return out;
 }
 
+void AppendChatTurns(const simdjson::dom::array& messages, std::string* text) {
+  for (element m : messages) {
+    std::string_view role = "user";
+    if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
+    element content;
+    std::string c;
+    if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
+    *text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
+  }
+  *text += "<|im_start|>assistant\n";
+}
+
 }  // namespace infertel::sim

@@ -19,5 +19,9 @@ std::optional<double> GetDouble(const simdjson::dom::object& o, std::string_view
 std::optional<std::string> GetStr(const simdjson::dom::object& o, std::string_view key);
 // Text of a chat message's content: a string, or the concatenated text of a list of parts.
 std::string ContentText(const simdjson::dom::element& content);
+// Appends chat messages as the ChatML template both engines' default models use: each as
+// "<|im_start|>ROLE\nTEXT<|im_end|>\n" (a message without a role is the user's), then the
+// assistant's opening.
+void AppendChatTurns(const simdjson::dom::array& messages, std::string* text);
 
 }  // namespace infertel::sim

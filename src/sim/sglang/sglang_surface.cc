@@ -1270,15 +1270,7 @@ net::awaitable<bool> SglangSurface::OpenAi(HttpConnection& conn, HttpRequest& re
     }
     parallel_tools = GetBool(body, "parallel_tool_calls", true);
     tool_mode = !tools.empty() && choice != "none" && !f.tool_call_parser.empty();
-    for (element m : arr) {
-      std::string_view role = "user";
-      if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
-      element content;
-      std::string c;
-      if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
-      text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
-    }
-    text += "<|im_start|>assistant\n";
+    AppendChatTurns(arr, &text);
     in.texts.push_back(text);
     in.prompts.push_back(Tokenize(text));
     reasoning = !f.reasoning_parser.empty() && GetBool(body, "separate_reasoning", true);

@@ -513,15 +513,7 @@ std::optional<ApiError> ChatPrompt(const object& body, const char* validation, V
       text += "<|im_start|>system\n# Tools\n" + simdjson::minify(*tools) + "<|im_end|>\n";
     }
   }
-  for (element m : arr) {
-    std::string_view role = "user";
-    if (m["role"].get_string().get(role) != simdjson::SUCCESS) role = "user";
-    element content;
-    std::string c;
-    if (m["content"].get(content) == simdjson::SUCCESS) c = ContentText(content);
-    text += "<|im_start|>" + std::string(role) + "\n" + c + "<|im_end|>\n";
-  }
-  text += "<|im_start|>assistant\n";
+  AppendChatTurns(arr, &text);
   g->prompt_ids.push_back(Tokenize(text));
   return std::nullopt;
 }
