@@ -2,14 +2,15 @@
 
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.h>
-#include <simdjson.h>
 
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/hex.h"
+#include "otlp/json_cursor.h"
 #include "otlp/json_util.h"
 
 namespace infertel::otlp_json {
@@ -146,196 +147,236 @@ bool IsCollectionValues(const FieldDescriptor* f) {
          f->containing_type() == otlp_common::KeyValueList::descriptor();
 }
 
+using Kind = JsonCursor::Kind;
+
+// Reads the text with a JsonCursor straight into the message: each field's value is read in
+// the form the field wants, what is not kept is skipped unbuilt.
 struct Decoder {
-  std::string error;
+  JsonCursor& in;
   DecodeBounds* bounds = nullptr;
+  std::string error;
+  std::string scratch;  // a string with escapes, unescaped
+  std::string key_buf;  // a member name with escapes, unescaped
+  std::string name;     // the member name being looked up
 
   bool Fail(const FieldDescriptor* f, std::string_view what) {
     error = fmt::format("field {}: {}", f->full_name(), what);
     return false;
   }
-
-  template <typename Int>
-  bool ParseInt(const FieldDescriptor* f, simdjson::dom::element e, Int* out) {
-    if (e.is_string()) {
-      std::string_view s = e.get_string().value_unsafe();
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-      if (ec != std::errc() || p != s.data() + s.size()) return Fail(f, "bad integer string");
-      return true;
-    }
-    if (e.is_int64()) {
-      std::int64_t v = e.get_int64().value_unsafe();
-      if (v < static_cast<std::int64_t>(std::numeric_limits<Int>::min()) ||
-          (v > 0 && static_cast<std::uint64_t>(v) > std::numeric_limits<Int>::max()))
-        return Fail(f, "integer out of range");
-      *out = static_cast<Int>(v);
-      return true;
-    }
-    if (e.is_uint64()) {
-      std::uint64_t v = e.get_uint64().value_unsafe();
-      if (v > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
-        return Fail(f, "integer out of range");
-      *out = static_cast<Int>(v);
-      return true;
-    }
-    if (e.is_double()) {
-      double d = e.get_double().value_unsafe();
-      if (d != std::floor(d) || d < static_cast<double>(std::numeric_limits<Int>::min()) ||
-          d > static_cast<double>(std::numeric_limits<Int>::max()))
-        return Fail(f, "not an integer");
-      *out = static_cast<Int>(d);
-      return true;
-    }
-    return Fail(f, "expected an integer");
+  bool Syntax() {
+    error = fmt::format("invalid JSON: {}", in.error());
+    return false;
+  }
+  // The next value is of kind `want`; a byte that starts no value is a syntax error.
+  bool Expect(const FieldDescriptor* f, Kind want, std::string_view what) {
+    const Kind got = in.Peek();
+    if (got == want) return true;
+    return got == Kind::kBad ? (in.Skip(), Syntax()) : Fail(f, what);
   }
 
-  bool ParseDouble(const FieldDescriptor* f, simdjson::dom::element e, double* out) {
-    if (e.is_string()) {
-      std::string_view s = e.get_string().value_unsafe();
-      if (s == "NaN")
-        *out = std::numeric_limits<double>::quiet_NaN();
-      else if (s == "Infinity")
-        *out = std::numeric_limits<double>::infinity();
-      else if (s == "-Infinity")
-        *out = -std::numeric_limits<double>::infinity();
-      else {
-        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-        if (ec != std::errc() || p != s.data() + s.size()) return Fail(f, "bad number string");
-      }
-      return true;
+  template <typename Int>
+  bool IntFromText(const FieldDescriptor* f, std::string_view s, Int* out) {
+    if constexpr (std::is_unsigned_v<Int>) {
+      if (s == "-0") s = "0";
     }
-    if (e.get_double().get(*out) != simdjson::SUCCESS) return Fail(f, "expected a number");
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc::invalid_argument && std::is_unsigned_v<Int> && !s.empty() &&
+         s[0] == '-' && s.size() > 1 && s[1] >= '0' && s[1] <= '9'))
+      return Fail(f, "integer out of range");
+    if (ec != std::errc() || p != s.data() + s.size()) return Fail(f, "bad integer string");
     return true;
   }
 
+  template <typename Int>
+  bool ParseInt(const FieldDescriptor* f, Int* out) {
+    std::string_view s;
+    bool integer = false;
+    switch (in.Peek()) {
+      case Kind::kString:
+        return (in.String(&s, &scratch) || Syntax()) && IntFromText(f, s, out);
+      case Kind::kNumber:
+        if (!in.Number(&s, &integer)) return Syntax();
+        if (integer) return IntFromText(f, s, out);
+        break;
+      default:
+        return Expect(f, Kind::kNumber, "expected an integer");
+    }
+    double d = 0;
+    if (!NumberToDouble(f, s, &d)) return false;
+    if (d != std::floor(d) || d < static_cast<double>(std::numeric_limits<Int>::min()) ||
+        d > static_cast<double>(std::numeric_limits<Int>::max()))
+      return Fail(f, "not an integer");
+    *out = static_cast<Int>(d);
+    return true;
+  }
+
+  // A number's text as a double; one too small for a double is zero, one too large refused.
+  bool NumberToDouble(const FieldDescriptor* f, std::string_view s, double* out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    if (ec == std::errc::result_out_of_range) {
+      const auto e = s.find_first_of("eE");
+      if (e == std::string_view::npos || e + 1 >= s.size() || s[e + 1] != '-')
+        return Fail(f, "number out of range");
+      *out = s[0] == '-' ? -0.0 : 0.0;
+      return true;
+    }
+    if (ec != std::errc() || p != s.data() + s.size()) return Fail(f, "bad number string");
+    return true;
+  }
+
+  bool ParseDouble(const FieldDescriptor* f, double* out) {
+    std::string_view s;
+    bool integer = false;
+    if (in.Peek() == Kind::kNumber)
+      return (in.Number(&s, &integer) || Syntax()) && NumberToDouble(f, s, out);
+    if (!Expect(f, Kind::kString, "expected a number")) return false;
+    if (!in.String(&s, &scratch)) return Syntax();
+    if (s == "NaN")
+      *out = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "Infinity")
+      *out = std::numeric_limits<double>::infinity();
+    else if (s == "-Infinity")
+      *out = -std::numeric_limits<double>::infinity();
+    else
+      return NumberToDouble(f, s, out);
+    return true;
+  }
+
+  bool ParseEnum(const FieldDescriptor* f, int* out) {
+    if (in.Peek() != Kind::kString) return ParseInt(f, out);
+    std::string_view s;
+    if (!in.String(&s, &scratch)) return Syntax();
+    if (const auto* ev = f->enum_type()->FindValueByName(std::string(s)); ev != nullptr) {
+      *out = ev->number();
+      return true;
+    }
+    return IntFromText(f, s, out) || Fail(f, "unknown enum name");
+  }
+
+  bool ParseBool(const FieldDescriptor* f, bool* out) {
+    const Kind k = in.Peek();
+    if (k != Kind::kTrue && k != Kind::kFalse) return Expect(f, Kind::kTrue, "expected a boolean");
+    return in.Literal(out) || Syntax();
+  }
+
+  bool ParseString(const FieldDescriptor* f, std::string* v) {
+    std::string_view s;
+    if (!Expect(f, Kind::kString, "expected a string")) return false;
+    if (!in.String(&s, &scratch)) return Syntax();
+    if (f->type() != FieldDescriptor::TYPE_BYTES) {
+      v->assign(s);
+      return true;
+    }
+    // Hex per OTLP/JSON; base64 (protobuf's JSON mapping) only if it yields an id.
+    const bool ok = IsIdField(f) ? HexToBytes(s, v) ||
+                                       (Base64Decode(s, v) && (v->size() == 8 || v->size() == 16))
+                                 : Base64Decode(s, v);
+    return ok || Fail(f, IsIdField(f) ? "bad hex id" : "bad base64");
+  }
+
   // Decodes one value of field `f` of `m` (`rep`: append to the repeated field).
-  bool Value(Message* m, const FieldDescriptor* f, simdjson::dom::element e, bool rep, int depth) {
+  bool Value(Message* m, const FieldDescriptor* f, bool rep, int depth) {
     const Reflection* r = m->GetReflection();
     switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32: {
-        std::int32_t v{};
-        if (!ParseInt(f, e, &v)) return false;
-        rep ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_UINT32: {
-        std::uint32_t v{};
-        if (!ParseInt(f, e, &v)) return false;
-        rep ? r->AddUInt32(m, f, v) : r->SetUInt32(m, f, v);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_INT64: {
-        std::int64_t v{};
-        if (!ParseInt(f, e, &v)) return false;
-        rep ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_UINT64: {
-        std::uint64_t v{};
-        if (!ParseInt(f, e, &v)) return false;
-        rep ? r->AddUInt64(m, f, v) : r->SetUInt64(m, f, v);
-        return true;
-      }
+      case FieldDescriptor::CPPTYPE_INT32:
+        return Scalar<std::int32_t>(m, f, rep, &Reflection::AddInt32, &Reflection::SetInt32);
+      case FieldDescriptor::CPPTYPE_UINT32:
+        return Scalar<std::uint32_t>(m, f, rep, &Reflection::AddUInt32, &Reflection::SetUInt32);
+      case FieldDescriptor::CPPTYPE_INT64:
+        return Scalar<std::int64_t>(m, f, rep, &Reflection::AddInt64, &Reflection::SetInt64);
+      case FieldDescriptor::CPPTYPE_UINT64:
+        return Scalar<std::uint64_t>(m, f, rep, &Reflection::AddUInt64, &Reflection::SetUInt64);
       case FieldDescriptor::CPPTYPE_DOUBLE:
+        return Scalar<double>(m, f, rep, &Reflection::AddDouble, &Reflection::SetDouble);
       case FieldDescriptor::CPPTYPE_FLOAT: {
         double v{};
-        if (!ParseDouble(f, e, &v)) return false;
-        if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE)
-          rep ? r->AddDouble(m, f, v) : r->SetDouble(m, f, v);
-        else
-          rep ? r->AddFloat(m, f, static_cast<float>(v)) : r->SetFloat(m, f, static_cast<float>(v));
+        if (!ParseDouble(f, &v)) return false;
+        rep ? r->AddFloat(m, f, static_cast<float>(v)) : r->SetFloat(m, f, static_cast<float>(v));
         return true;
       }
-      case FieldDescriptor::CPPTYPE_BOOL: {
-        bool v{};
-        if (e.get_bool().get(v) != simdjson::SUCCESS) return Fail(f, "expected a boolean");
-        rep ? r->AddBool(m, f, v) : r->SetBool(m, f, v);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_ENUM: {
-        int v{};
-        if (e.is_string()) {
-          std::string_view s = e.get_string().value_unsafe();
-          const auto* ev = f->enum_type()->FindValueByName(std::string(s));
-          if (ev == nullptr) {
-            if (!ParseInt(f, e, &v)) return Fail(f, "unknown enum name");
-          } else {
-            v = ev->number();
-          }
-        } else if (!ParseInt(f, e, &v)) {
-          return false;
-        }
-        rep ? r->AddEnumValue(m, f, v) : r->SetEnumValue(m, f, v);
-        return true;
-      }
+      case FieldDescriptor::CPPTYPE_BOOL:
+        return Scalar<bool>(m, f, rep, &Reflection::AddBool, &Reflection::SetBool);
+      case FieldDescriptor::CPPTYPE_ENUM:
+        return Scalar<int>(m, f, rep, &Reflection::AddEnumValue, &Reflection::SetEnumValue);
       case FieldDescriptor::CPPTYPE_STRING: {
-        std::string_view s;
-        if (e.get_string().get(s) != simdjson::SUCCESS) return Fail(f, "expected a string");
         std::string v;
-        if (f->type() == FieldDescriptor::TYPE_BYTES) {
-          bool ok = false;
-          if (IsIdField(f)) {
-            // Hex per OTLP/JSON; base64 (protobuf's JSON mapping) only if it yields an id.
-            ok = HexToBytes(s, &v) || (Base64Decode(s, &v) && (v.size() == 8 || v.size() == 16));
-          } else {
-            ok = Base64Decode(s, &v);
-          }
-          if (!ok) return Fail(f, IsIdField(f) ? "bad hex id" : "bad base64");
-        } else {
-          v.assign(s);
-        }
+        if (!ParseString(f, &v)) return false;
         rep ? r->AddString(m, f, std::move(v)) : r->SetString(m, f, std::move(v));
         return true;
       }
-      case FieldDescriptor::CPPTYPE_MESSAGE: {
-        simdjson::dom::object obj;
-        if (e.get_object().get(obj) != simdjson::SUCCESS) return Fail(f, "expected an object");
-        return Object(rep ? r->AddMessage(m, f) : r->MutableMessage(m, f), obj, depth + 1);
-      }
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        if (!Expect(f, Kind::kObject, "expected an object")) return false;
+        return Object(rep ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
     }
     return Fail(f, "unsupported type");
   }
 
-  // A repeated field's items, nulls skipped; past the bound on collections' elements, the
-  // rest only counted.
-  bool Repeated(Message* m, const FieldDescriptor* f, simdjson::dom::element e, int depth) {
-    simdjson::dom::array arr;
-    if (e.get_array().get(arr) != simdjson::SUCCESS) return Fail(f, "expected an array");
-    std::uint32_t room =
-        bounds != nullptr && IsCollectionValues(f) ? bounds->collection_values : UINT32_MAX;
-    for (auto item : arr) {
-      if (item.is_null()) continue;
-      if (room == 0) {
-        ++bounds->skipped;
-        continue;
-      }
-      if (room != UINT32_MAX) --room;
-      if (!Value(m, f, item, true, depth)) return false;
-    }
+  template <typename T>
+  bool Parse(const FieldDescriptor* f, T* v) {
+    if constexpr (std::is_same_v<T, double>)
+      return ParseDouble(f, v);
+    else if constexpr (std::is_same_v<T, bool>)
+      return ParseBool(f, v);
+    else if constexpr (std::is_same_v<T, int>)
+      return f->cpp_type() == FieldDescriptor::CPPTYPE_ENUM ? ParseEnum(f, v) : ParseInt(f, v);
+    else
+      return ParseInt(f, v);
+  }
+
+  template <typename T>
+  bool Scalar(Message* m, const FieldDescriptor* f, bool rep,
+              void (Reflection::*add)(Message*, const FieldDescriptor*, T) const,
+              void (Reflection::*set)(Message*, const FieldDescriptor*, T) const) {
+    T v{};
+    if (!Parse(f, &v)) return false;
+    (m->GetReflection()->*(rep ? add : set))(m, f, v);
     return true;
   }
 
-  bool Object(Message* m, simdjson::dom::object obj, int depth) {
+  // A repeated field's items, nulls skipped; past the bound on collections' elements, the
+  // rest skipped unbuilt and counted.
+  bool Repeated(Message* m, const FieldDescriptor* f, int depth) {
+    if (!Expect(f, Kind::kArray, "expected an array")) return false;
+    if (!in.EnterArray()) return Syntax();
+    std::uint32_t room =
+        bounds != nullptr && IsCollectionValues(f) ? bounds->collection_values : UINT32_MAX;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!in.NextElement(first, &done)) return Syntax();
+      if (done) return true;
+      if (in.Peek() == Kind::kNull || room == 0) {
+        if (in.Peek() != Kind::kNull) ++bounds->skipped;
+        if (!in.Skip()) return Syntax();
+        continue;
+      }
+      if (room != UINT32_MAX) --room;
+      if (!Value(m, f, true, depth)) return false;
+    }
+  }
+
+  bool Object(Message* m, int depth) {
     if (depth > kMaxDepth) {
       error = "nesting too deep";
       return false;
     }
+    if (!in.EnterObject()) return Syntax();
     const auto* desc = m->GetDescriptor();
-    std::string key_buf;
-    for (auto field : obj) {
-      key_buf.assign(field.key);
-      const FieldDescriptor* f = desc->FindFieldByName(key_buf);
-      if (f == nullptr) f = desc->FindFieldByCamelcaseName(key_buf);
-      if (f == nullptr) continue;  // unknown fields are ignored, as protobuf does
-      simdjson::dom::element e = field.value;
-      if (e.is_null()) continue;
-      if (f->is_repeated()) {
-        if (!Repeated(m, f, e, depth)) return false;
-      } else if (!Value(m, f, e, false, depth)) {
+    std::string_view key;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!in.NextMember(first, &key, &key_buf, &done)) return Syntax();
+      if (done) return true;
+      name.assign(key);  // the descriptor's lookups take a std::string
+      const FieldDescriptor* f = desc->FindFieldByName(name);
+      if (f == nullptr) f = desc->FindFieldByCamelcaseName(name);
+      // Unknown fields are ignored, as protobuf does; so are nulls.
+      if (f == nullptr || in.Peek() == Kind::kNull) {
+        if (!in.Skip()) return Syntax();
+      } else if (!(f->is_repeated() ? Repeated(m, f, depth) : Value(m, f, false, depth))) {
         return false;
       }
     }
-    return true;
   }
 };
 
@@ -348,43 +389,24 @@ std::string Encode(const Message& message) {
   return out;
 }
 
-namespace {
-
-bool DecodeWith(simdjson::dom::parser& parser, std::string_view json, Message* out,
-                std::string* error, DecodeBounds* bounds) {
-  out->Clear();
-  simdjson::dom::element doc;
-  if (auto err = parser.parse(json.data(), json.size(), true).get(doc); err) {
-    if (error) *error = fmt::format("invalid JSON: {}", simdjson::error_message(err));
-    return false;
-  }
-  simdjson::dom::object obj;
-  if (doc.get_object().get(obj) != simdjson::SUCCESS) {
-    if (error) *error = "top-level JSON value is not an object";
-    return false;
-  }
-  Decoder d;
-  d.bounds = bounds;
-  if (!d.Object(out, obj, 0)) {
-    if (error) *error = std::move(d.error);
-    return false;
-  }
-  return true;
-}
-
-// A parser's buffers grow to the largest document it read (several times its size: the tape
-// takes 8 bytes a value, the index 4 a structural character) and are kept for the next one.
-// Past this size they are given back once the document is decoded, so that one large request
-// does not keep tens of MiB in each receiving thread for the agent's lifetime.
-constexpr std::size_t kKeepParserBytes = 1u << 20;
-
-}  // namespace
-
 bool Decode(std::string_view json, Message* out, std::string* error, DecodeBounds* bounds) {
-  thread_local simdjson::dom::parser parser;
-  const bool ok = DecodeWith(parser, json, out, error, bounds);
-  if (json.size() > kKeepParserBytes) parser = simdjson::dom::parser{};
-  return ok;
+  out->Clear();
+  JsonCursor in(json);
+  Decoder d{in, bounds, {}, {}, {}, {}};
+  if (!in.Validate()) {
+    d.Syntax();
+  } else if (const Kind k = in.Peek(); k != Kind::kObject) {
+    if (k == Kind::kBad && !in.Skip())
+      d.Syntax();
+    else
+      d.error = "top-level JSON value is not an object";
+  } else if (d.Object(out, 0) && in.AtEnd()) {
+    return true;
+  } else if (d.error.empty()) {
+    d.Syntax();
+  }
+  if (error) *error = std::move(d.error);
+  return false;
 }
 
 }  // namespace infertel::otlp_json

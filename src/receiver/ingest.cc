@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <type_traits>
 
 #include "core/semconv.h"
 #include "core/static_key.h"
@@ -138,9 +139,9 @@ void MarkNormalized(Span* s, unsigned why) {
 }
 
 constexpr std::array<std::string_view, kLimitReasons> kLimitReasonNames = {
-    "span_attributes", "span_events",         "span_links",    "event_attributes",
-    "link_attributes", "resource_attributes", "value_length",  "log_attributes",
-    "value_elements",  "value_depth",         "unknown_fields"};
+    "span_attributes", "span_events",         "span_links",     "event_attributes",
+    "link_attributes", "resource_attributes", "value_length",   "log_attributes",
+    "value_elements",  "value_depth",         "unknown_fields", "exemplar_attributes"};
 
 }  // namespace
 
@@ -163,9 +164,9 @@ std::string_view NormalizeReasonName(NormalizeReason r) {
 }
 
 std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c) {
-  return {c.span_attributes, c.span_events,         c.span_links,    c.event_attributes,
-          c.link_attributes, c.resource_attributes, c.value_length,  c.log_attributes,
-          c.value_elements,  c.value_depth,         c.unknown_fields};
+  return {c.span_attributes, c.span_events,         c.span_links,     c.event_attributes,
+          c.link_attributes, c.resource_attributes, c.value_length,   c.log_attributes,
+          c.value_elements,  c.value_depth,         c.unknown_fields, c.exemplar_attributes};
 }
 
 std::string_view LimitReasonName(int reason) { return kLimitReasonNames.at(reason); }
@@ -300,7 +301,50 @@ std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error) {
   return removed;
 }
 
-std::int64_t RemoveInvalid(MetricsRequest*, std::string*) { return 0; }
+int CountPoints(const otlp_metrics::Metric& m) {
+  if (m.has_gauge()) return m.gauge().data_points_size();
+  if (m.has_sum()) return m.sum().data_points_size();
+  if (m.has_histogram()) return m.histogram().data_points_size();
+  if (m.has_exponential_histogram()) return m.exponential_histogram().data_points_size();
+  if (m.has_summary()) return m.summary().data_points_size();
+  return 0;
+}
+
+// A metric's data points past the limits (MetricPointProblem), whatever the metric's type.
+int RemovePointsPastLimits(otlp_metrics::Metric* m, const SpanLimits& limits,
+                           std::string* first_error) {
+  const auto why = [&limits](const auto& point) {
+    return MetricPointProblem(point.attributes(), limits);
+  };
+  if (m->has_gauge()) return RemoveIf(m->mutable_gauge()->mutable_data_points(), why, first_error);
+  if (m->has_sum()) return RemoveIf(m->mutable_sum()->mutable_data_points(), why, first_error);
+  if (m->has_histogram())
+    return RemoveIf(m->mutable_histogram()->mutable_data_points(), why, first_error);
+  if (m->has_exponential_histogram())
+    return RemoveIf(m->mutable_exponential_histogram()->mutable_data_points(), why, first_error);
+  if (m->has_summary())
+    return RemoveIf(m->mutable_summary()->mutable_data_points(), why, first_error);
+  return 0;
+}
+
+std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error,
+                           const SpanLimits& limits) {
+  std::int64_t removed = 0;
+  for (auto& rm : *request->mutable_resource_metrics()) {
+    for (auto& sm : *rm.mutable_scope_metrics()) {
+      int here = 0;
+      for (auto& m : *sm.mutable_metrics()) here += RemovePointsPastLimits(&m, limits, first_error);
+      removed += here;
+      if (here == 0) continue;
+      std::string unused;  // the metrics left without a point go too
+      RemoveIf(
+          sm.mutable_metrics(),
+          [](const otlp_metrics::Metric& m) { return CountPoints(m) == 0 ? "empty" : ""; },
+          &unused);
+    }
+  }
+  return removed;
+}
 
 template <typename Request>
 IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::Sink<Request>* sink,
@@ -309,7 +353,10 @@ IngestResult Ingestor::AcceptImpl(Transport transport, Signal signal, pipeline::
   c.requests.fetch_add(1, std::memory_order_relaxed);
   IngestResult result;
   std::string first_error;
-  result.rejected = RemoveInvalid(request.request, &first_error);
+  if constexpr (std::is_same_v<Request, MetricsRequest>)
+    result.rejected = RemoveInvalid(request.request, &first_error, limits_);
+  else
+    result.rejected = RemoveInvalid(request.request, &first_error);
   result.accepted = static_cast<std::int64_t>(CountItems(*request.request));
   if (result.rejected > 0) {
     c.refused_items.fetch_add(static_cast<std::uint64_t>(result.rejected),
@@ -387,7 +434,9 @@ IngestResult Ingestor::Accept(Transport transport, pipeline::Held<LogsRequest>&&
 }
 IngestResult Ingestor::Accept(Transport transport, pipeline::Held<MetricsRequest>&& request,
                               const LimitCounts& decoded) noexcept {
-  CountSanitized(decoded, NormalizeCounts{});
+  LimitCounts limited = decoded;
+  ApplyMetricLimits(request.request, limits_, &limited);
+  CountSanitized(limited, NormalizeCounts{});
   return AcceptImpl(transport, Signal::kMetrics, sinks_.metrics, std::move(request));
 }
 

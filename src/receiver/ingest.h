@@ -51,7 +51,7 @@ std::string_view NormalizeReasonName(NormalizeReason r);
 using NormalizeCounts = std::array<std::uint64_t, kNormalizeReasons>;
 
 // What the span limits removed, by the `reason` label of infertel_receiver_limited_total.
-inline constexpr int kLimitReasons = 11;
+inline constexpr int kLimitReasons = 12;
 std::array<std::uint64_t, kLimitReasons> LimitReasonCounts(const LimitCounts& c);
 std::string_view LimitReasonName(int reason);
 
@@ -107,7 +107,8 @@ struct IngestResult {
 //    or 8 bytes. An empty trace_id or span_id is invalid (OTLP/JSON senders that omit the
 //    ids produce this).
 //  - log record: trace_id empty or 16 bytes, span_id empty or 8 bytes.
-//  - metrics: no item-level rule (anything that decodes is accepted).
+//  - metric data point: its attributes within `limits` (MetricPointProblem: they name its
+//    series, so a point past them is refused rather than trimmed into another series).
 // Each function removes invalid items in place (and the scope/resource containers that become
 // empty by it), keeping the order of the rest, and returns the number removed; `*first_error`
 // gets the reason for the first one.
@@ -115,7 +116,8 @@ struct IngestResult {
 //    count, which exporters and the store use, it reads as before 1970).
 std::int64_t RemoveInvalid(TracesRequest* request, std::string* first_error);
 std::int64_t RemoveInvalid(LogsRequest* request, std::string* first_error);
-std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error);
+std::int64_t RemoveInvalid(MetricsRequest* request, std::string* first_error,
+                           const SpanLimits& limits);
 
 // Sets right, in place, what a valid span may still carry that would read wrong downstream
 // (a duration or a date computed as a signed nanosecond count, an enum printed by name): see

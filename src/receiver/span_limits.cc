@@ -136,7 +136,67 @@ void LimitSpan(Span* s, const SpanLimits& l, LimitCounts* c) {
   }
 }
 
+// Whether LimitValue would leave `v` as it is.
+bool ValueWithin(const AnyValue& v, const ValueLimits& l, std::uint32_t level) {
+  if (v.has_string_value()) {
+    const std::string& s = v.string_value();
+    return s.size() <= l.max_chars || Utf8PrefixBytes(s, l.max_chars) == s.size();
+  }
+  const auto within = [&](const auto& values, auto value_of) {
+    if (values.empty()) return true;
+    if (level > l.depth || static_cast<std::uint32_t>(values.size()) > l.elements) return false;
+    for (const auto& e : values)
+      if (!ValueWithin(value_of(e), l, level + 1)) return false;
+    return true;
+  };
+  if (v.has_array_value())
+    return within(v.array_value().values(), [](const AnyValue& e) -> const AnyValue& { return e; });
+  if (v.has_kvlist_value())
+    return within(v.kvlist_value().values(),
+                  [](const KeyValue& kv) -> const AnyValue& { return kv.value(); });
+  return true;
+}
+
+template <typename Points>
+void LimitExemplars(Points* points, const ValueLimits& len, std::uint32_t limit, LimitCounts* c) {
+  for (auto& p : *points)
+    for (auto& ex : *p.mutable_exemplars())
+      c->exemplar_attributes += LimitAttributes(ex.mutable_filtered_attributes(), limit, len, c);
+}
+
 }  // namespace
+
+std::string MetricPointProblem(const RepeatedPtrField<KeyValue>& attributes, const SpanLimits& l) {
+  if (static_cast<std::uint32_t>(attributes.size()) > l.metric_attribute_count)
+    return fmt::format("a data point has {} attributes, more than the limit of {}",
+                       attributes.size(), l.metric_attribute_count);
+  const ValueLimits len = ForValues(l, l.attribute_value_length);
+  for (const auto& kv : attributes)
+    if (kv.has_value() && !ValueWithin(kv.value(), len, 1))
+      return fmt::format(
+          "a data point's attribute value is past the value limits ({} characters, "
+          "{} elements, {} levels)",
+          l.attribute_value_length, l.value_element_count, l.value_depth);
+  return {};
+}
+
+void ApplyMetricLimits(MetricsRequest* request, const SpanLimits& l, LimitCounts* c) {
+  const ValueLimits len = ForValues(l, l.attribute_value_length);
+  const std::uint32_t n = l.metric_attribute_count;
+  for (auto& rm : *request->mutable_resource_metrics()) {
+    if (rm.has_resource()) LimitResource(rm.mutable_resource(), l, l.attribute_value_length, c);
+    for (auto& sm : *rm.mutable_scope_metrics()) {
+      for (auto& m : *sm.mutable_metrics()) {
+        if (m.has_gauge()) LimitExemplars(m.mutable_gauge()->mutable_data_points(), len, n, c);
+        if (m.has_sum()) LimitExemplars(m.mutable_sum()->mutable_data_points(), len, n, c);
+        if (m.has_histogram())
+          LimitExemplars(m.mutable_histogram()->mutable_data_points(), len, n, c);
+        if (m.has_exponential_histogram())
+          LimitExemplars(m.mutable_exponential_histogram()->mutable_data_points(), len, n, c);
+      }
+    }
+  }
+}
 
 SpanLimits SpanLimitsFromEnv(const std::function<const char*(const char*)>& getenv,
                              std::vector<std::string>* warnings) {
@@ -151,6 +211,7 @@ SpanLimits SpanLimitsFromEnv(const std::function<const char*(const char*)>& gete
   l.event_attribute_count = count(e::kEventAttributeCountLimit, l.event_attribute_count);
   l.link_attribute_count = count(e::kLinkAttributeCountLimit, l.link_attribute_count);
   l.resource_attribute_count = general.value_or(l.resource_attribute_count);
+  l.metric_attribute_count = general.value_or(l.metric_attribute_count);
   l.event_count = FirstSet(getenv, {e::kSpanEventCountLimit}, warnings).value_or(l.event_count);
   l.link_count = FirstSet(getenv, {e::kSpanLinkCountLimit}, warnings).value_or(l.link_count);
   l.log_attribute_count = count(e::kLogRecordAttributeCountLimit, l.log_attribute_count);
@@ -177,13 +238,14 @@ LimitCounts& LimitCounts::operator+=(const LimitCounts& o) {
   value_elements += o.value_elements;
   value_depth += o.value_depth;
   unknown_fields += o.unknown_fields;
+  exemplar_attributes += o.exemplar_attributes;
   return *this;
 }
 
 std::uint64_t LimitCounts::total() const {
   return span_attributes + span_events + span_links + event_attributes + link_attributes +
          resource_attributes + value_length + log_attributes + value_elements + value_depth +
-         unknown_fields;
+         unknown_fields + exemplar_attributes;
 }
 
 void ApplySpanLimits(TracesRequest* request, const SpanLimits& l, LimitCounts* c) {

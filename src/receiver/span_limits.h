@@ -48,6 +48,11 @@ struct SpanLimits {
   // values. A GenAI message body nests about 6 deep (messages, tool calls, function).
   std::uint32_t value_element_count = 1024;
   std::uint32_t value_depth = 8;
+  // A metric data point's attributes (OTEL_ATTRIBUTE_COUNT_LIMIT; OpenTelemetry leaves metrics
+  // to views, but a received point is outside input). They name the point's series, so a
+  // point past this or the value limits is refused whole (MetricPointProblem), not trimmed
+  // into another series. An exemplar's filtered attributes are trimmed to it.
+  std::uint32_t metric_attribute_count = 128;
 };
 
 // Reads the limits from the standard variables through `getenv` (returns null when unset). A
@@ -66,9 +71,10 @@ struct LimitCounts {
   std::uint64_t resource_attributes = 0;
   std::uint64_t value_length = 0;
   std::uint64_t log_attributes = 0;
-  std::uint64_t value_elements = 0;  // elements of arrays and key-value lists dropped
-  std::uint64_t value_depth = 0;     // arrays and key-value lists emptied for their depth
-  std::uint64_t unknown_fields = 0;  // protobuf fields OTLP does not define, not kept
+  std::uint64_t value_elements = 0;       // elements of arrays and key-value lists dropped
+  std::uint64_t value_depth = 0;          // arrays and key-value lists emptied for their depth
+  std::uint64_t unknown_fields = 0;       // protobuf fields OTLP does not define, not kept
+  std::uint64_t exemplar_attributes = 0;  // an exemplar's filtered attributes dropped
   LimitCounts& operator+=(const LimitCounts& o);
   std::uint64_t total() const;
 };
@@ -83,6 +89,17 @@ void ApplySpanLimits(TracesRequest* request, const SpanLimits& limits, LimitCoun
 // attributes. A body's strings are not cut: the specification limits attributes only, and the
 // request's size bounds a body.
 void ApplyLogLimits(LogsRequest* request, const SpanLimits& limits, LimitCounts* counts);
+
+// Why a metric data point with these attributes is refused ("" when it is within `limits`):
+// more than metric_attribute_count, or a value that the value limits (length, elements,
+// depth) would change.
+std::string MetricPointProblem(const google::protobuf::RepeatedPtrField<KeyValue>& attributes,
+                               const SpanLimits& limits);
+
+// Brings what a metrics request carries besides its points' attributes within `limits`: its
+// resources' attributes (as spans' resources') and its exemplars' filtered attributes
+// (exemplar_attributes, their values as a span's). Its points are MetricPointProblem's.
+void ApplyMetricLimits(MetricsRequest* request, const SpanLimits& limits, LimitCounts* counts);
 
 // Removes the fields that OTLP does not define (protobuf keeps them as unknown fields, and an
 // exporter would send them on) from `message` and every message in it; returns how many. Walks

@@ -202,6 +202,82 @@ TEST(OtlpJsonTest, DecodesCollectionValuesWithinBounds) {
   EXPECT_EQ(all.value().array_value().values_size(), 100);
 }
 
+// The decoder reads the text in place (otlp/json_cursor.h): it refuses what RFC 8259 refuses,
+// in kept values and skipped ones alike, and unescapes what it keeps.
+TEST(OtlpJsonTest, RefusesWhatTheJsonGrammarRefuses) {
+  const auto refused = [](std::string_view json) {
+    TracesRequest out;
+    std::string error;
+    const bool ok = otlp_json::DecodeTraces(json, &out, &error);
+    return !ok && error.find("invalid JSON") != std::string::npos ? error : "taken: " + error;
+  };
+  const std::string span = R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"name":)";
+  EXPECT_NE(refused(span + "\"a\x01\"}]}]}]}").find("control character"), std::string::npos);
+  EXPECT_NE(refused(span + R"("a\q"}]}]}]})").find("bad escape"), std::string::npos);
+  EXPECT_NE(refused(span + R"("\ud800x"}]}]}]})").find("lone surrogate"), std::string::npos);
+  EXPECT_NE(refused(span + R"("\udc00"}]}]}]})").find("lone surrogate"), std::string::npos);
+  EXPECT_NE(refused(span + "\"\xff\"}]}]}]}").find("UTF-8"), std::string::npos);
+  EXPECT_NE(refused(R"({"resourceSpans":[]} x)").find("trailing content"), std::string::npos);
+  EXPECT_NE(refused(R"({"resourceSpans":[],})").find("member name"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":[1,]})").find("expected a value at byte"), std::string::npos);
+  // In a field nobody reads, too.
+  EXPECT_NE(refused(R"({"unknown":[01]})").find("expected ','"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":{"a":tru}})").find("true, false or null"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":"\u12"})").find("\\u escape"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":-})").find("bad number"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":1.})").find("bad number"), std::string::npos);
+  EXPECT_NE(refused(R"({"unknown":"abc)").find("unterminated"), std::string::npos);
+  EXPECT_NE(refused("").find("expected a value"), std::string::npos);
+  // Skipped values nest at most JsonCursor::kMaxDepth deep.
+  EXPECT_NE(refused("{\"unknown\":" + std::string(300, '[') + std::string(300, ']') + "}")
+                .find("nesting too deep"),
+            std::string::npos);
+  TracesRequest out;
+  std::string error;
+  const std::string nested = "{\"unknown\":" + std::string(200, '[') + std::string(200, ']') + "}";
+  EXPECT_TRUE(otlp_json::DecodeTraces(nested, &out, &error)) << error;
+}
+
+TEST(OtlpJsonTest, UnescapesStringsAndReadsNumbersAsTheirFieldWants) {
+  const std::string json = R"({"resourceSpans":[{"scopeSpans":[{"spans":[{
+      "n\u0061me":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n\t",
+      "kind":"3","droppedAttributesCount":-0,"startTimeUnixNano":1.7e18,
+      "attributes":[{"key":"tiny","value":{"doubleValue":1e-400}},
+                    {"key":"int","value":{"intValue":"-9223372036854775808"}},
+                    {"key":"e","value":{"doubleValue":-2.5E+2}}]}]}]}]})";
+  TracesRequest out;
+  std::string error;
+  ASSERT_TRUE(otlp_json::DecodeTraces(json, &out, &error)) << error;
+  const Span& s = out.resource_spans(0).scope_spans(0).spans(0);
+  EXPECT_EQ(s.name(), "café \xF0\x9F\x98\x80 \"q\" \\ / \n\t");
+  EXPECT_EQ(s.kind(), otlp_trace::Span::SPAN_KIND_CLIENT);
+  EXPECT_EQ(s.start_time_unix_nano(), 1700000000000000000ull);
+  EXPECT_EQ(s.attributes(0).value().double_value(), 0.0);
+  EXPECT_EQ(s.attributes(1).value().int_value(), INT64_MIN);
+  EXPECT_EQ(s.attributes(2).value().double_value(), -250.0);
+  const auto refused = [&](std::string_view field, std::string_view value) {
+    const std::string j = std::string(R"({"resourceSpans":[{"scopeSpans":[{"spans":[{")") +
+                          std::string(field) + "\":" + std::string(value) + "}]}]}]}";
+    return otlp_json::DecodeTraces(j, &out, &error) ? std::string("taken") : error;
+  };
+  EXPECT_NE(refused("droppedAttributesCount", "-1").find("out of range"), std::string::npos);
+  EXPECT_NE(refused("droppedAttributesCount", "4294967296").find("out of range"),
+            std::string::npos);
+  EXPECT_NE(refused("startTimeUnixNano", "18446744073709551616").find("out of range"),
+            std::string::npos);
+  EXPECT_NE(refused("startTimeUnixNano", "1.5").find("not an integer"), std::string::npos);
+  EXPECT_NE(refused("name", "5").find("expected a string"), std::string::npos);
+  EXPECT_NE(refused("kind", "\"SPAN_KIND_NONE\"").find("unknown enum name"), std::string::npos);
+  EXPECT_NE(refused("status", "{\"code\":true}").find("expected an integer"), std::string::npos);
+  EXPECT_NE(refused("traceId", "[]").find("expected a string"), std::string::npos);
+  EXPECT_NE(refused("events", "{}").find("expected an array"), std::string::npos);
+  EXPECT_NE(refused("status", "[]").find("expected an object"), std::string::npos);
+  EXPECT_NE(refused("attributes", R"([{"value":{"doubleValue":1e400}}])").find("out of range"),
+            std::string::npos);
+  EXPECT_NE(refused("attributes", R"([{"value":{"boolValue":"true"}}])").find("a boolean"),
+            std::string::npos);
+}
+
 TEST(OtlpJsonTest, DecodesTheVllmFixture) {
   std::ifstream f(INFERTEL_FIXTURES_DIR "/vllm-llm_request-otlp-0.29.0-SANITIZED.json");
   ASSERT_TRUE(f.good());

@@ -291,6 +291,54 @@ TEST_F(ReceiverTest, SpanLimitsApplyOnBothTransportsAndAreCounted) {
   EXPECT_EQ(receiver_->stats().limited[0].load(), 14u);  // reason="span_attributes"
 }
 
+// A metric data point's attributes name its series: one past the limits is refused whole and
+// told to the sender (partial success), the others kept; an exemplar's filtered attributes and
+// a resource's are trimmed and counted.
+TEST_F(ReceiverTest, MetricPointsPastTheLimitsAreRefusedAndExemplarsTrimmed) {
+  span_limits_.metric_attribute_count = 4;
+  span_limits_.attribute_count = 4;
+  span_limits_.resource_attribute_count = 4;
+  span_limits_.attribute_value_length = 8;
+  StartReceiver(true, 1 << 20);
+  MetricsRequest req = Metrics(4);
+  auto* rm = req.mutable_resource_metrics(0);
+  for (int i = 0; i < 6; ++i)
+    AddAttr(rm->mutable_resource()->mutable_attributes(), "r" + std::to_string(i), i);
+  auto* metrics = rm->mutable_scope_metrics(0)->mutable_metrics();
+  auto* wide = metrics->Mutable(0)->mutable_gauge()->mutable_data_points(0)->mutable_attributes();
+  for (int i = 0; i < 5; ++i) AddAttr(wide, "k" + std::to_string(i), i);
+  AddAttr(metrics->Mutable(1)->mutable_gauge()->mutable_data_points(0)->mutable_attributes(),
+          "long", std::string_view("123456789"));
+  auto* kept = metrics->Mutable(2)->mutable_gauge()->mutable_data_points(0);
+  AddAttr(kept->mutable_attributes(), "short", std::string_view("12345678"));
+  auto* ex = kept->add_exemplars();
+  for (int i = 0; i < 7; ++i)
+    AddAttr(ex->mutable_filtered_attributes(), "e" + std::to_string(i), i);
+  const HttpResult h = Post(receiver_->http_port(), "/v1/metrics", "application/json",
+                            otlp_json::EncodeMetrics(req));
+  EXPECT_EQ(h.status, 200u);
+  EXPECT_NE(h.body.find(R"("rejectedDataPoints":"2")"), std::string::npos) << h.body;
+  EXPECT_NE(h.body.find("a data point has 5 attributes, more than the limit of 4"),
+            std::string::npos)
+      << h.body;
+  const auto got = metrics_.got();
+  ASSERT_EQ(got.size(), 1u);
+  const auto& gm = got[0].resource_metrics(0);
+  EXPECT_EQ(gm.resource().attributes_size(), 4);
+  EXPECT_EQ(gm.resource().dropped_attributes_count(), 2u);
+  const auto& left = gm.scope_metrics(0).metrics();  // those left without a point go
+  ASSERT_EQ(left.size(), 2);
+  EXPECT_EQ(left[0].name(), "m2");
+  ASSERT_EQ(left[0].gauge().data_points_size(), 1);
+  EXPECT_EQ(left[0].gauge().data_points(0).exemplars(0).filtered_attributes_size(), 4);
+  EXPECT_EQ(left[1].name(), "m3");
+  EXPECT_EQ(C(Transport::kHttp, Signal::kMetrics).refused_items.load(), 2u);
+  EXPECT_EQ(C(Transport::kHttp, Signal::kMetrics).items.load(), 2u);
+  EXPECT_EQ(receiver_->stats().limited[5].load(), 2u);   // reason="resource_attributes"
+  EXPECT_EQ(receiver_->stats().limited[11].load(), 3u);  // reason="exemplar_attributes"
+  EXPECT_EQ(LimitReasonName(11), "exemplar_attributes");
+}
+
 // ---------- gRPC ----------
 
 TEST_F(ReceiverTest, GrpcTracesReachTheSinkAndAreCounted) {
