@@ -12,10 +12,10 @@ namespace infertel::console {
 namespace {
 
 // Why the engine of `spec` cannot change it from outside; empty when it can, and for keys of
-// no engine. Asked of knobs made for no address: the answer does not depend on one.
+// no engine.
 std::string UnsupportedReason(const config::KeySpec& spec) {
   auto id = engines::FindEngine(spec.engine);
-  return id ? engines::Profile(*id).MakeKnobs(http::Url{})->Unsupported(spec.key) : std::string();
+  return id ? engines::Profile(*id).UnsupportedKey(spec.key) : std::string();
 }
 
 // "vLLM" for "vllm": the engine as people write it; the name itself for an unknown engine.

@@ -17,6 +17,7 @@
 //   knobs          the switches the console can change on a running engine
 //   launch         how `infertel launch` recognises its command and adds telemetry to it
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,7 +112,23 @@ struct RequestFigures {
   std::optional<double> decode_s;  // first to last token, when both came and differ
   std::int64_t stream_deltas = 0;  // streamed content deltas
 };
-using RequestMeasures = std::vector<std::pair<metrics::MetricId, double>>;
+// The engine-scope series of one request, in place: measured on every exchange, so no heap.
+// A profile adds a handful; past kMax the rest are not kept.
+class RequestMeasures {
+ public:
+  static constexpr std::size_t kMax = 16;
+  using Item = std::pair<metrics::MetricId, double>;
+  void emplace_back(metrics::MetricId id, double value) {
+    if (size_ < kMax) items_[size_++] = {id, value};
+  }
+  const Item* begin() const { return items_.data(); }
+  const Item* end() const { return items_.data() + size_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::array<Item, kMax> items_{};
+  std::size_t size_ = 0;
+};
 
 // The commands that start the engine, as `infertel launch` recognises them: `PROGRAM
 // SUBCOMMAND …` (any path to the program) and `python[3[.x]] -m PYTHON_MODULE …`.
@@ -184,6 +201,9 @@ class EngineProfile {
 
   // ---- Knobs: the switches of the console that live in the running engine at `base`.
   virtual std::unique_ptr<EngineKnobs> MakeKnobs(const http::Url& base) const = 0;
+  // Why the engine cannot take `key` while it runs ("" when it can): what the console reports
+  // for the key, without an engine to ask.
+  virtual std::string UnsupportedKey(config::Key key) const { return {}; }
 
   // ---- Launch.
   virtual LaunchCommands launch_commands() const = 0;

@@ -75,6 +75,9 @@ class VllmProfile final : public EngineProfile {
   std::unique_ptr<EngineKnobs> MakeKnobs(const http::Url&) const override {
     return vllm::MakeKnobs();
   }
+  std::string UnsupportedKey(config::Key key) const override {
+    return vllm::UnsupportedReason(key);
+  }
 
   LaunchCommands launch_commands() const override {
     return {"vllm", "serve", "vllm.entrypoints.openai.api_server"};
