@@ -306,7 +306,9 @@ struct Forwarded {
   error_code ec;
 };
 namespace {
-struct WatchGuard;  // below: HandleOne's watch of the client while the engine answers
+struct WatchGuard;   // below: HandleOne's watch of the client while the engine answers
+struct Relay;        // below: what HandleOne's relay stage shares
+class ClientWriter;  // below: body pieces to the client
 }  // namespace
 
 struct Gateway::Impl {
@@ -405,6 +407,20 @@ struct Gateway::Impl {
                        bhttp::request<bhttp::string_body>& req, Exchange& ex,
                        bhttp::request<bhttp::string_body>& ureq,
                        openai::StreamObserver::Options& stream_opts);
+  // HandleOne's relay stage: the engine's body to the client, read whole (RelayWhole) or
+  // relayed in pieces as it comes (RelayPieces). kClientGone and kCleanFailure: nothing
+  // reached the client yet, and HandleOne answers it.
+  enum class RelayEnd { kRelayed, kClientGone, kCleanFailure };
+  Task<RelayEnd> RelayWhole(Relay& r);
+  Task<RelayEnd> RelayPieces(Relay& r, Worker* w);
+  bool StreamPiece(Relay& r, SseRelay& relay, const openai::StreamObserver& observer,
+                   std::string_view bytes, std::string* scratch, ClientWriter& out);
+  void WatchTokenDetail(Relay& r, SseRelay& relay, const openai::StreamObserver& observer);
+  bool Hold(Relay& r, std::string_view bytes);
+  Task<void> Spill(Relay& r, ClientWriter& out, std::string_view bytes);
+  void ObserveBody(Relay& r, std::string_view bytes);
+  Task<void> EndPieces(Relay& r, ClientWriter& out, SseRelay& relay, bool body_started);
+  Task<void> AnswerHeld(Relay& r, ClientWriter& out);
   // HandleOne's last stage for an observed exchange: the response parsed if it was not yet,
   // usage completed, the outcome set, the exchange finished (listeners, metrics).
   // `can_parse`: the body was kept whole and may still be parsed; `failed`: the engine failed
@@ -899,6 +915,95 @@ class ChunkLease {
   std::unique_ptr<char[]> chunk_;
 };
 
+// What HandleOne's relay stage shares: the response on its way to the client, and what became
+// of it, from which HandleOne settles the exchange.
+struct Relay {
+  std::size_t ui;
+  WorkerSocket& client;
+  Deadline& cdl;
+  UpstreamConn& up;
+  bhttp::response_parser<bhttp::buffer_body>& rp;
+  ClientHead& head;
+  Exchange& ex;
+  const UpstreamTimeouts& timeouts;
+  const openai::StreamObserver::Options& stream_opts;
+  const ClientWatch& watch;
+  Deadline::Clock::time_point first_byte_at;  // a stream's header came before the queue
+  bool observe = false;
+  bool sse = false;
+  bool modify = false;  // a stream the gateway observes and rewrites (SseRelay)
+  // Held whole before the client sees any of it (see HandleOne).
+  bool hold_body = false;
+  // What became of it.
+  std::string observed_body;
+  bool observed_overflow = false;
+  bool client_write_failed = false;
+  bool body_parsed = false;
+  error_code uec;                          // the engine connection's last error
+  std::optional<UpstreamFailure> failure;  // the engine failed after its header
+};
+
+// Writes body pieces to the client in two steps: Now (a plain call) writes what the socket
+// takes and says whether anything is left; only then is Rest awaited. As one coroutine,
+// every piece made a coroutine frame or two, and Asio recycles only one per thread. The
+// client's socket is in user non-blocking mode; the gateway makes no other synchronous call
+// on it.
+class ClientWriter {
+ public:
+  explicit ClientWriter(Relay& r) : r_(r) {
+    if (error_code ec; !r_.client.non_blocking()) r_.client.non_blocking(true, ec);
+  }
+  bool Now(std::string_view bytes) {
+    if (bytes.empty() || r_.client_write_failed) return true;
+    error_code ec;
+    std::size_t total = bytes.size(), n = 0;
+    if (r_.head.chunked_out) {
+      const auto framed = frame_.Frame(bytes);
+      total = asio::buffer_size(framed);
+      n = WriteNow(r_.client, framed, ec);
+    } else {
+      n = WriteNow(r_.client, asio::buffer(bytes.data(), bytes.size()), ec);
+    }
+    if (ec) r_.client_write_failed = true;
+    if (ec || n == total) return true;
+    pending_ = bytes;
+    pending_written_ = n;
+    return false;
+  }
+  Task<void> Rest() {
+    error_code ec;
+    if (r_.head.chunked_out) {
+      co_await WriteRest(r_.client, frame_.Frame(pending_), pending_written_, r_.cdl, ec);
+    } else {
+      co_await WriteRest(r_.client, asio::buffer(pending_.data(), pending_.size()),
+                         pending_written_, r_.cdl, ec);
+    }
+    if (ec) r_.client_write_failed = true;
+  }
+  Task<void> Header() {
+    bhttp::response_serializer<bhttp::empty_body> sr{r_.head.res};
+    r_.cdl.After(kClientWriteTimeout);
+    error_code ec;
+    co_await bhttp::async_write_header(r_.client, sr, asio::redirect_error(kUseTask, ec));
+    r_.cdl.Never();
+    if (ec) r_.client_write_failed = true;
+  }
+  Task<void> LastChunk() {
+    error_code ec;
+    r_.cdl.After(kClientWriteTimeout);
+    co_await asio::async_write(r_.client, bhttp::make_chunk_last(),
+                               asio::redirect_error(kUseTask, ec));
+    r_.cdl.Never();
+    if (ec) r_.client_write_failed = true;
+  }
+
+ private:
+  Relay& r_;
+  ChunkFrame frame_;
+  std::string_view pending_;         // the piece Now left unfinished
+  std::size_t pending_written_ = 0;  // how much of it (framing included) left already
+};
+
 }  // namespace
 
 // Stage 1, read and parse: starts the exchange record and makes the request toward the engine:
@@ -1108,13 +1213,11 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const UpstreamConfig& uc = upstreams[ui].config;
   auto settings = gw->config_->Current();
   const UpstreamTimeouts timeouts = UpstreamTimeouts::From(*settings);
-  namespace oa = openai;
 
   openai::Exchange ex;
   bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
-  oa::StreamObserver::Options stream_opts;
+  openai::StreamObserver::Options stream_opts;
   const bool observe = PrepareExchange(ui, *settings, req, ex, ureq, stream_opts);
-  const oa::Operation op = ex.op;
 
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
@@ -1206,269 +1309,53 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const bool modify = observe && sse;
   ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
                                    /*reframe=*/modify, client_keep_alive);
-  auto& cres = head.res;
   const bool head_only = head.head_only;
-  bool& chunked_out = head.chunked_out;
-  const bool close_delimited_out = head.close_delimited_out;
   const bool keep_client = head.keep_client;
 
-  std::string observed_body;
-  bool observed_overflow = false;
-  bool client_write_failed = false;
-  error_code uec;
-  // Set when the engine failed after its response header: the relay stopped there.
-  std::optional<UpstreamFailure> failure;
-
+  Relay r{.ui = ui,
+          .client = client,
+          .cdl = cdl,
+          .up = up,
+          .rp = rp,
+          .head = head,
+          .ex = ex,
+          .timeouts = timeouts,
+          .stream_opts = stream_opts,
+          .watch = watch,
+          .first_byte_at = first_byte_at,
+          .observe = observe,
+          .sse = sse,
+          .modify = modify};
   // A body of known, moderate length is read whole and leaves with its header in one write
   // (one system call instead of three). A non-stream response whose logprobs only the
   // gateway asked for is held whole too, so they can be removed and the length corrected
   // before the client sees it. So is an OpenAI answer of unknown length (chunked, or until the
   // engine closes) up to kWholeBodyMax: a framing error within it becomes a clean 502 rather
   // than a 200 whose body is cut.
-  bool hold_body = !sse && !head_only && (ex.logprobs_forced || (observe && !rp.content_length()));
-  const std::size_t hold_limit = ex.logprobs_forced ? opts().max_observed_body : kWholeBodyMax;
+  r.hold_body = !sse && !head_only && (ex.logprobs_forced || (observe && !rp.content_length()));
   const bool whole = !sse && !head_only && rp.content_length() &&
                      (*rp.content_length() <= kWholeBodyMax ||
-                      (hold_body && *rp.content_length() <= opts().max_observed_body));
-  bool body_parsed = false;
-  if (whole) {
-    observed_body.resize(static_cast<std::size_t>(*rp.content_length()));
-    ures.body().data = observed_body.data();
-    ures.body().size = observed_body.size();
-    up.deadline.After(timeouts.idle);
-    if (!rp.is_done()) {
-      // A body longer than the connection's 8 KiB buffer (long completions, logprobs,
-      // embeddings) in 64 KiB reads; a typical answer is already whole and needs no room.
-      http::MakeRoomForBody(up.buffer, rp);
-      co_await bhttp::async_read(up.stream, up.buffer, rp, asio::redirect_error(kUseTask, uec));
-      http::ReleaseBodyRoom(up.buffer, kReadChunk);
-    }
-    MapTimeout(uec, up.deadline);
-    if (uec == bhttp::error::need_buffer && rp.is_done()) uec = {};
-    if (watch.client_gone) {
-      end_as_aborted("client closed the connection before the response was complete");
-      co_return false;
-    }
-    if (uec) {
-      // Nothing reached the client yet: it gets a clean error instead of a cut body.
-      guard.Stop();
-      co_return co_await fail_upstream(
-          BodyFailure(uec == beast::error::timeout, IsFramingError(uec), /*sse=*/false,
-                      /*body_started=*/true),
-          uec);
-    }
-    if (ex.logprobs_forced) {
-      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
-      body_parsed = true;
-      if (auto stripped = oa::StripInjectedLogprobs(observed_body)) {
-        observed_body = std::move(*stripped);
-        cres.content_length(observed_body.size());
-      }
-    }
-    bhttp::response<bhttp::string_body> full{std::move(cres.base()), std::move(observed_body)};
-    cdl.After(kClientWriteTimeout);
-    error_code wec;
-    co_await bhttp::async_write(client, full, asio::redirect_error(kUseTask, wec));
-    cdl.Never();
-    if (wec) client_write_failed = true;
-    observed_body = std::move(full.body());
-    hold_body = false;
-  } else {
-    auto write_header = [&]() -> Task<void> {
-      bhttp::response_serializer<bhttp::empty_body> sr{cres};
-      cdl.After(kClientWriteTimeout);
-      error_code hec;
-      co_await bhttp::async_write_header(client, sr, asio::redirect_error(kUseTask, hec));
-      cdl.Never();
-      if (hec) client_write_failed = true;
-    };
-    if (!hold_body) co_await write_header();
-
-    oa::StreamObserver observer(op, stream_opts);
-    SseRelay relay(&observer);
-    // Token detail of each delta for the DECODE events, where the engine's level wants it.
-    if (engines::Profile(ex.engine).TokenDetailAt(ex.tracing_level) && modify) {
-      relay.set_on_data([&ex, &observer, last = std::int64_t{0}, this]() mutable {
-        if (observer.delta_count() == last) return;
-        last = observer.delta_count();
-        if (ex.deltas.size() >= opts().max_span_events) {
-          ++ex.deltas_dropped;
-          return;
-        }
-        const auto& t = observer.last_tokens();
-        ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
-      });
-    }
-    std::string out;
-    ChunkLease chunk(&w->chunks);
-    char* buf = chunk.data();
-    std::size_t piece = kReadChunk;
-    // A body too long to read whole (a large embeddings batch, long logprobs) is relayed in
-    // pieces of up to 64 KiB, as the connection's buffer then reads it, instead of 8 KiB.
-    // Streams keep 8 KiB pieces: an event is small and must leave as soon as it arrives.
-    std::unique_ptr<char[]> long_piece;
-    const bool long_body =
-        !sse && !head_only && rp.content_length() && *rp.content_length() > kWholeBodyMax;
-    if (long_body) {
-      long_piece = std::make_unique_for_overwrite<char[]>(http::kBodyReadRoom);
-      buf = long_piece.get();
-      piece = http::kBodyReadRoom;
-      http::MakeRoomForBody(up.buffer, rp);
-    }
-    if (sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
-
-    // The client's socket in user non-blocking mode for WriteNow; the gateway makes
-    // no other synchronous call on it.
-    if (error_code nbec; !client.non_blocking()) client.non_blocking(true, nbec);
-    // Each piece goes out in two steps: write_now (a plain call) writes what the socket takes
-    // and says whether anything is left; only then is write_rest awaited. As one coroutine,
-    // every piece made a coroutine frame or two, and Asio recycles only one per thread.
-    ChunkFrame frame;
-    std::string_view pending;         // the piece write_now left unfinished
-    std::size_t pending_written = 0;  // how much of it (framing included) left already
-    auto write_now = [&](std::string_view bytes) -> bool {
-      if (bytes.empty() || client_write_failed) return true;
-      error_code wec;
-      std::size_t total = bytes.size(), n = 0;
-      if (chunked_out) {
-        const auto framed = frame.Frame(bytes);
-        total = asio::buffer_size(framed);
-        n = WriteNow(client, framed, wec);
-      } else {
-        n = WriteNow(client, asio::buffer(bytes.data(), bytes.size()), wec);
-      }
-      if (wec) client_write_failed = true;
-      if (wec || n == total) return true;
-      pending = bytes;
-      pending_written = n;
-      return false;
-    };
-    auto write_rest = [&]() -> Task<void> {
-      error_code wec;
-      if (chunked_out) {
-        co_await WriteRest(client, frame.Frame(pending), pending_written, cdl, wec);
-      } else {
-        co_await WriteRest(client, asio::buffer(pending.data(), pending.size()), pending_written,
-                           cdl, wec);
-      }
-      if (wec) client_write_failed = true;
-    };
-
-    bool body_started = false;
-    while (!client_write_failed && !rp.is_done()) {
-      ures.body().data = buf;
-      ures.body().size = piece;
-      if (sse && !body_started) {
-        up.deadline.At(first_byte_at);  // a stream's header came before the queue
-      } else {
-        up.deadline.After(timeouts.idle);
-      }
-      co_await bhttp::async_read_some(up.stream, up.buffer, rp,
-                                      asio::redirect_error(kUseTask, uec));
-      MapTimeout(uec, up.deadline);
-      if (uec == bhttp::error::need_buffer) uec = {};
-      std::size_t n = piece - ures.body().size;
-      if (n > 0) {
-        body_started = true;
-        std::string_view bytes(buf, n);
-        if (modify) {
-          out.clear();
-          std::int64_t before = observer.delta_count();
-          relay.Feed(bytes, &out);
-          if (observer.delta_count() > before) {
-            std::uint64_t now = MonoNanos();
-            if (ex.first_token_mono_ns == 0) ex.first_token_mono_ns = now;
-            for (auto i = before; i < observer.delta_count(); ++i)
-              if (ex.delta_mono_ns.size() < opts().max_delta_timestamps)
-                ex.delta_mono_ns.push_back(now);
-          }
-          if (!write_now(out)) co_await write_rest();
-        } else if (hold_body) {
-          if (observed_body.size() + n <= hold_limit) {
-            observed_body.append(bytes);
-          } else {
-            // Too large to hold: relay what was held and the rest as it arrives (logprobs the
-            // gateway asked for are then left in). A framing error from here on can only cut
-            // the body: the client sees a chunked body without its end, or a short one.
-            hold_body = false;
-            co_await write_header();
-            if (!write_now(observed_body)) co_await write_rest();
-            if (!write_now(bytes)) co_await write_rest();
-            if (observed_body.size() + n <= opts().max_observed_body && !ex.logprobs_forced) {
-              observed_body.append(bytes);
-            } else {
-              observed_overflow = true;
-              observed_body.clear();
-            }
-          }
-        } else {
-          if (observe && !observed_overflow) {
-            if (observed_body.size() + n <= opts().max_observed_body)
-              observed_body.append(bytes);
-            else
-              observed_overflow = true;
-          }
-          if (!write_now(bytes)) co_await write_rest();
-        }
-      }
-      if (uec) break;
-    }
-    if (uec && hold_body && !watch.client_gone) {
-      // Nothing reached the client yet: it gets a clean error instead of a cut body.
-      guard.Stop();
-      co_return co_await fail_upstream(
-          BodyFailure(uec == beast::error::timeout, IsFramingError(uec), /*sse=*/false,
-                      /*body_started=*/true),
-          uec);
-    }
-    if (hold_body && !uec && !client_write_failed) {
-      ex.response = oa::ParseResponse(op, observed_body, stream_opts.capture);
-      body_parsed = true;
-      if (ex.logprobs_forced) {
-        if (auto stripped = oa::StripInjectedLogprobs(observed_body))
-          observed_body = std::move(*stripped);
-      }
-      if (chunked_out) {
-        cres.chunked(false);
-        chunked_out = false;
-      }
-      cres.content_length(observed_body.size());
-      co_await write_header();
-      if (!write_now(observed_body)) co_await write_rest();
-    }
-    if (modify && !uec && !client_write_failed) {
-      out.clear();
-      relay.Finish(&out);
-      if (!write_now(out)) co_await write_rest();
-    }
-    bool told_client = false;  // the failure went to the client as an SSE error event
-    if (uec && !client_write_failed && !watch.client_gone) {
-      failure = BodyFailure(uec == beast::error::timeout, IsFramingError(uec), sse, body_started);
-      const FailureReport report = NoteUpstreamFailure(ui, *failure, timeouts, uec.message(), ex);
-      // A stream the client can still be told about: an error event, [DONE], a clean end (an
-      // incomplete line the relay held back is dropped). A plain body can only be cut.
-      if (sse && !head_only && (chunked_out || close_delimited_out)) {
-        const std::string event = SseErrorEvent(report);
-        if (!write_now(event)) co_await write_rest();
-        told_client = !client_write_failed;
-      }
-    }
-    if ((!uec || told_client) && !client_write_failed && chunked_out) {
-      error_code wec;
-      cdl.After(kClientWriteTimeout);
-      co_await asio::async_write(client, bhttp::make_chunk_last(),
-                                 asio::redirect_error(kUseTask, wec));
-      cdl.Never();
-      if (wec) client_write_failed = true;
-    }
-    if (sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
-    if (long_body) http::ReleaseBodyRoom(up.buffer, kReadChunk);
-    if (observe && modify) {
-      ex.response = observer.Finish();
-      ex.stream_deltas = observer.delta_count();
-      body_parsed = true;
-    }
+                      (r.hold_body && *rp.content_length() <= opts().max_observed_body));
+  RelayEnd end = RelayEnd::kRelayed;
+  if (whole)
+    end = co_await RelayWhole(r);
+  else
+    end = co_await RelayPieces(r, w);
+  if (end == RelayEnd::kClientGone) {
+    end_as_aborted("client closed the connection before the response was complete");
+    co_return false;
   }
+  if (end == RelayEnd::kCleanFailure) {
+    // Nothing reached the client yet: it gets a clean error instead of a cut body.
+    guard.Stop();
+    co_return co_await fail_upstream(
+        BodyFailure(r.uec == beast::error::timeout, IsFramingError(r.uec), /*sse=*/false,
+                    /*body_started=*/true),
+        r.uec);
+  }
+  const error_code& uec = r.uec;
+  const bool client_write_failed = r.client_write_failed;
+  const std::optional<UpstreamFailure>& failure = r.failure;
   // Every byte of the response reached the client's socket: a client that closes after the
   // last chunk (as SDKs do right after [DONE]) has not aborted anything.
   const bool delivered = !uec && !client_write_failed;
@@ -1488,11 +1375,227 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const bool aborted = !failure && (client_write_failed || (watch.client_gone && !delivered));
   if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   if (observe) {
-    SettleExchange(ui, ex, observed_body, stream_opts.capture, body_parsed,
-                   /*can_parse=*/!observed_overflow && !ex.logprobs_forced, head_only,
+    SettleExchange(ui, ex, r.observed_body, stream_opts.capture, r.body_parsed,
+                   /*can_parse=*/!r.observed_overflow && !ex.logprobs_forced, head_only,
                    failure.has_value(), aborted);
   }
   co_return complete&& keep_client;
+}
+
+// A body of known length, read whole and written with its header in one write; logprobs the
+// gateway asked for are removed first.
+Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayWhole(Relay& r) {
+  auto& ures = r.rp.get();
+  r.observed_body.resize(static_cast<std::size_t>(*r.rp.content_length()));
+  ures.body().data = r.observed_body.data();
+  ures.body().size = r.observed_body.size();
+  r.up.deadline.After(r.timeouts.idle);
+  if (!r.rp.is_done()) {
+    // A body longer than the connection's 8 KiB buffer (long completions, logprobs,
+    // embeddings) in 64 KiB reads; a typical answer is already whole and needs no room.
+    http::MakeRoomForBody(r.up.buffer, r.rp);
+    co_await bhttp::async_read(r.up.stream, r.up.buffer, r.rp,
+                               asio::redirect_error(kUseTask, r.uec));
+    http::ReleaseBodyRoom(r.up.buffer, kReadChunk);
+  }
+  MapTimeout(r.uec, r.up.deadline);
+  if (r.uec == bhttp::error::need_buffer && r.rp.is_done()) r.uec = {};
+  if (r.watch.client_gone) co_return RelayEnd::kClientGone;
+  if (r.uec) co_return RelayEnd::kCleanFailure;
+  if (r.ex.logprobs_forced) {
+    r.ex.response = openai::ParseResponse(r.ex.op, r.observed_body, r.stream_opts.capture);
+    r.body_parsed = true;
+    if (auto stripped = openai::StripInjectedLogprobs(r.observed_body)) {
+      r.observed_body = std::move(*stripped);
+      r.head.res.content_length(r.observed_body.size());
+    }
+  }
+  bhttp::response<bhttp::string_body> full{std::move(r.head.res.base()),
+                                           std::move(r.observed_body)};
+  r.cdl.After(kClientWriteTimeout);
+  error_code wec;
+  co_await bhttp::async_write(r.client, full, asio::redirect_error(kUseTask, wec));
+  r.cdl.Never();
+  if (wec) r.client_write_failed = true;
+  r.observed_body = std::move(full.body());
+  r.hold_body = false;
+  co_return RelayEnd::kRelayed;
+}
+
+// A stream, a long body or one of unknown length, relayed piece by piece as the engine sends
+// it (a held body is answered at its end).
+Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayPieces(Relay& r, Worker* w) {
+  ClientWriter out(r);
+  if (!r.hold_body) co_await out.Header();
+  openai::StreamObserver observer(r.ex.op, r.stream_opts);
+  SseRelay relay(&observer);
+  WatchTokenDetail(r, relay, observer);
+  std::string scratch;
+  ChunkLease chunk(&w->chunks);
+  char* buf = chunk.data();
+  std::size_t piece = kReadChunk;
+  // A body too long to read whole (a large embeddings batch, long logprobs) is relayed in
+  // pieces of up to 64 KiB, as the connection's buffer then reads it, instead of 8 KiB.
+  // Streams keep 8 KiB pieces: an event is small and must leave as soon as it arrives.
+  std::unique_ptr<char[]> long_piece;
+  const bool long_body = !r.sse && !r.head.head_only && r.rp.content_length() &&
+                         *r.rp.content_length() > kWholeBodyMax;
+  if (long_body) {
+    long_piece = std::make_unique_for_overwrite<char[]>(http::kBodyReadRoom);
+    buf = long_piece.get();
+    piece = http::kBodyReadRoom;
+    http::MakeRoomForBody(r.up.buffer, r.rp);
+  }
+  if (r.sse) stats().active_streams.fetch_add(1, std::memory_order_relaxed);
+  auto& ures = r.rp.get();
+  bool body_started = false;
+  while (!r.client_write_failed && !r.rp.is_done()) {
+    ures.body().data = buf;
+    ures.body().size = piece;
+    if (r.sse && !body_started)
+      r.up.deadline.At(r.first_byte_at);
+    else
+      r.up.deadline.After(r.timeouts.idle);
+    co_await bhttp::async_read_some(r.up.stream, r.up.buffer, r.rp,
+                                    asio::redirect_error(kUseTask, r.uec));
+    MapTimeout(r.uec, r.up.deadline);
+    if (r.uec == bhttp::error::need_buffer) r.uec = {};
+    if (const std::size_t n = piece - ures.body().size; n > 0) {
+      body_started = true;
+      const std::string_view bytes(buf, n);
+      if (r.modify) {
+        if (!StreamPiece(r, relay, observer, bytes, &scratch, out)) co_await out.Rest();
+      } else if (r.hold_body) {
+        if (!Hold(r, bytes)) co_await Spill(r, out, bytes);
+      } else {
+        ObserveBody(r, bytes);
+        if (!out.Now(bytes)) co_await out.Rest();
+      }
+    }
+    if (r.uec) break;
+  }
+  if (r.uec && r.hold_body && !r.watch.client_gone) co_return RelayEnd::kCleanFailure;
+  co_await EndPieces(r, out, relay, body_started);
+  if (r.sse) stats().active_streams.fetch_sub(1, std::memory_order_relaxed);
+  if (long_body) http::ReleaseBodyRoom(r.up.buffer, kReadChunk);
+  if (r.observe && r.modify) {
+    r.ex.response = observer.Finish();
+    r.ex.stream_deltas = observer.delta_count();
+    r.body_parsed = true;
+  }
+  co_return RelayEnd::kRelayed;
+}
+
+// Token detail of each delta for the DECODE events, where the engine's level wants it.
+void Gateway::Impl::WatchTokenDetail(Relay& r, SseRelay& relay,
+                                     const openai::StreamObserver& observer) {
+  if (!r.modify || !engines::Profile(r.ex.engine).TokenDetailAt(r.ex.tracing_level)) return;
+  relay.set_on_data([&ex = r.ex, &observer, last = std::int64_t{0}, this]() mutable {
+    if (observer.delta_count() == last) return;
+    last = observer.delta_count();
+    if (ex.deltas.size() >= opts().max_span_events) {
+      ++ex.deltas_dropped;
+      return;
+    }
+    const auto& t = observer.last_tokens();
+    ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
+  });
+}
+
+// A piece of a stream the gateway rewrites: fed to the relay, which observes it; what the
+// relay gives is written, and the new deltas' arrival noted. False when `out` has bytes left
+// for its Rest.
+bool Gateway::Impl::StreamPiece(Relay& r, SseRelay& relay, const openai::StreamObserver& observer,
+                                std::string_view bytes, std::string* scratch, ClientWriter& out) {
+  scratch->clear();
+  const std::int64_t before = observer.delta_count();
+  relay.Feed(bytes, scratch);
+  if (observer.delta_count() > before) {
+    const std::uint64_t now = MonoNanos();
+    if (r.ex.first_token_mono_ns == 0) r.ex.first_token_mono_ns = now;
+    for (auto i = before; i < observer.delta_count(); ++i)
+      if (r.ex.delta_mono_ns.size() < opts().max_delta_timestamps)
+        r.ex.delta_mono_ns.push_back(now);
+  }
+  return out.Now(*scratch);
+}
+
+// A piece of a held body kept; false when the body grew too large to hold.
+bool Gateway::Impl::Hold(Relay& r, std::string_view bytes) {
+  const std::size_t limit = r.ex.logprobs_forced ? opts().max_observed_body : kWholeBodyMax;
+  if (r.observed_body.size() + bytes.size() > limit) return false;
+  r.observed_body.append(bytes);
+  return true;
+}
+
+// A held body too large to hold: what was held and the rest are relayed as they arrive
+// (logprobs the gateway asked for are then left in). A framing error from here on can only
+// cut the body: the client sees a chunked body without its end, or a short one.
+Task<void> Gateway::Impl::Spill(Relay& r, ClientWriter& out, std::string_view bytes) {
+  r.hold_body = false;
+  co_await out.Header();
+  if (!out.Now(r.observed_body)) co_await out.Rest();
+  if (!out.Now(bytes)) co_await out.Rest();
+  if (r.observed_body.size() + bytes.size() <= opts().max_observed_body && !r.ex.logprobs_forced) {
+    r.observed_body.append(bytes);
+  } else {
+    r.observed_overflow = true;
+    r.observed_body.clear();
+  }
+}
+
+// A relayed piece kept for parsing, up to max_observed_body.
+void Gateway::Impl::ObserveBody(Relay& r, std::string_view bytes) {
+  if (!r.observe || r.observed_overflow) return;
+  if (r.observed_body.size() + bytes.size() <= opts().max_observed_body)
+    r.observed_body.append(bytes);
+  else
+    r.observed_overflow = true;
+}
+
+// The end of a relayed body: a held one answered, the stream's tail, a failure of the engine
+// noted (and told to a stream's client as an error event), the last chunk.
+Task<void> Gateway::Impl::EndPieces(Relay& r, ClientWriter& out, SseRelay& relay,
+                                    bool body_started) {
+  if (r.hold_body && !r.uec && !r.client_write_failed) co_await AnswerHeld(r, out);
+  if (r.modify && !r.uec && !r.client_write_failed) {
+    std::string tail;
+    relay.Finish(&tail);
+    if (!out.Now(tail)) co_await out.Rest();
+  }
+  bool told_client = false;  // the failure went to the client as an SSE error event
+  if (r.uec && !r.client_write_failed && !r.watch.client_gone) {
+    r.failure =
+        BodyFailure(r.uec == beast::error::timeout, IsFramingError(r.uec), r.sse, body_started);
+    const FailureReport report =
+        NoteUpstreamFailure(r.ui, *r.failure, r.timeouts, r.uec.message(), r.ex);
+    // A stream the client can still be told about: an error event, [DONE], a clean end (an
+    // incomplete line the relay held back is dropped). A plain body can only be cut.
+    if (r.sse && !r.head.head_only && (r.head.chunked_out || r.head.close_delimited_out)) {
+      if (!out.Now(SseErrorEvent(report))) co_await out.Rest();
+      told_client = !r.client_write_failed;
+    }
+  }
+  if ((!r.uec || told_client) && !r.client_write_failed && r.head.chunked_out)
+    co_await out.LastChunk();
+}
+
+// A held body, whole: parsed, the logprobs the gateway asked for removed, and written with
+// its length.
+Task<void> Gateway::Impl::AnswerHeld(Relay& r, ClientWriter& out) {
+  r.ex.response = openai::ParseResponse(r.ex.op, r.observed_body, r.stream_opts.capture);
+  r.body_parsed = true;
+  if (r.ex.logprobs_forced) {
+    if (auto stripped = openai::StripInjectedLogprobs(r.observed_body))
+      r.observed_body = std::move(*stripped);
+  }
+  if (r.head.chunked_out) {
+    r.head.res.chunked(false);
+    r.head.chunked_out = false;
+  }
+  r.head.res.content_length(r.observed_body.size());
+  co_await out.Header();
+  if (!out.Now(r.observed_body)) co_await out.Rest();
 }
 
 }  // namespace infertel::gateway
