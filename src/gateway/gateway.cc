@@ -306,6 +306,14 @@ struct Forwarded {
   error_code ec;
 };
 namespace {
+// Why the forward stage got no response header.
+UpstreamFailure ForwardFailure(const Forwarded& f) {
+  const bool timed_out = f.ec == beast::error::timeout;
+  if (!f.conn) return timed_out ? UpstreamFailure::kConnectTimeout : UpstreamFailure::kConnectError;
+  return timed_out              ? UpstreamFailure::kFirstByteTimeout
+         : IsFramingError(f.ec) ? UpstreamFailure::kMalformed
+                                : UpstreamFailure::kClosed;
+}
 struct WatchGuard;   // below: HandleOne's watch of the client while the engine answers
 struct Relay;        // below: what HandleOne's relay stage shares
 class ClientWriter;  // below: body pieces to the client
@@ -411,6 +419,8 @@ struct Gateway::Impl {
   // relayed in pieces as it comes (RelayPieces). kClientGone and kCleanFailure: nothing
   // reached the client yet, and HandleOne answers it.
   enum class RelayEnd { kRelayed, kClientGone, kCleanFailure };
+  Task<RelayEnd> RelayBody(Relay& r, Worker* w);
+  bool EndExchange(Relay& r, Worker* w, Pooled&& conn);
   Task<RelayEnd> RelayWhole(Relay& r);
   Task<RelayEnd> RelayPieces(Relay& r, Worker* w);
   bool StreamPiece(Relay& r, SseRelay& relay, const openai::StreamObserver& observer,
@@ -1232,23 +1242,16 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     if (observe) Finish(ex);
     co_return client_keep_alive;
   };
-  auto fail = [&](unsigned status, std::string_view type, std::string message,
-                  Outcome outcome) -> Task<bool> {
-    ex.outcome = outcome;
-    ex.error_type = std::string(type);
-    ex.error_message = std::move(message);
-    co_return co_await answer_error(status, type, ex.error_message);
-  };
   // The engine failed before any of its answer reached the client: a clean 502 or 504.
-  auto fail_upstream = [&](UpstreamFailure f, error_code cause) -> Task<bool> {
-    const FailureReport r = NoteUpstreamFailure(ui, f, timeouts, cause.message(), ex);
+  auto fail_upstream = [&](UpstreamFailure f, std::string_view detail) -> Task<bool> {
+    const FailureReport r = NoteUpstreamFailure(ui, f, timeouts, detail, ex);
     co_return co_await answer_error(r.status, r.json_type, r.message);
   };
-
   if (!upstreams[ui].ready->load(std::memory_order_acquire)) {
-    co_return co_await fail(503, "ServiceUnavailable",
-                            fmt::format("engine at {} is not ready yet", uc.url.HostPort()),
-                            openai::Outcome::kUpstreamUnavailable);
+    ex.outcome = Outcome::kUpstreamUnavailable;
+    ex.error_type = "ServiceUnavailable";
+    ex.error_message = fmt::format("engine at {} is not ready yet", uc.url.HostPort());
+    co_return co_await answer_error(503, ex.error_type, ex.error_message);
   }
 
   Forwarded fwd;
@@ -1279,15 +1282,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   }
   if (!conn || ec) {
     guard.Stop();
-    const bool timed_out = ec == beast::error::timeout;
-    if (!conn) {
-      co_return co_await fail_upstream(
-          timed_out ? UpstreamFailure::kConnectTimeout : UpstreamFailure::kConnectError, ec);
-    }
-    co_return co_await fail_upstream(timed_out            ? UpstreamFailure::kFirstByteTimeout
-                                     : IsFramingError(ec) ? UpstreamFailure::kMalformed
-                                                          : UpstreamFailure::kClosed,
-                                     ec);
+    co_return co_await fail_upstream(ForwardFailure(fwd), ec.message());
   }
   ex.response_header_mono_ns = MonoNanos();
   UpstreamConn& up = *conn->conn;
@@ -1299,9 +1294,8 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   if (ex.http_status < 100 || ex.http_status > 599) {
     // Beast would write it as `000`; RFC 9110 §15 has no status outside 100–599.
     guard.Stop();
-    const FailureReport r = NoteUpstreamFailure(ui, UpstreamFailure::kInvalidStatus, timeouts,
-                                                std::to_string(ex.http_status), ex);
-    co_return co_await answer_error(r.status, r.json_type, r.message);
+    co_return co_await fail_upstream(UpstreamFailure::kInvalidStatus,
+                                     std::to_string(ex.http_status));
   }
   std::string_view content_type = ures[bhttp::field::content_type];
   const bool sse = content_type.rfind("text/event-stream", 0) == 0;
@@ -1309,7 +1303,6 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   const bool modify = observe && sse;
   ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
                                    /*reframe=*/modify, client_keep_alive);
-  const bool head_only = head.head_only;
   const bool keep_client = head.keep_client;
 
   Relay r{.ui = ui,
@@ -1326,21 +1319,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
           .observe = observe,
           .sse = sse,
           .modify = modify};
-  // A body of known, moderate length is read whole and leaves with its header in one write
-  // (one system call instead of three). A non-stream response whose logprobs only the
-  // gateway asked for is held whole too, so they can be removed and the length corrected
-  // before the client sees it. So is an OpenAI answer of unknown length (chunked, or until the
-  // engine closes) up to kWholeBodyMax: a framing error within it becomes a clean 502 rather
-  // than a 200 whose body is cut.
-  r.hold_body = !sse && !head_only && (ex.logprobs_forced || (observe && !rp.content_length()));
-  const bool whole = !sse && !head_only && rp.content_length() &&
-                     (*rp.content_length() <= kWholeBodyMax ||
-                      (r.hold_body && *rp.content_length() <= opts().max_observed_body));
-  RelayEnd end = RelayEnd::kRelayed;
-  if (whole)
-    end = co_await RelayWhole(r);
-  else
-    end = co_await RelayPieces(r, w);
+  const RelayEnd end = co_await RelayBody(r, w);
   if (end == RelayEnd::kClientGone) {
     end_as_aborted("client closed the connection before the response was complete");
     co_return false;
@@ -1351,35 +1330,55 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
     co_return co_await fail_upstream(
         BodyFailure(r.uec == beast::error::timeout, IsFramingError(r.uec), /*sse=*/false,
                     /*body_started=*/true),
-        r.uec);
+        r.uec.message());
   }
-  const error_code& uec = r.uec;
-  const bool client_write_failed = r.client_write_failed;
-  const std::optional<UpstreamFailure>& failure = r.failure;
+  guard.Stop();
+  co_return EndExchange(r, w, std::move(*conn)) && keep_client;
+}
+
+// The relay stage: a body of known, moderate length is read whole and leaves with its header
+// in one write (one system call instead of three). A non-stream response whose logprobs only
+// the gateway asked for is held whole too, so they can be removed and the length corrected
+// before the client sees it. So is an OpenAI answer of unknown length (chunked, or until the
+// engine closes) up to kWholeBodyMax: a framing error within it becomes a clean 502 rather
+// than a 200 whose body is cut. Everything else is relayed as it comes.
+Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayBody(Relay& r, Worker* w) {
+  const auto length = r.rp.content_length();
+  const bool plain = !r.sse && !r.head.head_only;
+  r.hold_body = plain && (r.ex.logprobs_forced || (r.observe && !length));
+  const bool whole =
+      plain && length &&
+      (*length <= kWholeBodyMax || (r.hold_body && *length <= opts().max_observed_body));
+  if (whole) co_return co_await RelayWhole(r);
+  co_return co_await RelayPieces(r, w);
+}
+
+// The last stage, once the body went as far as it could: the engine connection kept or
+// closed, the exchange settled. Returns whether the exchange completed (every byte of the
+// response reached the client, which is still there).
+bool Gateway::Impl::EndExchange(Relay& r, Worker* w, Pooled&& conn) {
+  Exchange& ex = r.ex;
   // Every byte of the response reached the client's socket: a client that closes after the
   // last chunk (as SDKs do right after [DONE]) has not aborted anything.
-  const bool delivered = !uec && !client_write_failed;
-  guard.Stop();
+  const bool delivered = !r.uec && !r.client_write_failed;
   ex.end_mono_ns = MonoNanos();
-
-  const bool complete = !uec && !client_write_failed && !watch.client_gone;
-  if (complete && rp.keep_alive()) {
-    Release(ui, w, std::move(*conn));
+  const bool complete = delivered && !r.watch.client_gone;
+  if (complete && r.rp.keep_alive()) {
+    Release(r.ui, w, std::move(conn));
   } else {
     error_code cec;
-    up.stream.shutdown(WorkerSocket::shutdown_both, cec);
-    up.stream.close(cec);
+    r.up.stream.shutdown(WorkerSocket::shutdown_both, cec);
+    r.up.stream.close(cec);
   }
-
   // The engine's failure is the cause even when telling the client about it failed too.
-  const bool aborted = !failure && (client_write_failed || (watch.client_gone && !delivered));
+  const bool aborted = !r.failure && (r.client_write_failed || (r.watch.client_gone && !delivered));
   if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
-  if (observe) {
-    SettleExchange(ui, ex, r.observed_body, stream_opts.capture, r.body_parsed,
-                   /*can_parse=*/!r.observed_overflow && !ex.logprobs_forced, head_only,
-                   failure.has_value(), aborted);
+  if (r.observe) {
+    SettleExchange(r.ui, ex, r.observed_body, r.stream_opts.capture, r.body_parsed,
+                   /*can_parse=*/!r.observed_overflow && !ex.logprobs_forced, r.head.head_only,
+                   r.failure.has_value(), aborted);
   }
-  co_return complete&& keep_client;
+  return complete;
 }
 
 // A body of known length, read whole and written with its header in one write; logprobs the
