@@ -10,6 +10,7 @@
 
 #include "app/agent.h"
 #include "console/console_service.h"
+#include "engines/registry.h"
 #include "export/factory.h"
 
 namespace CLI {
@@ -19,7 +20,7 @@ class App;
 namespace infertel {
 
 struct AgentFlags {
-  std::string engine = "vllm";
+  std::string engine{engines::Profile(EngineId{}).name()};  // the registry's first
   std::string upstream;
   std::string listen = "127.0.0.1:9000";
   std::string admin;  // empty: the agent file's `admin`, else AgentOptions' 127.0.0.1:9464

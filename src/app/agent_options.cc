@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "engines/registry.h"
+
 namespace infertel {
 
 namespace {
@@ -24,7 +26,7 @@ using config::Key;
 const std::array kTable = std::to_array<AgentOption>({
     {.flag = "--engine",
      .field = INFERTEL_FIELD(std::string, engine),
-     .help = "Engine kind of --upstream: vllm or sglang",
+     .help = "Engine kind of --upstream: {engines}",
      .yaml_key = "upstreams[].engine"},
     {.flag = "--upstream",
      .field = INFERTEL_FIELD(std::string, upstream),
@@ -67,12 +69,13 @@ const std::array kTable = std::to_array<AgentOption>({
      .yaml_key = "upstreams[].pd_role"},
     {.flag = "--engine-version",
      .field = INFERTEL_FIELD(std::string, engine_version),
-     .help = "vLLM span shape of --upstream: auto (from spans and /version), v0 or v1",
+     .help = "Span generation of --upstream, for an engine whose spans changed shape: auto (from "
+             "its spans and the version it reports), v0 or v1",
      .allowed = "auto|v0|v1",
      .yaml_key = "upstreams[].engine_version"},
     {.flag = "--data-parallel-size",
      .field = INFERTEL_FIELD(int, data_parallel_size),
-     .help = "Engine cores behind --upstream (vLLM data parallelism)",
+     .help = "Engine cores behind --upstream (data parallelism)",
      .yaml_key = "upstreams[].data_parallel_size",
      .more = "with 1, `gen_ai.engine.index` is 0"},
     {.flag = "--metrics-url",
@@ -273,8 +276,16 @@ std::string InitialText(const AgentField& field) {
       field);
 }
 
+// A row's help, `{engines}` replaced by the registry's engines ("vllm or sglang").
+std::string HelpText(std::string_view help) {
+  std::string out(help);
+  if (auto at = out.find("{engines}"); at != std::string::npos)
+    out.replace(at, std::string_view("{engines}").size(), engines::EngineNames());
+  return out;
+}
+
 std::string HelpOf(const AgentOption& o) {
-  if (!o.key) return std::string(o.help);
+  if (!o.key) return HelpText(o.help);
   const config::KeySpec& spec = config::Spec(*o.key);
   return fmt::format("{} Default {}; console key {}, env {}", spec.description, spec.default_value,
                      spec.console_key, spec.env_var);
@@ -296,7 +307,7 @@ config::OptionDoc DocOf(const AgentOption& o) {
     d.range = std::string(o.allowed);
     std::replace(d.range.begin(), d.range.end(), '|', '/');
   }
-  d.help = o.help;
+  d.help = HelpText(o.help);
   d.more = o.more;
   if (o.key) {
     const config::KeySpec& spec = config::Spec(*o.key);

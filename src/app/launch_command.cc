@@ -248,6 +248,21 @@ void Run(const LaunchFlags& f) {
   if (status->code != 0) throw CLI::RuntimeError(status->code);
 }
 
+// The engines' commands as launch recognises them, for the usage line: "vllm serve MODEL … |
+// python -m vllm.entrypoints.openai.api_server … | …", from each engine's profile.
+std::string EngineCommandForms() {
+  std::string out;
+  for (std::size_t i = 0; i < engines::EngineCount(); ++i) {
+    const engines::LaunchCommands c =
+        engines::Profile(EngineId{static_cast<std::uint8_t>(i)}).launch_commands();
+    if (!c.program.empty())
+      out += fmt::format("{}{} {} MODEL …", out.empty() ? "" : " | ", c.program, c.subcommand);
+    if (!c.python_module.empty())
+      out += fmt::format("{}python -m {} …", out.empty() ? "" : " | ", c.python_module);
+  }
+  return out;
+}
+
 }  // namespace
 
 void AddLaunchCommand(CLI::App& app) {
@@ -255,7 +270,8 @@ void AddLaunchCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "launch",
       "Start an engine behind the agent with its telemetry on: infertel launch [agent options] "
-      "-- vllm serve MODEL … | python -m sglang.launch_server …");
+      "-- " +
+          EngineCommandForms());
   AddAgentFlags(sub, &flags->agent);
   sub->add_option("--engine-stop-timeout", flags->stop_timeout_s,
                   "Seconds the engine has to exit after a forwarded signal before it is killed")
