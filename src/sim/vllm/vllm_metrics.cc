@@ -159,6 +159,111 @@ int CountOpenFds() {
   return std::max(n, 0);
 }
 
+// The Python runtime's and the process's collectors, as prometheus_client registers them.
+std::string ProcessCollectors(double start_time) {
+  Writer p(Labels{});
+  p.Header("python_gc_objects_collected_total", "Objects collected during gc", "counter");
+  for (const char* g : {"0", "1", "2"})
+    p.Sample("python_gc_objects_collected_total", {{"generation", g}}, 0, false);
+  p.Header("python_gc_objects_uncollectable_total", "Uncollectable objects found during GC",
+           "counter");
+  for (const char* g : {"0", "1", "2"})
+    p.Sample("python_gc_objects_uncollectable_total", {{"generation", g}}, 0, false);
+  p.Header("python_gc_collections_total", "Number of times this generation was collected",
+           "counter");
+  for (const char* g : {"0", "1", "2"})
+    p.Sample("python_gc_collections_total", {{"generation", g}}, 0, false);
+  p.Header("python_info", "Python platform information", "gauge");
+  p.Sample("python_info",
+           {{"implementation", "CPython"},
+            {"major", "3"},
+            {"minor", "12"},
+            {"patchlevel", "3"},
+            {"version", "3.12.3"}},
+           1, false);
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  p.Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+          static_cast<double>(ReadStatmPages(0)) * page);
+  p.Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+          static_cast<double>(ReadStatmPages(1)) * page);
+  p.Gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+          std::floor(start_time * 100) / 100);
+  p.Header("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+           "counter");
+  p.Sample("process_cpu_seconds_total", {}, static_cast<double>(std::clock()) / CLOCKS_PER_SEC,
+           false);
+  p.Gauge("process_open_fds", "Number of open file descriptors.", CountOpenFds());
+  struct rlimit rl {};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  p.Gauge("process_max_fds", "Maximum number of open file descriptors.",
+          static_cast<double>(rl.rlim_cur));
+  return p.out();
+}
+
+// Each finished_reason's counter, in the order vLLM creates them, then any other seen.
+template <typename Map>
+std::vector<std::pair<Labels, std::pair<double, double>>> SuccessChildren(const Map& success_) {
+  std::vector<std::pair<Labels, std::pair<double, double>>> children;
+  // Fixed label order as vLLM creates them, then any other reason seen.
+  std::vector<std::string> order = {"stop", "length", "abort", "error", "repetition"};
+  for (const auto& [k, c] : success_)
+    if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
+  for (const auto& k : order) {
+    auto it = success_.find(k);
+    if (it == success_.end()) continue;
+    children.push_back({{{"finished_reason", k}}, {it->second.value, it->second.created}});
+  }
+  return children;
+}
+
+std::string CacheConfigInfoV0(const VllmMetricsOptions& o_) {
+  Writer c(Labels{});
+  c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
+  c.Sample(kCacheConfigInfo,
+           {{"block_size", std::to_string(o_.block_size)},
+            {"cache_dtype", "auto"},
+            {"calculate_kv_scales", "False"},
+            {"cpu_offload_gb", "0"},
+            {"enable_prefix_caching", "True"},
+            {"gpu_memory_utilization", "0.9"},
+            {"is_attention_free", "False"},
+            {"num_cpu_blocks", "0"},
+            {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
+            {"num_gpu_blocks_override", "None"},
+            {"sliding_window", "None"},
+            {"swap_space_bytes", "4294967296"}},
+           1, false);
+  return c.out();
+}
+
+std::string CacheConfigInfoV1(const VllmMetricsOptions& o_) {
+  Writer c(Labels{});
+  c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
+  c.Sample(kCacheConfigInfo,
+           {{"block_size", std::to_string(o_.block_size)},
+            {"cache_dtype", "auto"},
+            {"calculate_kv_scales", "False"},
+            {"cpu_kvcache_space_bytes", "None"},
+            {"cpu_offload_gb", "0.0"},
+            {"enable_prefix_caching", "True"},
+            {"engine", "0"},
+            {"gpu_memory_utilization", "0.9"},
+            {"is_attention_free", "False"},
+            {"kv_sharing_fast_prefill", "False"},
+            {"mamba_cache_dtype", "auto"},
+            {"mamba_page_size_padded", "None"},
+            {"mamba_ssm_cache_dtype", "auto"},
+            {"num_cpu_blocks", "None"},
+            {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
+            {"num_gpu_blocks_override", "None"},
+            {"prefix_caching_hash_algo", "sha256"},
+            {"sliding_window", "None"},
+            {"swap_space", "4.0"},
+            {"swap_space_bytes", "4294967296.0"}},
+           1, false);
+  return c.out();
+}
+
 }  // namespace
 
 bool ParseVllmVersion(std::string_view text, int* major, int* minor) {
@@ -275,137 +380,70 @@ std::string VllmMetrics::Render() const {
   const double kv_usage = es.kv_blocks_total == 0 ? 0.0
                                                   : static_cast<double>(es.kv_blocks_used) /
                                                         static_cast<double>(es.kv_blocks_total);
-  const bool v0 = o_.v0;
-  Labels base = {{"model_name", o_.model_name}};
-  if (!v0) base.emplace_back("engine", "0");
-  Writer w(base);
-  std::string& out = w.out();
-
   // Python runtime and process collectors, first, as prometheus_client registers them.
-  {
-    Writer p(Labels{});
-    p.Header("python_gc_objects_collected_total", "Objects collected during gc", "counter");
-    for (const char* g : {"0", "1", "2"})
-      p.Sample("python_gc_objects_collected_total", {{"generation", g}}, 0, false);
-    p.Header("python_gc_objects_uncollectable_total", "Uncollectable objects found during GC",
-             "counter");
-    for (const char* g : {"0", "1", "2"})
-      p.Sample("python_gc_objects_uncollectable_total", {{"generation", g}}, 0, false);
-    p.Header("python_gc_collections_total", "Number of times this generation was collected",
-             "counter");
-    for (const char* g : {"0", "1", "2"})
-      p.Sample("python_gc_collections_total", {{"generation", g}}, 0, false);
-    p.Header("python_info", "Python platform information", "gauge");
-    p.Sample("python_info",
-             {{"implementation", "CPython"},
-              {"major", "3"},
-              {"minor", "12"},
-              {"patchlevel", "3"},
-              {"version", "3.12.3"}},
-             1, false);
-    const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
-    p.Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
-            static_cast<double>(ReadStatmPages(0)) * page);
-    p.Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
-            static_cast<double>(ReadStatmPages(1)) * page);
-    p.Gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
-            std::floor(start_time_ * 100) / 100);
-    p.Header("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-             "counter");
-    p.Sample("process_cpu_seconds_total", {}, static_cast<double>(std::clock()) / CLOCKS_PER_SEC,
-             false);
-    p.Gauge("process_open_fds", "Number of open file descriptors.", CountOpenFds());
-    struct rlimit rl {};
-    getrlimit(RLIMIT_NOFILE, &rl);
-    p.Gauge("process_max_fds", "Maximum number of open file descriptors.",
-            static_cast<double>(rl.rlim_cur));
-    out += p.out();
-  }
-
+  std::string out = ProcessCollectors(start_time_);
   std::lock_guard lk(mu_);
-  auto success_children = [&] {
-    std::vector<std::pair<Labels, std::pair<double, double>>> children;
-    // Fixed label order as vLLM creates them, then any other reason seen.
-    std::vector<std::string> order = {"stop", "length", "abort", "error", "repetition"};
-    for (const auto& [k, c] : success_)
-      if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
-    for (const auto& k : order) {
-      auto it = success_.find(k);
-      if (it == success_.end()) continue;
-      children.push_back({{{"finished_reason", k}}, {it->second.value, it->second.created}});
-    }
-    return children;
-  };
+  out += o_.v0 ? RenderV0(es, kv_usage) : RenderV1(es, kv_usage);
+  return out;
+}
 
-  if (v0) {
-    // The V0 set (vllm/engine/metrics.py before its removal): model_name only.
-    Writer c(Labels{});
-    c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
-    c.Sample(kCacheConfigInfo,
-             {{"block_size", std::to_string(o_.block_size)},
-              {"cache_dtype", "auto"},
-              {"calculate_kv_scales", "False"},
-              {"cpu_offload_gb", "0"},
-              {"enable_prefix_caching", "True"},
-              {"gpu_memory_utilization", "0.9"},
-              {"is_attention_free", "False"},
-              {"num_cpu_blocks", "0"},
-              {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
-              {"num_gpu_blocks_override", "None"},
-              {"sliding_window", "None"},
-              {"swap_space_bytes", "4294967296"}},
-             1, false);
-    out += c.out();
-    w.Gauge(kRunning, "Number of requests currently running on GPU.", es.running);
-    w.Gauge(kSwapped, "Number of requests swapped to CPU.", 0);
-    w.Gauge(kWaiting, "Number of requests waiting to be processed.", es.waiting);
-    w.Gauge(kGpuCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage.", kv_usage);
-    w.Gauge(kCpuCacheUsage, "CPU KV-cache usage. 1 means 100 percent usage.", 0);
-    w.Gauge(kCpuPrefixHitRate, "CPU prefix cache block hit rate.", -1);
-    w.Gauge(kGpuPrefixHitRate, "GPU prefix cache block hit rate.",
-            es.prefix_cache_queries == 0 ? 0.0
-                                         : static_cast<double>(es.prefix_cache_hits) /
-                                               static_cast<double>(es.prefix_cache_queries));
-    {
-      Writer l(Labels{});
-      l.Header(kLoraInfo, "Running stats on lora requests.", "gauge");
-      l.Sample(kLoraInfo,
-               {{"max_lora", "0"}, {"running_lora_adapters", ""}, {"waiting_lora_adapters", ""}},
-               NowSeconds(), false);
-      out += l.out();
-    }
-    w.Counter1(kPreemptions, "Cumulative number of preemption from the engine.",
-               static_cast<double>(es.preemptions), created_base_);
-    w.Counter1(kPromptTokens, "Number of prefill tokens processed.", prompt_tokens_.value,
-               prompt_tokens_.created);
-    w.Counter1(kGenerationTokens, "Number of generation tokens processed.",
-               generation_tokens_.value, generation_tokens_.created);
-    if (!success_.empty())
-      w.Counter(kRequestSuccess, "Count of successfully processed requests.", success_children());
-    else
-      w.Header(std::string(kRequestSuccess) + "_total", "Count of successfully processed requests.",
-               "counter");
-    w.Histogram(kIterationTokens, "Histogram of number of tokens per engine_step.", iter_tokens_,
-                true);
-    w.Histogram(kTtft, "Histogram of time to first token in seconds.", ttft_, true);
-    w.Histogram(kTpot, "Histogram of time per output token in seconds.", itl_, true);
-    w.Histogram(kE2e, "Histogram of end to end request latency in seconds.", e2e_, true);
-    w.Histogram(kQueue, "Histogram of time spent in WAITING phase for request.", queue_, true);
-    w.Histogram(kInference, "Histogram of time spent in RUNNING phase for request.", inference_,
-                true);
-    w.Histogram(kPrefill, "Histogram of time spent in PREFILL phase for request.", prefill_, true);
-    w.Histogram(kDecode, "Histogram of time spent in DECODE phase for request.", decode_, true);
-    w.Histogram(kReqPromptTokens, "Number of prefill tokens processed.", prompt_hist_, true);
-    w.Histogram(kReqGenerationTokens, "Number of generation tokens processed.", gen_hist_, true);
-    w.Histogram(kReqMaxGen, "Histogram of maximum number of requested generation tokens.",
-                max_gen_hist_, true);
-    w.Histogram(kReqParamsN, "Histogram of the n request parameter.", n_hist_, true);
-    w.Histogram(kReqParamsMaxTokens, "Histogram of the max_tokens request parameter.",
-                max_tokens_hist_, true);
-    return out;
+// The V0 set (vllm/engine/metrics.py before its removal): model_name only.
+std::string VllmMetrics::RenderV0(const EngineStats& es, double kv_usage) const {
+  Writer w(Labels{{"model_name", o_.model_name}});
+  std::string& out = w.out();
+  out += CacheConfigInfoV0(o_);
+  w.Gauge(kRunning, "Number of requests currently running on GPU.", es.running);
+  w.Gauge(kSwapped, "Number of requests swapped to CPU.", 0);
+  w.Gauge(kWaiting, "Number of requests waiting to be processed.", es.waiting);
+  w.Gauge(kGpuCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage.", kv_usage);
+  w.Gauge(kCpuCacheUsage, "CPU KV-cache usage. 1 means 100 percent usage.", 0);
+  w.Gauge(kCpuPrefixHitRate, "CPU prefix cache block hit rate.", -1);
+  w.Gauge(kGpuPrefixHitRate, "GPU prefix cache block hit rate.",
+          es.prefix_cache_queries == 0 ? 0.0
+                                       : static_cast<double>(es.prefix_cache_hits) /
+                                             static_cast<double>(es.prefix_cache_queries));
+  {
+    Writer l(Labels{});
+    l.Header(kLoraInfo, "Running stats on lora requests.", "gauge");
+    l.Sample(kLoraInfo,
+             {{"max_lora", "0"}, {"running_lora_adapters", ""}, {"waiting_lora_adapters", ""}},
+             NowSeconds(), false);
+    out += l.out();
   }
+  w.Counter1(kPreemptions, "Cumulative number of preemption from the engine.",
+             static_cast<double>(es.preemptions), created_base_);
+  w.Counter1(kPromptTokens, "Number of prefill tokens processed.", prompt_tokens_.value,
+             prompt_tokens_.created);
+  w.Counter1(kGenerationTokens, "Number of generation tokens processed.", generation_tokens_.value,
+             generation_tokens_.created);
+  if (!success_.empty())
+    w.Counter(kRequestSuccess, "Count of successfully processed requests.",
+              SuccessChildren(success_));
+  else
+    w.Header(std::string(kRequestSuccess) + "_total", "Count of successfully processed requests.",
+             "counter");
+  w.Histogram(kIterationTokens, "Histogram of number of tokens per engine_step.", iter_tokens_,
+              true);
+  w.Histogram(kTtft, "Histogram of time to first token in seconds.", ttft_, true);
+  w.Histogram(kTpot, "Histogram of time per output token in seconds.", itl_, true);
+  w.Histogram(kE2e, "Histogram of end to end request latency in seconds.", e2e_, true);
+  w.Histogram(kQueue, "Histogram of time spent in WAITING phase for request.", queue_, true);
+  w.Histogram(kInference, "Histogram of time spent in RUNNING phase for request.", inference_,
+              true);
+  w.Histogram(kPrefill, "Histogram of time spent in PREFILL phase for request.", prefill_, true);
+  w.Histogram(kDecode, "Histogram of time spent in DECODE phase for request.", decode_, true);
+  w.Histogram(kReqPromptTokens, "Number of prefill tokens processed.", prompt_hist_, true);
+  w.Histogram(kReqGenerationTokens, "Number of generation tokens processed.", gen_hist_, true);
+  w.Histogram(kReqMaxGen, "Histogram of maximum number of requested generation tokens.",
+              max_gen_hist_, true);
+  w.Histogram(kReqParamsN, "Histogram of the n request parameter.", n_hist_, true);
+  w.Histogram(kReqParamsMaxTokens, "Histogram of the max_tokens request parameter.",
+              max_tokens_hist_, true);
+  return out;
+}
 
-  // V1.
+std::string VllmMetrics::RenderV1(const EngineStats& es, double kv_usage) const {
+  Writer w(Labels{{"model_name", o_.model_name}, {"engine", "0"}});
   w.Gauge(kRunning, "Number of requests in model execution batches.", es.running);
   w.Gauge(kWaiting, "Number of requests waiting to be processed.", es.waiting);
   if (AtLeast(0, 12)) {
@@ -460,7 +498,15 @@ std::string VllmMetrics::Render() const {
              prompt_tokens_.created);
   w.Counter1(kGenerationTokens, "Number of generation tokens processed.", generation_tokens_.value,
              generation_tokens_.created);
-  w.Counter(kRequestSuccess, "Count of successfully processed requests.", success_children());
+  w.Counter(kRequestSuccess, "Count of successfully processed requests.",
+            SuccessChildren(success_));
+  RenderV1Histograms(w);
+  w.out() += CacheConfigInfoV1(o_);
+  return w.out();
+}
+
+template <typename W>
+void VllmMetrics::RenderV1Histograms(W& w) const {
   w.Histogram(kReqPromptTokens, "Number of prefill tokens processed.", prompt_hist_, false);
   if (AtLeast(0, 13))
     w.Histogram(kReqKvComputedTokens,
@@ -494,34 +540,6 @@ std::string VllmMetrics::Render() const {
               false);
   w.Histogram(kPrefill, "Histogram of time spent in PREFILL phase for request.", prefill_, false);
   w.Histogram(kDecode, "Histogram of time spent in DECODE phase for request.", decode_, false);
-  {
-    Writer c(Labels{});
-    c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
-    c.Sample(kCacheConfigInfo,
-             {{"block_size", std::to_string(o_.block_size)},
-              {"cache_dtype", "auto"},
-              {"calculate_kv_scales", "False"},
-              {"cpu_kvcache_space_bytes", "None"},
-              {"cpu_offload_gb", "0.0"},
-              {"enable_prefix_caching", "True"},
-              {"engine", "0"},
-              {"gpu_memory_utilization", "0.9"},
-              {"is_attention_free", "False"},
-              {"kv_sharing_fast_prefill", "False"},
-              {"mamba_cache_dtype", "auto"},
-              {"mamba_page_size_padded", "None"},
-              {"mamba_ssm_cache_dtype", "auto"},
-              {"num_cpu_blocks", "None"},
-              {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
-              {"num_gpu_blocks_override", "None"},
-              {"prefix_caching_hash_algo", "sha256"},
-              {"sliding_window", "None"},
-              {"swap_space", "4.0"},
-              {"swap_space_bytes", "4294967296.0"}},
-             1, false);
-    out += c.out();
-  }
-  return out;
 }
 
 }  // namespace infertel::sim

@@ -64,6 +64,12 @@ class VllmMetrics : public EngineObserver {
     double created = 0;
   };
 
+  // Render's parts (mu_ held).
+  std::string RenderV0(const EngineStats& es, double kv_usage) const;
+  std::string RenderV1(const EngineStats& es, double kv_usage) const;
+  template <typename W>
+  void RenderV1Histograms(W& w) const;
+
   bool AtLeast(int major, int minor) const;
   // A metric deprecated and hidden from version `hidden_from`, removed at `removed_from`, and
   // shown while hidden with --show-hidden-metrics-for-version = `show_key`.
