@@ -81,6 +81,39 @@ class Out {
   std::string s_;
 };
 
+// The scheduler gauges' label sets (0.5 on): one per TP rank that writes metrics.
+std::vector<Labels> SchedulerLabelSets(const SglangMetricsOptions& o_) {
+  const bool newest = o_.era == Era::kNewest;
+  std::vector<Labels> sched;
+  const int ranks = o_.all_schedulers ? o_.tp_size : 1;
+  for (int r = 0; r < ranks; ++r) {
+    Labels l = {{"engine_type", o_.engine_type},
+                {"model_name", o_.model_name},
+                {"pp_rank", "0"},
+                {"tp_rank", std::to_string(r)}};
+    if (newest) {
+      l.emplace_back("moe_ep_rank", "0");
+    } else {
+      // Per-process gauges of the multiprocess collector carry the writer's pid.
+      int pid = r < static_cast<int>(o_.scheduler_pids.size()) ? o_.scheduler_pids[r] : 0;
+      l.emplace_back("pid", std::to_string(pid));
+    }
+    sched.push_back(std::move(l));
+  }
+  return sched;
+}
+
+// The label set of the scheduler's counters and histograms, summed across processes.
+Labels SharedSchedulerLabels(const SglangMetricsOptions& o_) {
+  const bool newest = o_.era == Era::kNewest;
+  Labels sched_shared = {{"engine_type", o_.engine_type},
+                         {"model_name", o_.model_name},
+                         {"pp_rank", "0"},
+                         {"tp_rank", "0"}};
+  if (newest) sched_shared.emplace_back("moe_ep_rank", "0");
+  return sched_shared;
+}
+
 }  // namespace
 
 void SglangMetrics::Hist::Observe(double v, std::uint64_t n, double sum_add) {
@@ -252,116 +285,109 @@ std::string SglangMetrics::Render() const {
     }
   }
   Out out;
-  const Gauges& g = g_;
-
   if (o_.era == Era::k035) {
-    const Labels l = {{"name", o_.model_name}};
-    auto gauge = [&](const char* n, std::string_view help, double v) {
-      out.Family(n, help, "gauge", {{l, v}});
-    };
-    gauge("sglang:max_total_num_tokens", "Maximum total number of tokens", o_.max_total_num_tokens);
-    gauge("sglang:max_prefill_tokens", "Maximum prefill tokens", o_.max_prefill_tokens);
-    gauge("sglang:max_running_requests", "Maximum running requests", o_.max_running_requests);
-    gauge("sglang:context_len", "Context length", o_.context_len);
-    if (!prompt_total_.empty()) {
-      out.Family("sglang:prompt_tokens_total", "Number of prefill tokens processed.", "counter",
-                 {{l, prompt_total_.begin()->second}});
-      out.Family("sglang:generation_tokens_total", "Number of generation tokens processed.",
-                 "counter", {{l, gen_total_.begin()->second}});
-    }
-    gauge("sglang:num_requests_running", "Number of requests currently running on GPU", g.running);
-    gauge("sglang:num_requests_waiting", "Number of requests waiting to be processed.", g.queue);
-    gauge("sglang:gen_throughput", "Gen token throughput (token/s)", g.gen_throughput);
-    gauge("sglang:token_usage", "Total token usage", g.token_usage);
-    gauge("sglang:new_seq", "Number of new sequences", g.new_seq);
-    gauge("sglang:new_token", "Number of new token", g.new_token);
-    gauge("sglang:cached_token", "Number of cached token", g.cached_token);
-    // This generation reported the hit rate as a percentage.
-    gauge("sglang:cache_hit_rate", "Cache hit rate", std::round(g.cache_hit_rate * 10000) / 100);
-    gauge("sglang:queue_req", "Number of queued requests", g.queue);
-    auto hist = [&](const char* n, std::string_view help, const Hist& h, bool seen) {
-      if (!seen) return;
-      out.Header(n, help, "histogram");
-      out.HistSamples(n, l, h);
-    };
-    hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-         ttft_.empty() ? Hist{} : ttft_.begin()->second, !ttft_.empty());
-    hist("sglang:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
-         itl_, itl_seen_);
-    hist("sglang:request_prompt_tokens", "Number of prefill tokens processed", prompt_hist_,
-         hist_tokens_seen_);
-    hist("sglang:request_generation_tokens", "Number of generation tokens processed.", gen_hist_,
-         hist_tokens_seen_);
-    hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
-         e2e_.empty() ? Hist{} : e2e_.begin()->second, !e2e_.empty());
-    hist("sglang:waiting_request_latency_seconds", "Histogram of request waiting time in seconds",
-         queue_, queue_seen_);
-    return out.str();
+    Render035(out);
+  } else if (o_.era == Era::k04) {
+    Render04(out);
+  } else {
+    RenderSchedulerGauges(out);
+    RenderSchedulerTotals(out);
+    RenderTokenizer(out);
   }
+  return out.str();
+}
 
-  if (o_.era == Era::k04) {
-    const Labels l = {{"model_name", o_.model_name}};
-    if (!prompt_total_.empty()) {
-      out.Family("sglang:prompt_tokens_total", "Number of prefill tokens processed.", "counter",
-                 {{l, prompt_total_.begin()->second}});
-      out.Family("sglang:generation_tokens_total", "Number of generation tokens processed.",
-                 "counter", {{l, gen_total_.begin()->second}});
-    }
-    out.Family("sglang:token_usage", "The token usage", "gauge", {{l, g.token_usage}});
-    out.Family("sglang:cache_hit_rate", "The cache hit rate", "gauge", {{l, g.cache_hit_rate}});
-    if (!ttft_.empty()) {
-      out.Header("sglang:time_to_first_token_seconds",
-                 "Histogram of time to first token in seconds.", "histogram");
-      out.HistSamples("sglang:time_to_first_token_seconds", l, ttft_.begin()->second);
-    }
-    if (!e2e_.empty()) {
-      out.Header("sglang:e2e_request_latency_seconds",
-                 "Histogram of End-to-end request latency in seconds", "histogram");
-      out.HistSamples("sglang:e2e_request_latency_seconds", l, e2e_.begin()->second);
-    }
-    if (itl_seen_) {
-      out.Header("sglang:time_per_output_token_seconds",
-                 "Histogram of time per output token in seconds.", "histogram");
-      out.HistSamples("sglang:time_per_output_token_seconds", l, itl_);
-    }
-    if (func_seen_) {
-      out.Header("sglang:func_latency_seconds", "Function latency in seconds", "histogram");
-      out.HistSamples("sglang:func_latency_seconds", {{"name", "generate_request"}}, func_);
-    }
-    out.Family("sglang:num_running_reqs", "The number of running requests", "gauge",
-               {{l, g.running}});
-    out.Family("sglang:num_used_tokens", "The number of used tokens", "gauge",
-               {{l, g.used_tokens}});
-    out.Family("sglang:gen_throughput", "The generate throughput (token/s)", "gauge",
-               {{l, g.gen_throughput}});
-    out.Family("sglang:num_queue_reqs", "The number of requests in the waiting queue", "gauge",
-               {{l, g.queue}});
-    return out.str();
+// 0.3.5: one label, `name`; the hit rate as a percentage.
+void SglangMetrics::Render035(auto& out) const {
+  const Gauges& g = g_;
+  const Labels l = {{"name", o_.model_name}};
+  auto gauge = [&](const char* n, std::string_view help, double v) {
+    out.Family(n, help, "gauge", {{l, v}});
+  };
+  gauge("sglang:max_total_num_tokens", "Maximum total number of tokens", o_.max_total_num_tokens);
+  gauge("sglang:max_prefill_tokens", "Maximum prefill tokens", o_.max_prefill_tokens);
+  gauge("sglang:max_running_requests", "Maximum running requests", o_.max_running_requests);
+  gauge("sglang:context_len", "Context length", o_.context_len);
+  if (!prompt_total_.empty()) {
+    out.Family("sglang:prompt_tokens_total", "Number of prefill tokens processed.", "counter",
+               {{l, prompt_total_.begin()->second}});
+    out.Family("sglang:generation_tokens_total", "Number of generation tokens processed.",
+               "counter", {{l, gen_total_.begin()->second}});
   }
+  gauge("sglang:num_requests_running", "Number of requests currently running on GPU", g.running);
+  gauge("sglang:num_requests_waiting", "Number of requests waiting to be processed.", g.queue);
+  gauge("sglang:gen_throughput", "Gen token throughput (token/s)", g.gen_throughput);
+  gauge("sglang:token_usage", "Total token usage", g.token_usage);
+  gauge("sglang:new_seq", "Number of new sequences", g.new_seq);
+  gauge("sglang:new_token", "Number of new token", g.new_token);
+  gauge("sglang:cached_token", "Number of cached token", g.cached_token);
+  // This generation reported the hit rate as a percentage.
+  gauge("sglang:cache_hit_rate", "Cache hit rate", std::round(g.cache_hit_rate * 10000) / 100);
+  gauge("sglang:queue_req", "Number of queued requests", g.queue);
+  auto hist = [&](const char* n, std::string_view help, const Hist& h, bool seen) {
+    if (!seen) return;
+    out.Header(n, help, "histogram");
+    out.HistSamples(n, l, h);
+  };
+  hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+       ttft_.empty() ? Hist{} : ttft_.begin()->second, !ttft_.empty());
+  hist("sglang:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
+       itl_, itl_seen_);
+  hist("sglang:request_prompt_tokens", "Number of prefill tokens processed", prompt_hist_,
+       hist_tokens_seen_);
+  hist("sglang:request_generation_tokens", "Number of generation tokens processed.", gen_hist_,
+       hist_tokens_seen_);
+  hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
+       e2e_.empty() ? Hist{} : e2e_.begin()->second, !e2e_.empty());
+  hist("sglang:waiting_request_latency_seconds", "Histogram of request waiting time in seconds",
+       queue_, queue_seen_);
+}
 
-  // 0.5: scheduler label sets, one per TP rank that writes metrics.
+// 0.4: `model_name`.
+void SglangMetrics::Render04(auto& out) const {
+  const Gauges& g = g_;
+  const Labels l = {{"model_name", o_.model_name}};
+  if (!prompt_total_.empty()) {
+    out.Family("sglang:prompt_tokens_total", "Number of prefill tokens processed.", "counter",
+               {{l, prompt_total_.begin()->second}});
+    out.Family("sglang:generation_tokens_total", "Number of generation tokens processed.",
+               "counter", {{l, gen_total_.begin()->second}});
+  }
+  out.Family("sglang:token_usage", "The token usage", "gauge", {{l, g.token_usage}});
+  out.Family("sglang:cache_hit_rate", "The cache hit rate", "gauge", {{l, g.cache_hit_rate}});
+  if (!ttft_.empty()) {
+    out.Header("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+               "histogram");
+    out.HistSamples("sglang:time_to_first_token_seconds", l, ttft_.begin()->second);
+  }
+  if (!e2e_.empty()) {
+    out.Header("sglang:e2e_request_latency_seconds",
+               "Histogram of End-to-end request latency in seconds", "histogram");
+    out.HistSamples("sglang:e2e_request_latency_seconds", l, e2e_.begin()->second);
+  }
+  if (itl_seen_) {
+    out.Header("sglang:time_per_output_token_seconds",
+               "Histogram of time per output token in seconds.", "histogram");
+    out.HistSamples("sglang:time_per_output_token_seconds", l, itl_);
+  }
+  if (func_seen_) {
+    out.Header("sglang:func_latency_seconds", "Function latency in seconds", "histogram");
+    out.HistSamples("sglang:func_latency_seconds", {{"name", "generate_request"}}, func_);
+  }
+  out.Family("sglang:num_running_reqs", "The number of running requests", "gauge",
+             {{l, g.running}});
+  out.Family("sglang:num_used_tokens", "The number of used tokens", "gauge", {{l, g.used_tokens}});
+  out.Family("sglang:gen_throughput", "The generate throughput (token/s)", "gauge",
+             {{l, g.gen_throughput}});
+  out.Family("sglang:num_queue_reqs", "The number of requests in the waiting queue", "gauge",
+             {{l, g.queue}});
+}
+
+// 0.5 on: the scheduler's gauges, one label set per TP rank that writes metrics.
+void SglangMetrics::RenderSchedulerGauges(auto& out) const {
+  const Gauges& g = g_;
   const bool newest = o_.era == Era::kNewest;
-  std::vector<Labels> sched;
-  const int ranks = o_.all_schedulers ? o_.tp_size : 1;
-  for (int r = 0; r < ranks; ++r) {
-    Labels l = {{"engine_type", o_.engine_type},
-                {"model_name", o_.model_name},
-                {"pp_rank", "0"},
-                {"tp_rank", std::to_string(r)}};
-    if (newest) {
-      l.emplace_back("moe_ep_rank", "0");
-    } else {
-      // Per-process gauges of the multiprocess collector carry the writer's pid.
-      int pid = r < static_cast<int>(o_.scheduler_pids.size()) ? o_.scheduler_pids[r] : 0;
-      l.emplace_back("pid", std::to_string(pid));
-    }
-    sched.push_back(std::move(l));
-  }
-  Labels sched_shared = {{"engine_type", o_.engine_type},
-                         {"model_name", o_.model_name},
-                         {"pp_rank", "0"},
-                         {"tp_rank", "0"}};
-  if (newest) sched_shared.emplace_back("moe_ep_rank", "0");
+  const std::vector<Labels> sched = SchedulerLabelSets(o_);
   auto sgauge = [&](const std::string& n, std::string_view help, double v) {
     std::vector<std::pair<Labels, double>> samples;
     for (const auto& l : sched) samples.emplace_back(l, v);
@@ -406,7 +432,11 @@ std::string SglangMetrics::Render() const {
     sgauge("sglang:page_size", "The page size of the KV cache.", o_.page_size);
     sgauge("sglang:context_len", "The context length of the model.", o_.context_len);
   }
-  // Scheduler counters and histograms are summed across processes (no pid).
+}
+
+// The scheduler's counters and histograms, summed across processes (no pid).
+void SglangMetrics::RenderSchedulerTotals(auto& out) const {
+  const Labels sched_shared = SharedSchedulerLabels(o_);
   out.Family("sglang:num_retracted_requests_total", "Total number of retracted requests.",
              "counter", {{sched_shared, retracted_reqs_total_}});
   out.Family("sglang:num_retracted_input_tokens_total", "Total number of retracted input tokens.",
@@ -438,8 +468,11 @@ std::string SglangMetrics::Render() const {
       out.HistSamples("sglang:per_stage_req_latency_seconds", l, h);
     }
   }
+}
 
-  // Tokenizer collector.
+// The tokenizer's collector.
+void SglangMetrics::RenderTokenizer(auto& out) const {
+  const bool newest = o_.era == Era::kNewest;
   Labels tok = {{"model_name", o_.model_name}};
   if (newest) tok.emplace_back("engine_type", o_.engine_type);
   auto with_stream = [&](const std::string& key) {
@@ -495,7 +528,6 @@ std::string SglangMetrics::Render() const {
     out.Header("sglang:func_latency_seconds", "Function latency in seconds", "histogram");
     out.HistSamples("sglang:func_latency_seconds", {{"name", "generate_request"}}, func_);
   }
-  return out.str();
 }
 
 }  // namespace infertel::sim

@@ -71,6 +71,13 @@ class SglangMetrics : public EngineObserver {
   std::string Render() const;
 
  private:
+  // Render's parts by generation (mu_ held; `out` is the text format's writer).
+  void Render035(auto& out) const;
+  void Render04(auto& out) const;
+  void RenderSchedulerGauges(auto& out) const;
+  void RenderSchedulerTotals(auto& out) const;
+  void RenderTokenizer(auto& out) const;
+
   struct Hist {
     std::vector<double> bounds;
     std::vector<std::uint64_t> counts;  // per bound, not cumulative; +Inf last
