@@ -94,140 +94,187 @@ std::string SglangThreadSpanName(std::string_view label, std::optional<int> tp,
 // ---------------------------------------------------------------------------------------------
 // The scheduler's calls (SchedulerReqTimeStats), replayed from the engine's steps.
 
-void WalkSchedulerStages(const SglangRequestTimeline& tl, bool overlap, bool spec_stages,
-                         SglangTraceSink& sink) {
-  namespace st = sgl_stage;
-  const bool pd_prefill = tl.role == "prefill";
-  const bool pd_decode = tl.role == "decode";
-  const bool unified = !pd_prefill && !pd_decode;
-  auto wall = [&](std::uint64_t mono) {
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(mono) + tl.mono_to_wall);
-  };
+namespace {
+
+namespace st = sgl_stage;
+
+// WalkSchedulerStages's walk: what the scheduler's time stats hold between its calls, and one
+// method per kind of call.
+class StageWalker {
+ public:
+  StageWalker(const SglangRequestTimeline& tl, bool overlap, bool spec_stages,
+              SglangTraceSink& sink)
+      : tl_(tl),
+        overlap_(overlap),
+        spec_stages_(spec_stages),
+        sink_(sink),
+        pd_prefill_(tl.role == "prefill"),
+        pd_decode_(tl.role == "decode"),
+        unified_(!pd_prefill_ && !pd_decode_) {}
 
   // Intake up to the waiting queue.
-  if (pd_prefill) {
-    sink.Slice(st::kPrefillPrepare, tl.recv_ns, tl.pd_queue1_ns, {});
-    sink.Slice(st::kPrefillBootstrap, tl.pd_queue1_ns, tl.wait_queue_ns, {});
-  } else if (pd_decode) {
-    sink.Slice(st::kDecodePrepare, tl.recv_ns, tl.pd_queue1_ns, {});
-    sink.Slice(st::kDecodeBootstrap, tl.pd_queue1_ns, tl.pd_queue2_ns, {});
-    sink.Slice(st::kDecodeTransferred, tl.pd_queue2_ns, tl.wait_queue_ns, {});
-  } else {
-    sink.Slice(st::kRequestProcess, tl.recv_ns, tl.wait_queue_ns, {});
+  void Intake() {
+    if (pd_prefill_) {
+      sink_.Slice(st::kPrefillPrepare, tl_.recv_ns, tl_.pd_queue1_ns, {});
+      sink_.Slice(st::kPrefillBootstrap, tl_.pd_queue1_ns, tl_.wait_queue_ns, {});
+    } else if (pd_decode_) {
+      sink_.Slice(st::kDecodePrepare, tl_.recv_ns, tl_.pd_queue1_ns, {});
+      sink_.Slice(st::kDecodeBootstrap, tl_.pd_queue1_ns, tl_.pd_queue2_ns, {});
+      sink_.Slice(st::kDecodeTransferred, tl_.pd_queue2_ns, tl_.wait_queue_ns, {});
+    } else {
+      sink_.Slice(st::kRequestProcess, tl_.recv_ns, tl_.wait_queue_ns, {});
+    }
   }
 
-  std::uint64_t forward_entry = 0, last_forward_entry = 0, prefill_finished = 0,
-                last_prefill_finished = 0, last_chunk = 0, last_decode_finish = 0,
-                last_decode_scheduled = 0, prebuilt_finish = 0;
-  std::int64_t decode_ct = 0;
-  auto schedule_event = [&](const StepTrace& s, std::uint64_t ts, std::string_view mode) {
-    sink.Event(semconv::kSglEventSchedule, 3, ts,
-               {{std::string(semconv::kSglBid), SglStr(fmt::format("{:08x}", s.batch_id))},
-                {std::string(semconv::kSglBatchSize), SglInt(s.batch_size)},
-                {std::string(semconv::kSglForwardMode), SglStr(mode)}});
-  };
-
-  for (std::size_t i = 0; i < tl.steps.size(); ++i) {
-    const StepTrace& step = tl.steps[i];
-    const std::uint64_t s = wall(step.start_mono_ns);
-    const std::uint64_t e = wall(step.end_mono_ns);
+  void Step(std::size_t i) {
+    const StepTrace& step = tl_.steps[i];
+    const std::uint64_t s = Wall(step.start_mono_ns);
+    const std::uint64_t e = Wall(step.end_mono_ns);
     if (step.kind == StepTrace::Kind::kRetract) {
       // Back into the waiting queue: set_wait_queue_entry_time → set_retract_time.
-      sink.Event(semconv::kSglEventRetract, 1, s, {});
-      last_forward_entry = last_prefill_finished = last_chunk = last_decode_finish =
-          last_decode_scheduled = 0;
-      continue;
+      sink_.Event(semconv::kSglEventRetract, 1, s, {});
+      last_forward_entry_ = last_prefill_finished_ = last_chunk_ = last_decode_finish_ =
+          last_decode_scheduled_ = 0;
+    } else if (step.kind == StepTrace::Kind::kPrefill) {
+      Prefill(step, s, e, /*last=*/i + 1 == tl_.steps.size());
+    } else {
+      Decode(step, s, e);
     }
-    if (step.kind == StepTrace::Kind::kPrefill) {
-      // set_forward_entry_time: the first time, the waiting slice and the open forward slice.
-      if (forward_entry == 0) {
-        forward_entry = last_forward_entry = s;
-        sink.Slice(pd_decode ? st::kDecodeWaiting : st::kPrefillWaiting, tl.wait_queue_ns, s, {});
-        sink.SliceStart(pd_decode ? st::kDecodeForward : st::kPrefillForward, s);
-      } else if (last_forward_entry == 0) {
-        last_forward_entry = s;
-      }
-      schedule_event(step, s, pd_decode ? "prebuilt" : "prefill");
-      if (pd_decode) {
-        // The KV came from the prefill node; the first output is prebuilt.
-        if (step.prefill_done) {
-          prebuilt_finish = e;
-          sink.Slice(st::kFakeOutput, last_forward_entry, e, {});
-        }
-        continue;
-      }
-      if (!step.prefill_done) {
-        // set_last_chunked_prefill_finish_time
-        std::uint64_t from = last_chunk ? last_chunk : last_forward_entry;
-        last_chunk = e;
-        sink.Slice(st::kChunkedPrefill, from, e, {});
-        continue;
-      }
-      // set_prefill_finished_time
-      if (prefill_finished == 0) {
-        prefill_finished = last_prefill_finished = e;
-        if (last_chunk > 0) sink.Slice(st::kChunkedPrefill, last_chunk, e, {});
-        sink.SliceEnd(st::kPrefillForward, e, false);
-        const bool finishes_here = i + 1 == tl.steps.size() && !tl.aborted;
-        if (unified && overlap && !finishes_here) {
-          // The overlap scheduler has already scheduled the next decode batch.
-          sink.SliceStart(st::kDecodeForward, e);
-          last_decode_scheduled = e;
-        }
-      } else if (last_prefill_finished == 0) {
-        // Recomputation after a retraction.
-        last_prefill_finished = e;
-        if (last_chunk > 0) {
-          sink.Slice(st::kChunkedPrefill, last_chunk, e, {});
-        } else {
-          sink.Slice(st::kPrefillForward, last_forward_entry, e, {});
-        }
-      }
-      continue;
+  }
+
+  void Finish() {
+    if (pd_prefill_ && tl_.transfer_end_ns > 0)
+      sink_.Slice(st::kPrefillTransferKvCache, tl_.transfer_start_ns, tl_.transfer_end_ns, {});
+    SglAttrs info;
+    if (tl_.aborted) {
+      // FINISH_ABORT.to_json(); its None fields (status_code, err_type) are dropped by the SDK.
+      info.emplace_back("type", SglStr("abort"));
+      info.emplace_back("message", SglStr(tl_.abort_message));
     }
-    // A decode step. set_last_scheduled_time(decode):
-    if (unified && last_decode_scheduled == 0 && last_prefill_finished > 0) {
-      sink.Slice(st::kDecodeWaiting, last_prefill_finished, s, {});
-      sink.SliceStart(st::kDecodeForward, s);
-      last_decode_finish = s;
+    sink_.Abort(tl_.completion_ns, info);
+  }
+
+ private:
+  std::uint64_t Wall(std::uint64_t mono) const {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(mono) + tl_.mono_to_wall);
+  }
+
+  void Schedule(const StepTrace& step, std::uint64_t ts, std::string_view mode) {
+    sink_.Event(semconv::kSglEventSchedule, 3, ts,
+                {{std::string(semconv::kSglBid), SglStr(fmt::format("{:08x}", step.batch_id))},
+                 {std::string(semconv::kSglBatchSize), SglInt(step.batch_size)},
+                 {std::string(semconv::kSglForwardMode), SglStr(mode)}});
+  }
+
+  // A prefill step (a prebuilt one on a PD decode node): set_forward_entry_time, then the
+  // chunk's or the prefill's finish.
+  void Prefill(const StepTrace& step, std::uint64_t s, std::uint64_t e, bool last) {
+    // set_forward_entry_time: the first time, the waiting slice and the open forward slice.
+    if (forward_entry_ == 0) {
+      forward_entry_ = last_forward_entry_ = s;
+      sink_.Slice(pd_decode_ ? st::kDecodeWaiting : st::kPrefillWaiting, tl_.wait_queue_ns, s, {});
+      sink_.SliceStart(pd_decode_ ? st::kDecodeForward : st::kPrefillForward, s);
+    } else if (last_forward_entry_ == 0) {
+      last_forward_entry_ = s;
     }
-    schedule_event(step, s, "decode");
-    last_decode_scheduled = s;
-    if (spec_stages && step.spec_proposed > 0) {
+    Schedule(step, s, pd_decode_ ? "prebuilt" : "prefill");
+    if (pd_decode_) {
+      // The KV came from the prefill node; the first output is prebuilt.
+      if (step.prefill_done) {
+        prebuilt_finish_ = e;
+        sink_.Slice(st::kFakeOutput, last_forward_entry_, e, {});
+      }
+      return;
+    }
+    if (!step.prefill_done) {
+      // set_last_chunked_prefill_finish_time
+      const std::uint64_t from = last_chunk_ ? last_chunk_ : last_forward_entry_;
+      last_chunk_ = e;
+      sink_.Slice(st::kChunkedPrefill, from, e, {});
+      return;
+    }
+    PrefillFinished(e, last);
+  }
+
+  // set_prefill_finished_time
+  void PrefillFinished(std::uint64_t e, bool last) {
+    if (prefill_finished_ == 0) {
+      prefill_finished_ = last_prefill_finished_ = e;
+      if (last_chunk_ > 0) sink_.Slice(st::kChunkedPrefill, last_chunk_, e, {});
+      sink_.SliceEnd(st::kPrefillForward, e, false);
+      const bool finishes_here = last && !tl_.aborted;
+      if (unified_ && overlap_ && !finishes_here) {
+        // The overlap scheduler has already scheduled the next decode batch.
+        sink_.SliceStart(st::kDecodeForward, e);
+        last_decode_scheduled_ = e;
+      }
+    } else if (last_prefill_finished_ == 0) {
+      // Recomputation after a retraction.
+      last_prefill_finished_ = e;
+      if (last_chunk_ > 0) {
+        sink_.Slice(st::kChunkedPrefill, last_chunk_, e, {});
+      } else {
+        sink_.Slice(st::kPrefillForward, last_forward_entry_, e, {});
+      }
+    }
+  }
+
+  // A decode step: set_last_scheduled_time(decode), the speculative stages, then
+  // set_last_decode_finish_time.
+  void Decode(const StepTrace& step, std::uint64_t s, std::uint64_t e) {
+    if (unified_ && last_decode_scheduled_ == 0 && last_prefill_finished_ > 0) {
+      sink_.Slice(st::kDecodeWaiting, last_prefill_finished_, s, {});
+      sink_.SliceStart(st::kDecodeForward, s);
+      last_decode_finish_ = s;
+    }
+    Schedule(step, s, "decode");
+    last_decode_scheduled_ = s;
+    if (spec_stages_ && step.spec_proposed > 0) {
       // Draft, verify (with the count of accepted drafts) and draft extend share the step.
       const std::uint64_t d = e - s;
       const std::uint64_t t1 = s + d * 2 / 5, t2 = s + d * 4 / 5;
-      sink.Slice(st::kSpecDraft, s, t1, {});
-      sink.Slice(st::kSpecVerify, t1, t2,
-                 {{std::string(semconv::kSglNumCorrectDrafts), SglInt(step.spec_accepted)},
-                  {std::string(semconv::kSglAcceptedTokens), SglInt(step.spec_accepted)}});
-      sink.Slice(st::kSpecDraftExtend, t2, e, {});
+      sink_.Slice(st::kSpecDraft, s, t1, {});
+      sink_.Slice(st::kSpecVerify, t1, t2,
+                  {{std::string(semconv::kSglNumCorrectDrafts), SglInt(step.spec_accepted)},
+                   {std::string(semconv::kSglAcceptedTokens), SglInt(step.spec_accepted)}});
+      sink_.Slice(st::kSpecDraftExtend, t2, e, {});
     }
-    // set_last_decode_finish_time
-    std::uint64_t from = last_decode_finish;
+    std::uint64_t from = last_decode_finish_;
     if (from == 0) {
-      if (pd_decode) {
-        from = prebuilt_finish;
+      if (pd_decode_) {
+        from = prebuilt_finish_;
       } else {
-        from = last_decode_scheduled < last_prefill_finished ? last_prefill_finished
-                                                             : last_decode_scheduled;
+        from = last_decode_scheduled_ < last_prefill_finished_ ? last_prefill_finished_
+                                                               : last_decode_scheduled_;
       }
     }
-    sink.Slice(st::kDecodeLoop, from, e, {{std::string(semconv::kSglDecodeCt), SglInt(decode_ct)}});
-    ++decode_ct;
-    last_decode_finish = e;
+    sink_.Slice(st::kDecodeLoop, from, e,
+                {{std::string(semconv::kSglDecodeCt), SglInt(decode_ct_)}});
+    ++decode_ct_;
+    last_decode_finish_ = e;
   }
 
-  if (pd_prefill && tl.transfer_end_ns > 0)
-    sink.Slice(st::kPrefillTransferKvCache, tl.transfer_start_ns, tl.transfer_end_ns, {});
+  const SglangRequestTimeline& tl_;
+  const bool overlap_;
+  const bool spec_stages_;
+  SglangTraceSink& sink_;
+  const bool pd_prefill_;
+  const bool pd_decode_;
+  const bool unified_;
+  std::uint64_t forward_entry_ = 0, last_forward_entry_ = 0, prefill_finished_ = 0,
+                last_prefill_finished_ = 0, last_chunk_ = 0, last_decode_finish_ = 0,
+                last_decode_scheduled_ = 0, prebuilt_finish_ = 0;
+  std::int64_t decode_ct_ = 0;
+};
 
-  SglAttrs info;
-  if (tl.aborted) {
-    // FINISH_ABORT.to_json(); its None fields (status_code, err_type) are dropped by the SDK.
-    info.emplace_back("type", SglStr("abort"));
-    info.emplace_back("message", SglStr(tl.abort_message));
-  }
-  sink.Abort(tl.completion_ns, info);
+}  // namespace
+
+void WalkSchedulerStages(const SglangRequestTimeline& tl, bool overlap, bool spec_stages,
+                         SglangTraceSink& sink) {
+  StageWalker walk(tl, overlap, spec_stages, sink);
+  walk.Intake();
+  for (std::size_t i = 0; i < tl.steps.size(); ++i) walk.Step(i);
+  walk.Finish();
 }
 
 void StageLatencySink::SliceStart(const SglangStage& stage, std::uint64_t ts) {
