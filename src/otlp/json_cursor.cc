@@ -98,23 +98,16 @@ JsonCursor::Kind JsonCursor::Peek() {
   }
 }
 
-bool JsonCursor::Enter() {
+bool JsonCursor::Enter(char open, std::string_view what) {
+  SkipSpace();
+  if (p_ >= end_ || *p_ != open) return Fail(what);
   if (++depth_ > kMaxDepth) return Fail("nesting too deep");
   ++p_;
   return true;
 }
 
-bool JsonCursor::EnterObject() {
-  SkipSpace();
-  if (p_ >= end_ || *p_ != '{') return Fail("expected an object");
-  return Enter();
-}
-
-bool JsonCursor::EnterArray() {
-  SkipSpace();
-  if (p_ >= end_ || *p_ != '[') return Fail("expected an array");
-  return Enter();
-}
+bool JsonCursor::EnterObject() { return Enter('{', "expected an object"); }
+bool JsonCursor::EnterArray() { return Enter('[', "expected an array"); }
 
 bool JsonCursor::NextMember(bool first, std::string_view* key, std::string* buf, bool* done) {
   SkipSpace();

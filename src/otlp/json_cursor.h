@@ -62,7 +62,7 @@ class JsonCursor {
   void SkipSpace();
   bool Fail(std::string_view what);
   bool Consume(char c, std::string_view what);
-  bool Enter();
+  bool Enter(char open, std::string_view what);
   bool StringBody(std::string* buf, std::string_view* out);
   bool Escape(std::string* buf);
   bool Hex4(unsigned* out);

@@ -216,52 +216,50 @@ std::vector<std::pair<Labels, std::pair<double, double>>> SuccessChildren(const 
   return children;
 }
 
-std::string CacheConfigInfoV0(const VllmMetricsOptions& o_) {
+// The cache_config_info family: one sample whose labels are the cache config's fields.
+std::string CacheConfigInfo(const Labels& fields) {
   Writer c(Labels{});
   c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
-  c.Sample(kCacheConfigInfo,
-           {{"block_size", std::to_string(o_.block_size)},
-            {"cache_dtype", "auto"},
-            {"calculate_kv_scales", "False"},
-            {"cpu_offload_gb", "0"},
-            {"enable_prefix_caching", "True"},
-            {"gpu_memory_utilization", "0.9"},
-            {"is_attention_free", "False"},
-            {"num_cpu_blocks", "0"},
-            {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
-            {"num_gpu_blocks_override", "None"},
-            {"sliding_window", "None"},
-            {"swap_space_bytes", "4294967296"}},
-           1, false);
+  c.Sample(kCacheConfigInfo, fields, 1, false);
   return c.out();
 }
 
+std::string CacheConfigInfoV0(const VllmMetricsOptions& o_) {
+  return CacheConfigInfo({{"block_size", std::to_string(o_.block_size)},
+                          {"cache_dtype", "auto"},
+                          {"calculate_kv_scales", "False"},
+                          {"cpu_offload_gb", "0"},
+                          {"enable_prefix_caching", "True"},
+                          {"gpu_memory_utilization", "0.9"},
+                          {"is_attention_free", "False"},
+                          {"num_cpu_blocks", "0"},
+                          {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
+                          {"num_gpu_blocks_override", "None"},
+                          {"sliding_window", "None"},
+                          {"swap_space_bytes", "4294967296"}});
+}
+
 std::string CacheConfigInfoV1(const VllmMetricsOptions& o_) {
-  Writer c(Labels{});
-  c.Header(kCacheConfigInfo, "Information of the LLMEngine CacheConfig", "gauge");
-  c.Sample(kCacheConfigInfo,
-           {{"block_size", std::to_string(o_.block_size)},
-            {"cache_dtype", "auto"},
-            {"calculate_kv_scales", "False"},
-            {"cpu_kvcache_space_bytes", "None"},
-            {"cpu_offload_gb", "0.0"},
-            {"enable_prefix_caching", "True"},
-            {"engine", "0"},
-            {"gpu_memory_utilization", "0.9"},
-            {"is_attention_free", "False"},
-            {"kv_sharing_fast_prefill", "False"},
-            {"mamba_cache_dtype", "auto"},
-            {"mamba_page_size_padded", "None"},
-            {"mamba_ssm_cache_dtype", "auto"},
-            {"num_cpu_blocks", "None"},
-            {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
-            {"num_gpu_blocks_override", "None"},
-            {"prefix_caching_hash_algo", "sha256"},
-            {"sliding_window", "None"},
-            {"swap_space", "4.0"},
-            {"swap_space_bytes", "4294967296.0"}},
-           1, false);
-  return c.out();
+  return CacheConfigInfo({{"block_size", std::to_string(o_.block_size)},
+                          {"cache_dtype", "auto"},
+                          {"calculate_kv_scales", "False"},
+                          {"cpu_kvcache_space_bytes", "None"},
+                          {"cpu_offload_gb", "0.0"},
+                          {"enable_prefix_caching", "True"},
+                          {"engine", "0"},
+                          {"gpu_memory_utilization", "0.9"},
+                          {"is_attention_free", "False"},
+                          {"kv_sharing_fast_prefill", "False"},
+                          {"mamba_cache_dtype", "auto"},
+                          {"mamba_page_size_padded", "None"},
+                          {"mamba_ssm_cache_dtype", "auto"},
+                          {"num_cpu_blocks", "None"},
+                          {"num_gpu_blocks", std::to_string(o_.num_gpu_blocks)},
+                          {"num_gpu_blocks_override", "None"},
+                          {"prefix_caching_hash_algo", "sha256"},
+                          {"sliding_window", "None"},
+                          {"swap_space", "4.0"},
+                          {"swap_space_bytes", "4294967296.0"}});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "common/env_lookup.h"
 #include "console/report.h"
 
 namespace infertel::console {
@@ -12,13 +13,7 @@ using config::Key;
 using config::Value;
 namespace bhttp = boost::beast::http;
 
-config::EnvLookup EnvOf(std::map<std::string, std::string> env) {
-  return [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
-    auto it = env.find(std::string(name));
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::EnvOf;
 
 http::StringRequest Req(bhttp::verb method, std::string target, std::string body = "",
                         std::string auth = "") {

@@ -1,5 +1,6 @@
 #include "console/console_service.h"
 
+#include "common/env_lookup.h"
 #include "engines/registry.h"
 
 #include <gtest/gtest.h>
@@ -13,13 +14,7 @@ namespace {
 using config::Key;
 using config::Value;
 
-config::EnvLookup EnvOf(std::map<std::string, std::string> env) {
-  return [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
-    auto it = env.find(std::string(name));
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::EnvOf;
 
 std::string WriteTemp(std::string_view name, std::string_view text) {
   auto path = std::filesystem::temp_directory_path() /

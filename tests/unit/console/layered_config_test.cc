@@ -1,4 +1,5 @@
 #include "console/layered_config.h"
+#include "common/env_lookup.h"
 
 #include <gtest/gtest.h>
 
@@ -11,13 +12,7 @@ using config::Key;
 using config::Source;
 using config::Value;
 
-config::EnvLookup EnvOf(std::map<std::string, std::string> env) {
-  return [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
-    auto it = env.find(std::string(name));
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::EnvOf;
 
 Value I(std::int64_t i) { return Value{i}; }
 

@@ -99,7 +99,7 @@ TEST(RequestLogFormat, ClientTextCannotForgeLines) {
   EXPECT_LT(line.size(), 400u);
 }
 
-class CollectingLogSink : public pipeline::LogSink {
+class LineCollectingSink : public pipeline::LogSink {
  public:
   void Submit(LogsRequest&& req) noexcept override {
     std::lock_guard lock(mu);
@@ -113,7 +113,7 @@ class CollectingLogSink : public pipeline::LogSink {
   std::vector<LogsRequest> requests;
 };
 
-constexpr char kChatResponse[] =
+constexpr char kLoggedChatResponse[] =
     R"({"id":"chatcmpl-abc","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}})";
 constexpr char kChatBody[] = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
 
@@ -126,7 +126,7 @@ class LiveSwitchTest : public ::testing::Test {
       upstream_ = http::SimpleServer::Start(
           {"127.0.0.1", 0},
           [](const http::StringRequest&) {
-            return http::MakeResponse(200, kChatResponse, "application/json");
+            return http::MakeResponse(200, kLoggedChatResponse, "application/json");
           },
           &error);
       ASSERT_TRUE(upstream_) << error;
@@ -192,7 +192,7 @@ class LiveSwitchTest : public ::testing::Test {
   }
 
   std::ostringstream log_text_;
-  CollectingLogSink log_sink_;
+  LineCollectingSink log_sink_;
   ExchangeRecorder recorder_;
   std::unique_ptr<RequestLog> request_log_;
   std::unique_ptr<ContentEventEmitter> events_;

@@ -3,22 +3,14 @@
 
 #include <string>
 
+#include "common/json_reading.h"
 #include "openai/openai.h"
 
 namespace infertel::openai {
 namespace {
 
-simdjson::dom::element ParseJson(simdjson::dom::parser& parser, const std::string& json) {
-  simdjson::dom::element root;
-  EXPECT_EQ(parser.parse(json).get(root), simdjson::SUCCESS) << json;
-  return root;
-}
-
-std::string Str(simdjson::simdjson_result<simdjson::dom::element> e) {
-  std::string_view s;
-  if (e.get_string().get(s)) return "<absent>";
-  return std::string(s);
-}
+using testing::ParseJson;
+using testing::Str;
 
 TEST(OpenAiRequest, OperationForPath) {
   EXPECT_EQ(OperationForPath("POST", "/v1/chat/completions"), Operation::kChat);

@@ -11,8 +11,8 @@
 namespace infertel::pipeline {
 namespace {
 
-TracesRequest MakeRequest(int spans, const std::string& prefix, const std::string& service,
-                          const std::string& scope = "infertel") {
+TracesRequest HeldTestRequest(int spans, const std::string& prefix, const std::string& service,
+                              const std::string& scope = "infertel") {
   TracesRequest req;
   auto* rs = req.add_resource_spans();
   AddAttr(rs->mutable_resource()->mutable_attributes(), semconv::kServiceName, service);
@@ -43,7 +43,7 @@ Held<TracesRequest> Received(const TracesRequest& req) {
 }
 
 TEST(HeldTest, HoldViewsAHeapRequestWithoutCopyingItsItems) {
-  TracesRequest heap = MakeRequest(3, "a", "svc");
+  TracesRequest heap = HeldTestRequest(3, "a", "svc");
   const std::string wire = heap.SerializeAsString();
   Held<TracesRequest> h = Hold(std::move(heap));
   ASSERT_NE(h.request->GetArena(), nullptr);
@@ -54,8 +54,8 @@ TEST(HeldTest, HoldViewsAHeapRequestWithoutCopyingItsItems) {
 }
 
 TEST(HeldTest, TakeItemsMovesPointersAndBorrowsHeaders) {
-  TracesRequest two = MakeRequest(3, "a", "svc");
-  *two.add_resource_spans() = MakeRequest(2, "b", "other", "scope-b").resource_spans(0);
+  TracesRequest two = HeldTestRequest(3, "a", "svc");
+  *two.add_resource_spans() = HeldTestRequest(2, "b", "other", "scope-b").resource_spans(0);
   Held<TracesRequest> src = Received(two);
   const std::vector<const Span*> before = SpanPointers(*src.request);
   ASSERT_EQ(before.size(), 5u);
@@ -88,9 +88,9 @@ TEST(HeldTest, TakeItemsMovesPointersAndBorrowsHeaders) {
 }
 
 TEST(HeldTest, MergerFoldsLikeTheHeapMergerAndKeepsItsParts) {
-  std::vector<TracesRequest> parts = {MakeRequest(2, "a", "svc"), MakeRequest(1, "b", "other"),
-                                      MakeRequest(3, "c", "svc"),
-                                      MakeRequest(1, "d", "svc", "other-scope")};
+  std::vector<TracesRequest> parts = {
+      HeldTestRequest(2, "a", "svc"), HeldTestRequest(1, "b", "other"),
+      HeldTestRequest(3, "c", "svc"), HeldTestRequest(1, "d", "svc", "other-scope")};
   // What folding makes of them, by hand: "svc" holds a, c under "infertel" and d under
   // "other-scope"; "other" holds b.
   TracesRequest heap = parts[0];
@@ -127,7 +127,7 @@ TEST(HeldTest, MergerFoldsLikeTheHeapMergerAndKeepsItsParts) {
 // Views that borrow the very same resource and scope objects (as the gateway's entry spans
 // do) fold by identity; the schema URL still tells blocks apart.
 TEST(HeldTest, MergerFoldsRequestsSharingOneHeaderObject) {
-  auto header = Received(MakeRequest(0, "h", "svc"));
+  auto header = Received(HeldTestRequest(0, "h", "svc"));
   const auto& header_rs = header.request->resource_spans(0);
   auto view = [&](const std::string& name, const std::string& scope_schema) {
     auto h = Held<TracesRequest>::Make();
@@ -158,7 +158,7 @@ TEST(HeldTest, MergerFoldsRequestsSharingOneHeaderObject) {
 }
 
 TEST(HeldTest, ASplitPieceKeepsItsSourceAlive) {
-  Held<TracesRequest> src = Received(MakeRequest(4, "a", "svc"));
+  Held<TracesRequest> src = Received(HeldTestRequest(4, "a", "svc"));
   std::weak_ptr<Memory> source = src.memory;
   std::size_t moved = 0;
   Held<TracesRequest> piece = TakeItems(&src, 2, &moved);
@@ -171,7 +171,7 @@ TEST(HeldTest, ASplitPieceKeepsItsSourceAlive) {
 }
 
 TEST(HeldTest, UnlinkLeavesTheElementsToTheirOwner) {
-  Held<TracesRequest> h = Received(MakeRequest(3, "a", "svc"));
+  Held<TracesRequest> h = Received(HeldTestRequest(3, "a", "svc"));
   auto* spans = h.request->mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();
   Span* kept = spans->Mutable(1);
   Unlink(spans, 1, 2);

@@ -17,7 +17,7 @@ namespace infertel::sim {
 namespace {
 
 namespace net = boost::asio;
-namespace http = boost::beast::http;
+namespace bhttp = boost::beast::http;
 using net::ip::tcp;
 
 struct Response {
@@ -38,35 +38,35 @@ class SimServerTest : public ::testing::Test {
     ASSERT_TRUE(server_) << error;
   }
 
-  http::request<http::string_body> MakeRequest(http::verb verb, const std::string& target,
-                                               const std::string& body) {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1");
+  bhttp::request<bhttp::string_body> MakeRequest(bhttp::verb verb, const std::string& target,
+                                                 const std::string& body) {
+    bhttp::request<bhttp::string_body> req{verb, target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
     if (!body.empty()) {
-      req.set(http::field::content_type, "application/json");
+      req.set(bhttp::field::content_type, "application/json");
       req.body() = body;
     }
     req.prepare_payload();
     return req;
   }
 
-  Response Do(http::verb verb, const std::string& target, const std::string& body = "",
+  Response Do(bhttp::verb verb, const std::string& target, const std::string& body = "",
               const std::string& request_id = "") {
     net::io_context ioc;
     tcp::socket sock(ioc);
     sock.connect({net::ip::make_address("127.0.0.1"), server_->port()});
     auto req = MakeRequest(verb, target, body);
     if (!request_id.empty()) req.set("X-Request-Id", request_id);
-    http::write(sock, req);
+    bhttp::write(sock, req);
     boost::beast::flat_buffer buf;
-    http::response<http::string_body> res;
-    http::read(sock, buf, res);
-    return {static_cast<int>(res.result_int()), std::string(res[http::field::content_type]),
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(sock, buf, res);
+    return {static_cast<int>(res.result_int()), std::string(res[bhttp::field::content_type]),
             res.body()};
   }
   Response Post(const std::string& target, const std::string& body,
                 const std::string& request_id = "") {
-    return Do(http::verb::post, target, body, request_id);
+    return Do(bhttp::verb::post, target, body, request_id);
   }
 
   // SSE events ("data: " payloads) of a streamed body.
@@ -86,7 +86,7 @@ class SimServerTest : public ::testing::Test {
   }
 
   std::uint64_t StatsField(const char* key) {
-    Response r = Do(http::verb::get, "/_sim/stats");
+    Response r = Do(bhttp::verb::get, "/_sim/stats");
     simdjson::dom::parser p;
     return p.parse(r.body)[key].get_uint64().value();
   }
@@ -195,19 +195,19 @@ TEST_F(SimServerTest, BadInputsGetVllmStatusCodes) {
   EXPECT_EQ(unknown.status, 404);
   EXPECT_EQ(std::string_view(parser_.parse(unknown.body)["error"]["message"]),
             "The model `other` does not exist.");
-  Response wrong_method = Do(http::verb::get, "/v1/chat/completions");
+  Response wrong_method = Do(bhttp::verb::get, "/v1/chat/completions");
   EXPECT_EQ(wrong_method.status, 405);
-  Response nowhere = Do(http::verb::get, "/nowhere");
+  Response nowhere = Do(bhttp::verb::get, "/nowhere");
   EXPECT_EQ(nowhere.status, 404);
   EXPECT_EQ(nowhere.body, R"({"detail":"Not Found"})");
 }
 
 TEST_F(SimServerTest, OperationalEndpoints) {
-  Response health = Do(http::verb::get, "/health");
+  Response health = Do(bhttp::verb::get, "/health");
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(health.body, "");
-  EXPECT_EQ(Do(http::verb::get, "/version").body, R"({"version":"0.11.0"})");
-  Response models = Do(http::verb::get, "/v1/models");
+  EXPECT_EQ(Do(bhttp::verb::get, "/version").body, R"({"version":"0.11.0"})");
+  Response models = Do(bhttp::verb::get, "/v1/models");
   auto m = parser_.parse(models.body)["data"].at(0);
   EXPECT_EQ(std::string_view(m["id"]), "demo-model");
   EXPECT_EQ(std::string_view(m["owned_by"]), "vllm");
@@ -319,8 +319,8 @@ TEST_F(SimServerTest, ClientDisconnectAbortsRequest) {
     net::io_context ioc;
     tcp::socket sock(ioc);
     sock.connect({net::ip::make_address("127.0.0.1"), server_->port()});
-    http::write(sock, MakeRequest(http::verb::post, "/v1/chat/completions",
-                                  long_body + R"(,"stream":true})"));
+    bhttp::write(sock, MakeRequest(bhttp::verb::post, "/v1/chat/completions",
+                                   long_body + R"(,"stream":true})"));
     char buf[256];
     sock.read_some(net::buffer(buf));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -335,7 +335,7 @@ TEST_F(SimServerTest, ClientDisconnectAbortsRequest) {
     net::io_context ioc;
     tcp::socket sock(ioc);
     sock.connect({net::ip::make_address("127.0.0.1"), server_->port()});
-    http::write(sock, MakeRequest(http::verb::post, "/v1/chat/completions", long_body + "}"));
+    bhttp::write(sock, MakeRequest(bhttp::verb::post, "/v1/chat/completions", long_body + "}"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (StatsField("running") == 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -352,10 +352,10 @@ TEST_F(SimServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   sock.connect({net::ip::make_address("127.0.0.1"), server_->port()});
   boost::beast::flat_buffer buf;
   for (int i = 0; i < 3; ++i) {
-    http::write(sock, MakeRequest(http::verb::post, "/v1/completions",
-                                  R"({"prompt":"x","max_tokens":2,"stream":true})"));
-    http::response<http::string_body> res;
-    http::read(sock, buf, res);
+    bhttp::write(sock, MakeRequest(bhttp::verb::post, "/v1/completions",
+                                   R"({"prompt":"x","max_tokens":2,"stream":true})"));
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(sock, buf, res);
     EXPECT_EQ(res.result_int(), 200u);
     EXPECT_EQ(Events(res.body()).back(), "[DONE]");
   }
@@ -394,7 +394,7 @@ TEST_F(SimServerOptionsTest, V0SurfaceUsesOldErrorShapeAndVersion) {
   SimOptions o;
   o.engine_version = "v0";
   StartWith(o);
-  EXPECT_EQ(Do(http::verb::get, "/version").body, R"({"version":"0.7.3"})");
+  EXPECT_EQ(Do(bhttp::verb::get, "/version").body, R"({"version":"0.7.3"})");
   Response r = Post("/v1/completions", R"({"model":"nope","prompt":"x"})");
   EXPECT_EQ(r.status, 404);
   auto doc = parser_.parse(r.body).value();
@@ -407,7 +407,7 @@ TEST_F(SimServerOptionsTest, ContextLengthFitsSmallKvCache) {
   o.engine_config.num_kv_blocks = 8;
   o.engine_config.block_size = 16;
   StartWith(o);
-  auto m = parser_.parse(Do(http::verb::get, "/v1/models").body)["data"].at(0);
+  auto m = parser_.parse(Do(bhttp::verb::get, "/v1/models").body)["data"].at(0);
   EXPECT_EQ(int64_t(m["max_model_len"]), 128);
   Response r = Post("/v1/completions", R"({"prompt":"x","max_tokens":500})");
   EXPECT_EQ(r.status, 400);

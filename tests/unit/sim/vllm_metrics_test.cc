@@ -54,7 +54,7 @@ struct Exposition {
   }
 };
 
-Exposition Parse(const std::string& text) {
+Exposition ParseExposition(const std::string& text) {
   Exposition e;
   std::istringstream in(text);
   std::string line;
@@ -120,7 +120,7 @@ Exposition Scrape(SimServer& s, std::string* content_type = nullptr) {
   auto r = SimGet(s.port(), "/metrics");
   EXPECT_EQ(r.status, 200);
   if (content_type) *content_type = r.content_type;
-  return Parse(r.body);
+  return ParseExposition(r.body);
 }
 
 const std::map<std::string, std::string> kV1 = {{"engine", "0"}, {"model_name", "demo-model"}};
@@ -412,7 +412,7 @@ TEST(VllmMetricsTest, V0NamesAndLabels) {
 
 // Same vLLM families, types, HELP texts and label keys as a real 0.10.1 scrape.
 TEST(VllmMetricsTest, MatchesRealV1ScrapeSideBySide) {
-  const Exposition real = Parse(ReadFixture("vllm-metrics-v1-ngc25.09.txt"));
+  const Exposition real = ParseExposition(ReadFixture("vllm-metrics-v1-ngc25.09.txt"));
   ASSERT_FALSE(real.type.empty());
   SimOptions o;
   o.vllm_version = "0.10.1";
@@ -452,7 +452,8 @@ TEST(VllmMetricsTest, MatchesRealV1ScrapeSideBySide) {
 }
 
 TEST(VllmMetricsTest, V0MatchesRealPartialScrape) {
-  const Exposition real = Parse(ReadFixture("vllm-metrics-v0-0.7.x-aibrix-docs-partial.txt"));
+  const Exposition real =
+      ParseExposition(ReadFixture("vllm-metrics-v0-0.7.x-aibrix-docs-partial.txt"));
   ASSERT_FALSE(real.type.empty());
   SimOptions o;
   o.engine_version = "v0";
