@@ -1,0 +1,158 @@
+// A request body turned into the SGLang simulator's job (one engine sequence per prompt and
+// sample, with their rids), and its renderings in the request log.
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/json_writer.h"
+#include "sim/sglang/sglang_surface_internal.h"
+
+namespace infertel::sim {
+namespace {
+
+// The rids of a request with `total` sequences.
+std::vector<std::string> MakeRids(const SglIntake& in, int total) {
+  std::vector<std::string> rids;
+  for (int i = 0; i < total; ++i) {
+    if (in.rid_is_list && i < static_cast<int>(in.user_rids.size())) {
+      rids.push_back(in.user_rids[static_cast<std::size_t>(i)]);
+    } else if (!in.rid_is_list && !in.user_rids.empty()) {
+      rids.push_back(total == 1 ? in.user_rids[0] : in.user_rids[0] + "_" + std::to_string(i));
+    } else {
+      rids.push_back(RandomHex(32));  // uuid.uuid4().hex
+    }
+  }
+  return rids;
+}
+
+}  // namespace
+
+std::string SamplingRepr(const SglIntake& in, bool with_interval) {
+  std::string stop = "[";
+  for (std::size_t i = 0; i < in.stop.size(); ++i) stop += (i ? ", " : "") + PyRepr(in.stop[i]);
+  stop += "]";
+  std::string s = "{'temperature': " + PyFloat(in.temperature) + ", 'max_new_tokens': " +
+                  (in.max_new_tokens ? std::to_string(*in.max_new_tokens) : "None") +
+                  ", 'min_new_tokens': 0, 'stop': " + stop + ", 'top_p': " + PyFloat(in.top_p) +
+                  ", 'top_k': " + std::to_string(in.top_k) + ", 'n': " + std::to_string(in.n) +
+                  ", 'ignore_eos': " + (in.ignore_eos ? "True" : "False");
+  if (with_interval) s += ", 'stream_interval': " + std::to_string(in.stream_interval);
+  return s + "}";
+}
+
+// GenerateReqInput as the request logger prints it, by log level.
+std::string ObjText(int level, const std::vector<std::string>& texts, bool batch,
+                    const std::string& sampling, const std::vector<std::string>& rids,
+                    bool stream) {
+  const std::size_t max_len = level == 2 ? 2048 : (std::size_t{1} << 30);
+  std::string s = "GenerateReqInput(";
+  auto list = [&](const std::vector<std::string>& v, bool truncate) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out += (i ? ", " : "") + (truncate ? PyReprTruncated(v[i], max_len) : PyRepr(v[i]));
+    return out + "]";
+  };
+  if (level >= 2) {
+    s += "text=" +
+         (batch ? list(texts, true) : PyReprTruncated(texts.empty() ? "" : texts[0], max_len));
+    s += ", input_ids=None, ";
+  }
+  if (level >= 1) s += "sampling_params=" + sampling + ", ";
+  s += "rid=" + (batch ? list(rids, false) : PyRepr(rids.empty() ? "" : rids[0]));
+  s += ", return_logprob=False, stream=" + std::string(stream ? "True" : "False") +
+       ", log_metrics=True)";
+  return s;
+}
+
+std::string ObjJson(int level, const std::vector<std::string>& texts, bool batch,
+                    const SglIntake& in, const std::vector<std::string>& rids) {
+  JsonWriter w;
+  w.BeginObject();
+  if (level >= 2) {
+    w.Key("text");
+    if (batch) {
+      w.BeginArray();
+      for (const auto& t : texts) w.String(t);
+      w.EndArray();
+    } else {
+      w.String(texts.empty() ? "" : texts[0]);
+    }
+    w.Key("input_ids").Null();
+  }
+  if (level >= 1) {
+    w.Key("sampling_params").BeginObject().Key("temperature").Double(in.temperature);
+    w.Key("max_new_tokens");
+    if (in.max_new_tokens)
+      w.Int(*in.max_new_tokens);
+    else
+      w.Null();
+    w.Key("top_p").Double(in.top_p).Key("top_k").Int(in.top_k).Key("n").Int(in.n);
+    w.Key("ignore_eos").Bool(in.ignore_eos).EndObject();
+  }
+  w.Key("rid");
+  if (batch) {
+    w.BeginArray();
+    for (const auto& r : rids) w.String(r);
+    w.EndArray();
+  } else {
+    w.String(rids.empty() ? "" : rids[0]);
+  }
+  w.Key("stream").Bool(in.stream).Key("log_metrics").Bool(true).EndObject();
+  return w.Take();
+}
+
+std::optional<std::string> BuildJob(const SglIntake& in, int context_len, SglJob* job,
+                                    std::vector<std::string>* rids_out) {
+  for (const auto& p : in.prompts) {
+    const int plen = static_cast<int>(p.size());
+    if (plen >= context_len) {
+      return fmt::format(
+          "The input ({} tokens) is longer than the model's context length ({} tokens).", plen,
+          context_len);
+    }
+    if (in.max_new_tokens && plen + *in.max_new_tokens > context_len) {
+      return fmt::format(
+          "Requested token count exceeds the model's maximum context length of {} tokens. You "
+          "requested a total of {} tokens: {} tokens from the input messages and {} tokens for "
+          "the completion. Please reduce the number of tokens in the input messages or the "
+          "completion to fit within the limit.",
+          context_len, plen + *in.max_new_tokens, plen, *in.max_new_tokens);
+    }
+  }
+  const int total = static_cast<int>(in.prompts.size()) * in.n;
+  *rids_out = MakeRids(in, total);
+  for (int pi = 0; pi < static_cast<int>(in.prompts.size()); ++pi) {
+    for (int c = 0; c < in.n; ++c) {
+      auto r = std::make_unique<SglReq>();
+      const int idx = pi * in.n + c;
+      r->rid = (*rids_out)[static_cast<std::size_t>(idx)];
+      r->idx = idx;
+      r->prompt_index = pi;
+      r->prompt = in.prompts[static_cast<std::size_t>(pi)];
+      r->spec.max_tokens = in.max_new_tokens ? *in.max_new_tokens : -1;
+      r->spec.stop = in.stop;
+      r->spec.ignore_eos = in.ignore_eos;
+      r->spec.seed = in.seed;
+      r->spec.choice_index = c;
+      r->stream = in.stream;
+      r->stream_interval = in.stream_interval;
+      r->params.max_tokens = in.max_new_tokens;
+      r->params.temperature = in.temperature;
+      r->params.top_p = in.top_p;
+      r->params.top_k = in.top_k;
+      r->params.n = in.n;
+      r->span.traceparent = in.traceparent;
+      r->span.tracestate = in.tracestate;
+      r->span.timeline.rid = r->rid;
+      r->span.timeline.bootstrap_room = in.bootstrap_room;
+      job->reqs.push_back(std::move(r));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace infertel::sim
