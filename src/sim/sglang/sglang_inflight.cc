@@ -21,6 +21,15 @@ constexpr int kForceStreamInterval = 50;
 
 }  // namespace
 
+net::awaitable<bool> SglangSurface::Admit(HttpConnection& conn,
+                                          const std::shared_ptr<SglJob>& job) {
+  co_await PdIntake(*job);
+  if (!Submit(*job, job, conn)) co_return false;
+  requests_.fetch_add(1);
+  conn.StartDisconnectWatch();
+  co_return true;
+}
+
 bool SglangSurface::Submit(SglJob& job, const std::shared_ptr<SglJob>& self, HttpConnection& conn) {
   job.waker = conn.Waker();
   job.remaining = static_cast<int>(job.reqs.size());

@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "sim/json_writer.h"
+#include "sim/sglang/sglang_surface.h"
 #include "sim/sglang/sglang_surface_internal.h"
 
 namespace infertel::sim {
@@ -153,6 +156,54 @@ std::optional<std::string> BuildJob(const SglIntake& in, int context_len, SglJob
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> SglangSurface::PrepareJob(const SglIntake& in, std::uint64_t created_ns,
+                                                     SglJob& job) {
+  job.stream = in.stream;
+  std::vector<std::string> rids;
+  if (auto err = BuildJob(in, engine_->config().max_model_len, &job, &rids)) return err;
+  const std::uint64_t tokenized_ns = WallNanos();
+  const LogConfig lc = log_config();
+  const std::string sampling = SamplingRepr(in, in.log_stream_interval);
+  for (auto& r : job.reqs) {
+    r->span.timeline.created_ns = created_ns;
+    r->span.timeline.tokenize_end_ns = tokenized_ns;
+    r->span.trace_level = trace_level_.load();
+    if (in.reasoning)
+      r->router.reasoning_len = 2 + static_cast<int>(std::hash<std::string>{}(r->rid) % 5);
+    r->router.num_calls = in.tool_calls;
+    if (lc.log_requests) {
+      const std::string& t = in.texts[static_cast<std::size_t>(r->prompt_index)];
+      r->log_obj_text = ObjText(lc.level, {t}, false, sampling, {r->rid}, in.stream);
+      r->log_obj_json = ObjJson(lc.level, {t}, false, in, {r->rid});
+    }
+  }
+  if (lc.log_requests) LogReceived(in, job, rids, lc, sampling);
+  return std::nullopt;
+}
+
+void SglangSurface::LogReceived(const SglIntake& in, const SglJob& job,
+                                const std::vector<std::string>& rids, const LogConfig& lc,
+                                const std::string& sampling) {
+  const bool batch = job.reqs.size() > 1;
+  std::vector<std::string> texts;
+  for (auto& r : job.reqs) texts.push_back(in.texts[static_cast<std::size_t>(r->prompt_index)]);
+  if (lc.format == "json") {
+    JsonWriter w;
+    w.BeginObject().Key("event").String("request.received").Key("rid");
+    if (batch && in.log_rid_list) {
+      w.BeginArray();
+      for (auto& r : rids) w.String(r);
+      w.EndArray();
+    } else {
+      w.String(rids[0]);
+    }
+    w.Key("obj").Raw(ObjJson(lc.level, texts, batch, in, rids)).EndObject();
+    Log(w.Take());
+  } else {
+    Log("Receive: obj=" + ObjText(lc.level, texts, batch, sampling, rids, in.stream));
+  }
 }
 
 }  // namespace infertel::sim

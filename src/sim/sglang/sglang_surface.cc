@@ -86,6 +86,15 @@ std::string PyReprTruncated(std::string_view s, std::size_t max_length) {
 
 double WallSeconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
+std::optional<object> BodyObject(simdjson::dom::parser& parser, const HttpRequest& req) {
+  element doc;
+  object body;
+  if (parser.parse(req.body()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(body) != simdjson::SUCCESS)
+    return std::nullopt;
+  return body;
+}
+
 std::string ValidationMessage(std::string_view type, std::string_view loc, std::string_view msg,
                               std::string_view input) {
   return "[{'type': '" + std::string(type) + "', 'loc': (" + std::string(loc) + "), 'msg': '" +

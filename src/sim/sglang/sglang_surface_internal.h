@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
+#include "sim/http_server.h"
 #include "sim/json_writer.h"
 #include "sim/sglang/sglang_surface.h"
 #include "sim/sglang/sglang_tracing.h"
@@ -114,6 +115,11 @@ struct SglIntake {
   std::string traceparent, tracestate;
   std::uint64_t bootstrap_room = 0;
   bool batch = false;
+  // How the job's requests are set up and logged.
+  bool reasoning = false;            // a reasoning parser splits off the leading tokens
+  int tool_calls = 0;                // tool calls of each choice (0: none)
+  bool log_stream_interval = false;  // the request log prints sampling_params.stream_interval
+  bool log_rid_list = false;         // the JSON request log lists a batch's rids
 };
 
 std::string RandomHex(int n);
@@ -126,6 +132,9 @@ std::string PyRepr(std::string_view s);
 std::string PyFloat(double v);
 std::string PyReprTruncated(std::string_view s, std::size_t max_length);
 double WallSeconds(std::uint64_t ns);
+// The request body as a JSON object; nullopt when it is not one (the caller answers 400).
+std::optional<simdjson::dom::object> BodyObject(simdjson::dom::parser& parser,
+                                                const HttpRequest& req);
 // SGLang answers FastAPI's RequestValidationError with 400 and an ErrorResponse.
 std::string ValidationMessage(std::string_view type, std::string_view loc, std::string_view msg,
                               std::string_view input = "None");
