@@ -173,17 +173,51 @@ net::awaitable<bool> SglangSurface::Health(HttpConnection& conn, HttpRequest& re
 // ---------------------------------------------------------------------------------------------
 // /server_info.
 
+namespace {
+
+void StrOrNull(JsonWriter& w, const std::string& s) {
+  if (s.empty())
+    w.Null();
+  else
+    w.String(s);
+}
+
+// The speculative-decoding arguments (null without --speculative-algorithm).
+void SpeculativeArgs(JsonWriter& w, const SglangSimOptions& f) {
+  w.Key("speculative_algorithm");
+  StrOrNull(w, f.speculative_algorithm);
+  auto int_or_null = [&](const char* key, int v) {
+    w.Key(key);
+    if (f.speculative_algorithm.empty())
+      w.Null();
+    else
+      w.Int(v);
+  };
+  int_or_null("speculative_num_steps", f.speculative_num_steps);
+  int_or_null("speculative_eagle_topk", f.speculative_eagle_topk);
+  int_or_null("speculative_num_draft_tokens", f.speculative_num_draft_tokens);
+}
+
+// The scheduler's capacity and its internal state now.
+void SchedulerInfo(JsonWriter& w, const EngineStats& s, const EngineConfig& ec) {
+  w.Key("max_total_num_tokens").Int(static_cast<std::int64_t>(s.kv_blocks_total) * ec.block_size);
+  w.Key("max_req_input_len").Int(ec.max_model_len - 1);
+  w.Key("internal_states").BeginArray().BeginObject();
+  w.Key("num_running_reqs").Int(static_cast<std::int64_t>(s.running));
+  w.Key("num_waiting_reqs").Int(static_cast<std::int64_t>(s.waiting));
+  w.Key("memory_usage").BeginObject().Key("weight").Double(0.0).Key("kvcache").Double(0.0);
+  w.Key("token_capacity").Int(static_cast<std::int64_t>(s.kv_blocks_total) * ec.block_size);
+  w.EndObject();
+  w.EndObject().EndArray();
+}
+
+}  // namespace
+
 std::string SglangSurface::ServerInfoJson() const {
   // The server arguments as given at start-up (/configure_logging changes the tokenizer's
   // logger, not server_args), then scheduler info and the version.
   const SglangSimOptions& f = o_.flags;
   const EngineConfig& ec = engine_->config();
-  auto str_or_null = [](JsonWriter& w, const std::string& s) {
-    if (s.empty())
-      w.Null();
-    else
-      w.String(s);
-  };
   JsonWriter w;
   w.BeginObject();
   w.Key("model_path").String(o_.model_path);
@@ -229,40 +263,15 @@ std::string SglangSurface::ServerInfoJson() const {
   }
   if (era_.pp_rank) w.Key("trace_modules").String(f.trace_modules);
   w.Key("disaggregation_mode").String(f.disaggregation_mode);
-  w.Key("speculative_algorithm");
-  str_or_null(w, f.speculative_algorithm);
-  w.Key("speculative_num_steps");
-  if (f.speculative_algorithm.empty())
-    w.Null();
-  else
-    w.Int(f.speculative_num_steps);
-  w.Key("speculative_eagle_topk");
-  if (f.speculative_algorithm.empty())
-    w.Null();
-  else
-    w.Int(f.speculative_eagle_topk);
-  w.Key("speculative_num_draft_tokens");
-  if (f.speculative_algorithm.empty())
-    w.Null();
-  else
-    w.Int(f.speculative_num_draft_tokens);
+  SpeculativeArgs(w, f);
   w.Key("tool_call_parser");
-  str_or_null(w, f.tool_call_parser);
+  StrOrNull(w, f.tool_call_parser);
   w.Key("reasoning_parser");
-  str_or_null(w, f.reasoning_parser);
+  StrOrNull(w, f.reasoning_parser);
   w.Key("disable_overlap_schedule").Bool(f.disable_overlap_schedule);
   w.Key("stream_response_default_include_usage").Bool(f.stream_response_default_include_usage);
   w.Key("weight_version").String(f.weight_version);
-  const EngineStats s = engine_->Stats();
-  w.Key("max_total_num_tokens").Int(static_cast<std::int64_t>(s.kv_blocks_total) * ec.block_size);
-  w.Key("max_req_input_len").Int(ec.max_model_len - 1);
-  w.Key("internal_states").BeginArray().BeginObject();
-  w.Key("num_running_reqs").Int(static_cast<std::int64_t>(s.running));
-  w.Key("num_waiting_reqs").Int(static_cast<std::int64_t>(s.waiting));
-  w.Key("memory_usage").BeginObject().Key("weight").Double(0.0).Key("kvcache").Double(0.0);
-  w.Key("token_capacity").Int(static_cast<std::int64_t>(s.kv_blocks_total) * ec.block_size);
-  w.EndObject();
-  w.EndObject().EndArray();
+  SchedulerInfo(w, engine_->Stats(), ec);
   w.Key("version").String(
       fmt::format("{}.{}.{}", o_.version.major, o_.version.minor, o_.version.patch));
   w.EndObject();

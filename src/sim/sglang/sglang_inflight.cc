@@ -176,59 +176,30 @@ void SglangSurface::Finalize(SglReq& r, bool aborted, const std::string& abort_m
     WalkSchedulerStages(tl, o_.style.overlap_schedule, era_.spec_stages, stages);
     for (const auto& [name, s] : stages.latencies) o_.metrics->ObserveStageLatency(name, s);
   }
-  if (!aborted && r.log_metrics) {
-    LogConfig lc = log_config();
-    if (lc.log_requests) {
-      const std::size_t max_len = lc.level == 2 ? 2048 : (std::size_t{1} << 30);
-      const bool skip_out = lc.level <= 1;
-      if (lc.format == "json") {
-        JsonWriter w;
-        w.BeginObject().Key("event").String("request.finished").Key("rid").String(r.rid);
-        w.Key("obj").Raw(r.log_obj_json.empty() ? "{}" : r.log_obj_json).Key("out").BeginObject();
-        if (!skip_out) {
-          w.Key("text").String(r.text.size() > max_len
-                                   ? r.text.substr(0, max_len / 2) + "..." +
-                                         r.text.substr(r.text.size() - max_len / 2)
-                                   : r.text);
-          w.Key("output_ids").BeginArray();
-          for (TokenId t : r.ids) w.Int(t);
-          w.EndArray();
-        }
-        w.Key("meta_info").BeginObject().Key("id").String(r.rid).Key("finish_reason");
-        FinishReasonObject(w, rec.finish_reason, r.stop_reason, rec.generated_tokens);
-        w.Key("prompt_tokens")
-            .Int(rec.prompt_tokens)
-            .Key("completion_tokens")
-            .Int(rec.generated_tokens);
-        w.Key("cached_tokens").Int(rec.cached_tokens);
-        w.Key("e2e_latency").Double(WallSeconds(tl.finished_ns - tl.created_ns));
-        w.EndObject().EndObject().EndObject();
-        Log(w.Take());
-      } else {
-        std::string out = "{";
-        if (!skip_out) {
-          std::string ids = "[";
-          for (std::size_t i = 0; i < r.ids.size(); ++i)
-            ids += (i ? ", " : "") + std::to_string(r.ids[i]);
-          ids += "]";
-          out += "'text': " + PyReprTruncated(r.text, max_len) + ", 'output_ids': " + ids + ", ";
-        }
-        std::string fr;
-        if (rec.finish_reason == FinishReason::kStop) {
-          fr = "{'type': 'stop', 'matched': " +
-               (r.stop_reason.empty() ? std::to_string(kEosTokenId) : PyRepr(r.stop_reason)) + "}";
-        } else {
-          fr = "{'type': 'length', 'length': " + std::to_string(rec.generated_tokens) + "}";
-        }
-        out += "'meta_info': {'id': " + PyRepr(r.rid) + ", 'finish_reason': " + fr +
-               ", 'prompt_tokens': " + std::to_string(rec.prompt_tokens) +
-               ", 'weight_version': " + PyRepr(o_.flags.weight_version) +
-               ", 'completion_tokens': " + std::to_string(rec.generated_tokens) +
-               ", 'cached_tokens': " + std::to_string(rec.cached_tokens) +
-               ", 'e2e_latency': " + PyFloat(WallSeconds(tl.finished_ns - tl.created_ns)) + "}}";
-        Log("Finish: obj=" + r.log_obj_text + ", out=" + out);
-      }
+  if (!aborted && r.log_metrics) LogFinished(r, tl);
+}
+
+void SglangSurface::AbortUnfinished(SglJob& job) {
+  for (auto& rp : job.reqs) {
+    SglReq& r = *rp;
+    RequestRecord rec;
+    std::vector<StepTrace> pending;
+    bool was_waiting = false;
+    {
+      std::lock_guard lk(r.mu);
+      if (r.done) continue;
     }
+    if (!engine_->Abort(r.rid, &rec, &pending, &was_waiting)) continue;  // finished meanwhile
+    {
+      std::lock_guard lk(r.mu);
+      if (r.done) continue;
+      r.done = true;
+      r.record = rec;
+      auto& steps = r.span.timeline.steps;
+      steps.insert(steps.end(), pending.begin(), pending.end());
+    }
+    client_aborts_.fetch_add(1);
+    Finalize(r, true, was_waiting ? "Abort in waiting queue" : "Aborted");
   }
 }
 
@@ -250,33 +221,10 @@ net::awaitable<bool> SglangSurface::Next(HttpConnection& conn, SglJob& job) {
   }
 
   // The client went away.
-  auto abort_unfinished = [&] {
-    for (auto& rp : job.reqs) {
-      SglReq& r = *rp;
-      RequestRecord rec;
-      std::vector<StepTrace> pending;
-      bool was_waiting = false;
-      {
-        std::lock_guard lk(r.mu);
-        if (r.done) continue;
-      }
-      if (!engine_->Abort(r.rid, &rec, &pending, &was_waiting)) continue;  // finished meanwhile
-      {
-        std::lock_guard lk(r.mu);
-        if (r.done) continue;
-        r.done = true;
-        r.record = rec;
-        auto& steps = r.span.timeline.steps;
-        steps.insert(steps.end(), pending.begin(), pending.end());
-      }
-      client_aborts_.fetch_add(1);
-      Finalize(r, true, was_waiting ? "Abort in waiting queue" : "Aborted");
-    }
-  };
   if (job.stream) {
     // The StreamingResponse's background task: sleep, then abort every rid.
     co_await Sleep(std::chrono::milliseconds(o_.flags.stream_abort_delay_ms));
-    abort_unfinished();
+    AbortUnfinished(job);
     co_return false;
   }
   // Non-streaming: the waiter notices at its next output or after the wait timeout.
@@ -298,7 +246,7 @@ net::awaitable<bool> SglangSurface::Next(HttpConnection& conn, SglJob& job) {
     if (!job.ready.empty() || all_done) break;
     co_await Sleep(std::chrono::milliseconds(5));
   }
-  abort_unfinished();
+  AbortUnfinished(job);
   co_return false;
 }
 

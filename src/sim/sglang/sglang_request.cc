@@ -1,5 +1,5 @@
 // A request body turned into the SGLang simulator's job (one engine sequence per prompt and
-// sample, with their rids), and its renderings in the request log.
+// sample, with their rids), and its lines in the request log (received, finished).
 
 #include <fmt/format.h>
 
@@ -30,6 +30,58 @@ std::vector<std::string> MakeRids(const SglIntake& in, int total) {
     }
   }
   return rids;
+}
+
+// The request log's "request.finished" event (JSON format).
+std::string FinishedJson(const SglReq& r, const SglangRequestTimeline& tl, std::size_t max_len,
+                         bool skip_out) {
+  const RequestRecord& rec = r.record;
+  JsonWriter w;
+  w.BeginObject().Key("event").String("request.finished").Key("rid").String(r.rid);
+  w.Key("obj").Raw(r.log_obj_json.empty() ? "{}" : r.log_obj_json).Key("out").BeginObject();
+  if (!skip_out) {
+    w.Key("text").String(r.text.size() > max_len ? r.text.substr(0, max_len / 2) + "..." +
+                                                       r.text.substr(r.text.size() - max_len / 2)
+                                                 : r.text);
+    w.Key("output_ids").BeginArray();
+    for (TokenId t : r.ids) w.Int(t);
+    w.EndArray();
+  }
+  w.Key("meta_info").BeginObject().Key("id").String(r.rid).Key("finish_reason");
+  FinishReasonObject(w, rec.finish_reason, r.stop_reason, rec.generated_tokens);
+  w.Key("prompt_tokens").Int(rec.prompt_tokens).Key("completion_tokens").Int(rec.generated_tokens);
+  w.Key("cached_tokens").Int(rec.cached_tokens);
+  w.Key("e2e_latency").Double(WallSeconds(tl.finished_ns - tl.created_ns));
+  w.EndObject().EndObject().EndObject();
+  return w.Take();
+}
+
+// The request log's "Finish: obj=…, out=…" line (text format): the output as Python prints it.
+std::string FinishedText(const SglReq& r, const SglangRequestTimeline& tl, std::size_t max_len,
+                         bool skip_out, const std::string& weight_version) {
+  const RequestRecord& rec = r.record;
+  std::string out = "{";
+  if (!skip_out) {
+    std::string ids = "[";
+    for (std::size_t i = 0; i < r.ids.size(); ++i)
+      ids += (i ? ", " : "") + std::to_string(r.ids[i]);
+    ids += "]";
+    out += "'text': " + PyReprTruncated(r.text, max_len) + ", 'output_ids': " + ids + ", ";
+  }
+  std::string fr;
+  if (rec.finish_reason == FinishReason::kStop) {
+    fr = "{'type': 'stop', 'matched': " +
+         (r.stop_reason.empty() ? std::to_string(kEosTokenId) : PyRepr(r.stop_reason)) + "}";
+  } else {
+    fr = "{'type': 'length', 'length': " + std::to_string(rec.generated_tokens) + "}";
+  }
+  out += "'meta_info': {'id': " + PyRepr(r.rid) + ", 'finish_reason': " + fr +
+         ", 'prompt_tokens': " + std::to_string(rec.prompt_tokens) +
+         ", 'weight_version': " + PyRepr(weight_version) +
+         ", 'completion_tokens': " + std::to_string(rec.generated_tokens) +
+         ", 'cached_tokens': " + std::to_string(rec.cached_tokens) +
+         ", 'e2e_latency': " + PyFloat(WallSeconds(tl.finished_ns - tl.created_ns)) + "}}";
+  return "Finish: obj=" + r.log_obj_text + ", out=" + out;
 }
 
 }  // namespace
@@ -204,6 +256,17 @@ void SglangSurface::LogReceived(const SglIntake& in, const SglJob& job,
   } else {
     Log("Receive: obj=" + ObjText(lc.level, texts, batch, sampling, rids, in.stream));
   }
+}
+
+void SglangSurface::LogFinished(const SglReq& r, const SglangRequestTimeline& tl) {
+  const LogConfig lc = log_config();
+  if (!lc.log_requests) return;
+  const std::size_t max_len = lc.level == 2 ? 2048 : (std::size_t{1} << 30);
+  const bool skip_out = lc.level <= 1;
+  if (lc.format == "json")
+    Log(FinishedJson(r, tl, max_len, skip_out));
+  else
+    Log(FinishedText(r, tl, max_len, skip_out, o_.flags.weight_version));
 }
 
 }  // namespace infertel::sim

@@ -105,8 +105,12 @@ class SglangSurface {
   net::awaitable<void> PdFinish(SglReq& r, SglJob* job);
   // Engine thread: one engine output of `r`.
   void OnOutput(const std::shared_ptr<SglJob>& job, SglReq& r, const RequestOutput& out);
+  // After the client went away: aborts the requests of `job` still running and ends them.
+  void AbortUnfinished(SglJob& job);
   // Ends `r` (engine thread or connection strand): spans, metrics, request log.
   void Finalize(SglReq& r, bool aborted, const std::string& abort_message);
+  // The request log's line for a request finished (`tl`: its completed timeline).
+  void LogFinished(const SglReq& r, const SglangRequestTimeline& tl);
   void Log(const std::string& message);
   std::string ServerInfoJson() const;
   std::string StatsJson() const;
