@@ -56,15 +56,6 @@ std::string NativeError(const std::string& message) {
   return w.Take();
 }
 
-// Token ids of a JSON array (other values left out).
-std::vector<TokenId> InputIds(const array& arr) {
-  std::vector<TokenId> v;
-  std::int64_t tok;
-  for (element t : arr)
-    if (t.get_int64().get(tok) == simdjson::SUCCESS) v.push_back(static_cast<TokenId>(tok));
-  return v;
-}
-
 // The prompts: text (a string or a batch of them), else input_ids (a list or a batch).
 std::optional<std::string> Prompts(const object& body, SglIntake* in) {
   if (auto t = Field(body, "text")) {
@@ -83,14 +74,14 @@ std::optional<std::string> Prompts(const object& body, SglIntake* in) {
     std::int64_t tok;
     if (ids->get_array().get(arr) == simdjson::SUCCESS && arr.size() > 0) {
       if (arr.at(0).get_int64().get(tok) == simdjson::SUCCESS) {
-        in->prompts.push_back(InputIds(arr));
+        in->prompts.push_back(TokenIds(arr));
         in->texts.emplace_back();
       } else {
         in->batch = true;
         for (element e : arr) {
           array inner;
           if (e.get_array().get(inner) != simdjson::SUCCESS) continue;
-          in->prompts.push_back(InputIds(inner));
+          in->prompts.push_back(TokenIds(inner));
           in->texts.emplace_back();
         }
       }

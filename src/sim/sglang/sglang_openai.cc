@@ -253,15 +253,6 @@ std::optional<BadBody> ChatPrompt(const object& body, const SglangSimOptions& f,
   return std::nullopt;
 }
 
-// Token ids of a JSON array (other values left out).
-std::vector<TokenId> TokenIds(const array& arr) {
-  std::vector<TokenId> ids;
-  std::int64_t tok;
-  for (element e : arr)
-    if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
-  return ids;
-}
-
 // The completion's prompt: a string, token ids, or a batch of either.
 std::optional<BadBody> CompletionPrompt(const object& body, SglIntake* in) {
   auto p = Field(body, "prompt");

@@ -17,6 +17,17 @@
 namespace infertel::sim {
 namespace {
 
+// A list of strings, or (not `list`) its first one.
+void StringOrList(JsonWriter& w, bool list, const std::vector<std::string>& v) {
+  if (list) {
+    w.BeginArray();
+    for (const auto& x : v) w.String(x);
+    w.EndArray();
+  } else {
+    w.String(v.empty() ? "" : v[0]);
+  }
+}
+
 // The rids of a request with `total` sequences.
 std::vector<std::string> MakeRids(const SglIntake& in, int total) {
   std::vector<std::string> rids;
@@ -129,13 +140,7 @@ std::string ObjJson(int level, const std::vector<std::string>& texts, bool batch
   w.BeginObject();
   if (level >= 2) {
     w.Key("text");
-    if (batch) {
-      w.BeginArray();
-      for (const auto& t : texts) w.String(t);
-      w.EndArray();
-    } else {
-      w.String(texts.empty() ? "" : texts[0]);
-    }
+    StringOrList(w, batch, texts);
     w.Key("input_ids").Null();
   }
   if (level >= 1) {
@@ -149,13 +154,7 @@ std::string ObjJson(int level, const std::vector<std::string>& texts, bool batch
     w.Key("ignore_eos").Bool(in.ignore_eos).EndObject();
   }
   w.Key("rid");
-  if (batch) {
-    w.BeginArray();
-    for (const auto& r : rids) w.String(r);
-    w.EndArray();
-  } else {
-    w.String(rids.empty() ? "" : rids[0]);
-  }
+  StringOrList(w, batch, rids);
   w.Key("stream").Bool(in.stream).Key("log_metrics").Bool(true).EndObject();
   return w.Take();
 }
@@ -244,13 +243,7 @@ void SglangSurface::LogReceived(const SglIntake& in, const SglJob& job,
   if (lc.format == "json") {
     JsonWriter w;
     w.BeginObject().Key("event").String("request.received").Key("rid");
-    if (batch && in.log_rid_list) {
-      w.BeginArray();
-      for (auto& r : rids) w.String(r);
-      w.EndArray();
-    } else {
-      w.String(rids[0]);
-    }
+    StringOrList(w, batch && in.log_rid_list, rids);
     w.Key("obj").Raw(ObjJson(lc.level, texts, batch, in, rids)).EndObject();
     Log(w.Take());
   } else {

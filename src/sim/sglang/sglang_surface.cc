@@ -49,6 +49,14 @@ std::vector<std::string> GetStrList(const object& o, std::string_view key) {
   return out;
 }
 
+std::vector<TokenId> TokenIds(const array& arr) {
+  std::vector<TokenId> ids;
+  std::int64_t tok;
+  for (element e : arr)
+    if (e.get_int64().get(tok) == simdjson::SUCCESS) ids.push_back(static_cast<TokenId>(tok));
+  return ids;
+}
+
 std::string PyRepr(std::string_view s) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;

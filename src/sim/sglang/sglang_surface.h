@@ -79,7 +79,7 @@ class SglangSurface {
   // The PD intake queues, then the engine; false if it refused. Counts the request and starts
   // watching for the client's disconnect.
   net::awaitable<bool> Admit(HttpConnection& conn, const std::shared_ptr<SglJob>& job);
-  // Take the engine's outputs until every choice finished, streaming their frames if asked;
+  // Takes the engine's outputs until every choice finished, streaming their frames if asked;
   // false when the stream could not start or the client went away.
   net::awaitable<bool> RelayOpenAi(HttpConnection& conn, HttpRequest& req, SglOpenAiCall& call);
   net::awaitable<bool> RelayGenerate(HttpConnection& conn, HttpRequest& req, SglGenerateCall& call);

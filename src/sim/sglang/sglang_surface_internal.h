@@ -126,6 +126,8 @@ std::string RandomHex(int n);
 std::string_view PathOf(std::string_view target);
 // A string or a list of strings; other values are left out.
 std::vector<std::string> GetStrList(const simdjson::dom::object& o, std::string_view key);
+// Token ids of a JSON array (other values left out).
+std::vector<TokenId> TokenIds(const simdjson::dom::array& arr);
 // Python's repr() of a str (the request log prints dataclasses), of a float, and of a long str
 // the way _dataclass_to_string_truncated shortens it.
 std::string PyRepr(std::string_view s);
