@@ -11,7 +11,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/engine/engine.h"
 #include "sim/http_server.h"
@@ -40,6 +42,9 @@ struct SglangSurfaceOptions {
 
 struct SglReq;
 struct SglJob;
+struct SglIntake;
+struct SglOpenAiCall;
+struct SglGenerateCall;
 
 class SglangSurface {
  public:
@@ -60,8 +65,24 @@ class SglangSurface {
     std::string log_level = "info";
   };
 
+  // /v1/chat/completions and /v1/completions, as stages: parse and validate the body,
+  // PrepareJob, Admit, RelayOpenAi, then the stream's end or the whole body.
   net::awaitable<bool> OpenAi(HttpConnection& conn, HttpRequest& req, bool chat);
+  // The native /generate, in the same stages (its relay: RelayGenerate).
   net::awaitable<bool> Generate(HttpConnection& conn, HttpRequest& req);
+  // Fills `job` from `in`, stamps its requests (created, tokenized, trace level, router) and
+  // logs them as received; SGLang's error message when a prompt does not fit the context.
+  std::optional<std::string> PrepareJob(const SglIntake& in, std::uint64_t created_ns, SglJob& job);
+  // The request log's line for a request received.
+  void LogReceived(const SglIntake& in, const SglJob& job, const std::vector<std::string>& rids,
+                   const LogConfig& lc, const std::string& sampling);
+  // The PD intake queues, then the engine; false if it refused. Counts the request and starts
+  // watching for the client's disconnect.
+  net::awaitable<bool> Admit(HttpConnection& conn, const std::shared_ptr<SglJob>& job);
+  // Takes the engine's outputs until every choice finished, streaming their frames if asked;
+  // false when the stream could not start or the client went away.
+  net::awaitable<bool> RelayOpenAi(HttpConnection& conn, HttpRequest& req, SglOpenAiCall& call);
+  net::awaitable<bool> RelayGenerate(HttpConnection& conn, HttpRequest& req, SglGenerateCall& call);
   net::awaitable<bool> Health(HttpConnection& conn, HttpRequest& req);
   net::awaitable<bool> SetTraceLevel(HttpConnection& conn, HttpRequest& req);
   net::awaitable<bool> ConfigureLogging(HttpConnection& conn, HttpRequest& req);
@@ -84,8 +105,12 @@ class SglangSurface {
   net::awaitable<void> PdFinish(SglReq& r, SglJob* job);
   // Engine thread: one engine output of `r`.
   void OnOutput(const std::shared_ptr<SglJob>& job, SglReq& r, const RequestOutput& out);
+  // After the client went away: aborts the requests of `job` still running and ends them.
+  void AbortUnfinished(SglJob& job);
   // Ends `r` (engine thread or connection strand): spans, metrics, request log.
   void Finalize(SglReq& r, bool aborted, const std::string& abort_message);
+  // The request log's line for a request finished (`tl`: its completed timeline).
+  void LogFinished(const SglReq& r, const SglangRequestTimeline& tl);
   void Log(const std::string& message);
   std::string ServerInfoJson() const;
   std::string StatsJson() const;
