@@ -196,7 +196,12 @@ bool Agent::StartSpanPath(std::string* error) {
   if (!options_.receiver.grpc_address.empty() || !options_.receiver.http_address.empty()) {
     receiver::OtlpReceiverOptions ropts = options_.receiver;
     std::vector<std::string> warnings;
+    // The SDK's limits come from its variables; the value limits, which it has none for,
+    // from the agent's flags.
+    const receiver::SpanLimits flagged = ropts.span_limits;
     ropts.span_limits = receiver::SpanLimitsFromEnv(std::getenv, &warnings);
+    ropts.span_limits.value_element_count = flagged.value_element_count;
+    ropts.span_limits.value_depth = flagged.value_depth;
     for (const auto& w : warnings) spdlog::warn("{}", w);
     im.receiver = std::make_unique<receiver::OtlpReceiver>(std::move(ropts), sinks);
     if (!im.receiver->Start(error)) return false;

@@ -83,6 +83,8 @@ void ApplyServingFlags(const AgentFlags& f, AgentOptions* o) {
   opts.receiver.grpc.idle_timeout = std::chrono::milliseconds(f.grpc_idle_timeout_ms);
   opts.receiver.grpc.handshake_timeout = std::chrono::milliseconds(f.grpc_handshake_timeout_ms);
   opts.receiver.grpc.max_buffered_bytes = f.grpc_buffer_mb << 20;
+  opts.receiver.span_limits.value_element_count = f.value_elements;
+  opts.receiver.span_limits.value_depth = f.value_depth;
 }
 
 // The scrape and metric export flags. A bare number is refused: "2000" would be read as seconds

@@ -47,6 +47,9 @@ struct AgentFlags {
   int grpc_idle_timeout_ms = 60'000;
   int grpc_handshake_timeout_ms = 10'000;
   std::size_t grpc_buffer_mb = 64;
+  // Inside a received value: elements of one array or key-value list, and their nesting.
+  std::uint32_t value_elements = receiver::SpanLimits{}.value_element_count;
+  std::uint32_t value_depth = receiver::SpanLimits{}.value_depth;
   std::string scrape_interval = "5s";
   std::string scrape_timeout = "3s";
   std::string metrics_url;
