@@ -244,7 +244,8 @@ GeneratedToken Engine::SampleLocked(Req& r) {
   return t;
 }
 
-std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
+// What one step carries from its scheduling to its outputs.
+struct Engine::StepState {
   std::vector<Scheduled> scheduled;
   std::uint64_t duration_ns = 0;
   std::uint64_t forward_ns = 0;
@@ -253,236 +254,267 @@ std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
   std::uint32_t prefill_bid = 0, decode_bid = 0;
   IterationStats iter;
   BatchSummary batch;
-  {
-    std::lock_guard lk(mu_);
-    const std::uint64_t sched_start = MonoNanos();
-    const std::uint64_t preemptions_before = stats_.preemptions;
-    int budget = config_.max_num_batched_tokens;
-    int prefill_tokens = 0, decodes = 0;
-    bool preempted = false;
-    const std::uint64_t now = Now();
-    sched_mono = now;
-
-    auto account = [&](Req& r, int num_new) {
-      const bool decode = num_new == 1 && static_cast<int>(r.tokens.size()) > r.prompt_len;
-      scheduled.push_back({r.id, num_new, decode});
-      budget -= num_new;
-      if (decode) {
-        ++decodes;
-        ++batch.num_decode_reqs;
-        batch.decode_sum_seq_lens += static_cast<std::int64_t>(r.tokens.size());
-      } else {
-        prefill_tokens += num_new;
-        ++batch.num_prefill_reqs;
-        batch.num_prefill_tokens += num_new;
-      }
-    };
-
-    // Running requests first, oldest first; the newest is preempted when blocks run out.
-    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
-      Req& r = *reqs_.at(running_[i]);
-      int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, budget);
-      bool self_preempted = false;
-      while (!EnsureBlocks(r, r.computed + num_new)) {
-        std::string victim = running_.back();
-        running_.pop_back();
-        Req& v = *reqs_.at(victim);
-        ++batch.num_retracted;
-        batch.num_retracted_input_tokens += v.prompt_len;
-        batch.num_retracted_output_tokens += v.rec.generated_tokens;
-        PreemptLocked(v, now);
-        waiting_.push_front(victim);
-        preempted = true;
-        if (victim == r.id) {
-          self_preempted = true;
-          break;
-        }
-      }
-      if (self_preempted) break;
-      account(r, num_new);
-      ++i;
-    }
-
-    // Then waiting requests, FIFO, while there is room (none after a preemption this step).
-    while (!preempted && !waiting_.empty() && budget > 0 &&
-           static_cast<int>(running_.size()) < config_.max_num_seqs) {
-      Req& r = *reqs_.at(waiting_.front());
-      LookupPrefixLocked(r);
-      if (!r.ever_scheduled) r.rec.cached_tokens = r.computed;
-      int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, budget);
-      if (!EnsureBlocks(r, r.computed + num_new)) {
-        ReleaseBlocks(r);
-        break;
-      }
-      waiting_.pop_front();
-      running_.push_back(r.id);
-      if (!r.ever_scheduled) {
-        // Like vLLM's PrefixCacheStats: new requests only, not re-queries after preemption.
-        stats_.prefix_cache_queries += r.tokens.size();
-        stats_.prefix_cache_hits += r.computed;
-        r.ever_scheduled = true;
-        r.rec.scheduled_mono_ns = now;
-        ++batch.num_new_reqs;
-        batch.num_new_cached_tokens += r.computed;
-        batch.num_new_input_tokens += r.prompt_len;
-      }
-      account(r, num_new);
-    }
-
-    if (scheduled.empty()) {
-      if (batch.num_retracted == 0) return 0;
-    } else {
-      // Speculative decoding makes a decode step dearer: the draft model runs and the target
-      // verifies every draft token.
-      const double decode_factor = 1.0 + 0.25 * config_.spec_num_draft_tokens;
-      double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * prefill_tokens +
-                  config_.decode_ms_per_token * decodes * decode_factor;
-      duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
-      forward_ns = static_cast<std::uint64_t>((ms - config_.step_fixed_ms) / config_.speed * 1e6);
-      ++stats_.steps;
-      if (config_.record_steps) {
-        // Batch ids: stable per step, distinct for the prefill and the decode part.
-        prefill_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2));
-        decode_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2 + 1));
-      }
-    }
-    iter.num_preempted = static_cast<int>(stats_.preemptions - preemptions_before);
-    scheduler_ns = MonoNanos() - sched_start;
-  }
-
-  if (sleep && duration_ns > 0) sleep(duration_ns);
-
+  // Scheduling.
+  int budget = 0;
+  int prefill_tokens = 0, decodes = 0;
+  bool preempted = false;
+  // Outputs.
   std::vector<std::pair<std::shared_ptr<OutputCallback>, RequestOutput>> outputs;
   std::vector<RequestRecord> finished_records;
+};
+
+std::uint64_t Engine::Step(const std::function<void(std::uint64_t)>& sleep) {
+  StepState st;
+  {
+    std::lock_guard lk(mu_);
+    if (!ScheduleLocked(st)) return 0;
+  }
+  if (sleep && st.duration_ns > 0) sleep(st.duration_ns);
   EngineObserver* observer = nullptr;
   {
     std::lock_guard lk(mu_);
     observer = observer_;
     const std::uint64_t now = Now();
-    iter.mono_ns = now;
-    batch.mono_ns = now;
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (const Scheduled& s : scheduled) {
-      auto it = reqs_.find(s.id);
-      if (it == reqs_.end()) continue;  // aborted while the step ran
-      Req& r = *it->second;
-      r.computed += s.num_new;
-      r.rec.execute_ns += duration_ns;
-      r.rec.forward_ns += forward_ns;
-      r.rec.scheduler_ns += scheduler_ns;
-      RegisterFullBlocksLocked(r);
-      StepTrace trace;
-      if (config_.record_steps) {
-        trace.kind = s.decode ? StepTrace::Kind::kDecode : StepTrace::Kind::kPrefill;
-        trace.start_mono_ns = sched_mono;
-        trace.end_mono_ns = now;
-        trace.batch_id = s.decode ? decode_bid : prefill_bid;
-        trace.batch_size = s.decode ? batch.num_decode_reqs : batch.num_prefill_reqs;
-        trace.num_tokens = s.num_new;
-      }
-      if (r.computed < static_cast<int>(r.tokens.size())) {  // prefill chunk
-        if (config_.record_steps) r.pending_steps.push_back(trace);
-        continue;
-      }
-
-      // A verify step keeps an accepted prefix of the drafts, plus the bonus token.
-      int accepted = 0;
-      if (s.decode && config_.spec_num_draft_tokens > 0) {
-        while (accepted < config_.spec_num_draft_tokens && unit(r.rng) < config_.spec_accept_prob)
-          ++accepted;
-        ++r.rec.spec_verify_ct;
-        r.rec.spec_proposed += config_.spec_num_draft_tokens;
-        r.rec.spec_accepted += accepted;
-        batch.spec_proposed += config_.spec_num_draft_tokens;
-        batch.spec_accepted += accepted;
-        ++batch.spec_verify_reqs;
-        trace.spec_proposed = config_.spec_num_draft_tokens;
-        trace.spec_accepted = accepted;
-      }
-
-      if (r.rec.first_token_mono_ns == 0) {
-        r.rec.first_token_mono_ns = now;
-        iter.num_prompt_tokens += r.prompt_len;
-      } else {
-        iter.inter_token_s.push_back(static_cast<double>(now - r.rec.last_token_mono_ns) / 1e9);
-      }
-      r.rec.last_token_mono_ns = now;
-
-      RequestOutput out;
-      const std::size_t emitted = r.text.size();
-      FinishReason reason = FinishReason::kNone;
-      for (int k = 0; k <= accepted && reason == FinishReason::kNone; ++k) {
-        GeneratedToken tok = SampleLocked(r);
-        r.tokens.push_back(tok.id);
-        ++r.rec.generated_tokens;
-        ++iter.num_generation_tokens;
-        ++batch.num_generation_tokens;
-        const std::size_t before = r.text.size();
-        std::string candidate = r.text + tok.text;
-        for (const std::string& stop : r.sampling.stop) {
-          if (stop.empty()) continue;
-          std::size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-          std::size_t pos = candidate.find(stop, from);
-          if (pos != std::string::npos) {
-            candidate.resize(pos + (r.sampling.include_stop_str_in_output ? stop.size() : 0));
-            reason = FinishReason::kStop;
-            out.stop_reason = stop;
-            break;
-          }
-        }
-        if (reason == FinishReason::kNone) {
-          if (r.rec.generated_tokens >= r.max_tokens ||
-              static_cast<int>(r.tokens.size()) >= config_.max_model_len) {
-            reason = FinishReason::kLength;
-          } else if (r.eos_after > 0 && r.rec.generated_tokens >= r.eos_after) {
-            reason = FinishReason::kStop;
-          }
-        }
-        r.text = std::move(candidate);
-        out.tokens.push_back(std::move(tok));
-      }
-      // The verify pass computed the KV of every accepted token; the newest one is computed
-      // by the next step, as after a plain decode step.
-      r.computed = static_cast<int>(r.tokens.size()) - 1;
-      if (config_.record_steps) {
-        if (s.decode) trace.num_tokens = static_cast<int>(out.tokens.size());
-        trace.prefill_done = !s.decode;
-        r.pending_steps.push_back(trace);
-        out.steps = std::move(r.pending_steps);
-        r.pending_steps.clear();
-      }
-      out.text_delta = r.text.size() > emitted ? r.text.substr(emitted) : std::string();
-      out.cached_tokens = r.rec.cached_tokens;
-      if (reason != FinishReason::kNone) {
-        out.finished = true;
-        out.finish_reason = reason;
-        r.rec.finish_reason = reason;
-        r.rec.finished_mono_ns = now;
-        running_.erase(std::remove(running_.begin(), running_.end(), r.id), running_.end());
-        ReleaseBlocks(r);
-        ++stats_.finished;
-        finished_records.push_back(r.rec);
-      }
-      out.record = r.rec;
-      outputs.emplace_back(r.cb, std::move(out));
-      if (reason != FinishReason::kNone) reqs_.erase(it);
-    }
+    st.iter.mono_ns = now;
+    st.batch.mono_ns = now;
+    for (const Scheduled& s : st.scheduled) RunScheduledLocked(st, s, now);
   }
   // The step's statistics are recorded before any output reaches its request, as in vLLM,
   // whose output handler records them in the same event-loop turn in which it queues the
   // outputs: a client that has its response can already scrape the tokens of it.
   if (observer) {
-    for (const RequestRecord& rec : finished_records) observer->OnRequestFinished(rec);
-    if (!outputs.empty() || iter.num_preempted > 0) observer->OnIteration(iter);
-    observer->OnBatch(batch);
+    for (const RequestRecord& rec : st.finished_records) observer->OnRequestFinished(rec);
+    if (!st.outputs.empty() || st.iter.num_preempted > 0) observer->OnIteration(st.iter);
+    observer->OnBatch(st.batch);
     EngineStats s = Stats();
     observer->OnStep(static_cast<int>(s.running), static_cast<int>(s.waiting),
                      static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total);
   }
-  for (auto& [cb, out] : outputs) {
+  for (auto& [cb, out] : st.outputs) {
     if (*cb) (*cb)(out);
   }
-  return duration_ns;
+  return st.duration_ns;
+}
+
+// The step's batch: running requests, then waiting ones, within the token budget; its price.
+// False when there is nothing to run and nothing was retracted.
+bool Engine::ScheduleLocked(StepState& st) {
+  const std::uint64_t sched_start = MonoNanos();
+  const std::uint64_t preemptions_before = stats_.preemptions;
+  st.budget = config_.max_num_batched_tokens;
+  const std::uint64_t now = Now();
+  st.sched_mono = now;
+  ScheduleRunningLocked(st, now);
+  ScheduleWaitingLocked(st, now);
+  if (st.scheduled.empty()) {
+    if (st.batch.num_retracted == 0) return false;
+  } else {
+    // Speculative decoding makes a decode step dearer: the draft model runs and the target
+    // verifies every draft token.
+    const double decode_factor = 1.0 + 0.25 * config_.spec_num_draft_tokens;
+    double ms = config_.step_fixed_ms + config_.prefill_ms_per_token * st.prefill_tokens +
+                config_.decode_ms_per_token * st.decodes * decode_factor;
+    st.duration_ns = static_cast<std::uint64_t>(ms / config_.speed * 1e6);
+    st.forward_ns = static_cast<std::uint64_t>((ms - config_.step_fixed_ms) / config_.speed * 1e6);
+    ++stats_.steps;
+    if (config_.record_steps) {
+      // Batch ids: stable per step, distinct for the prefill and the decode part.
+      st.prefill_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2));
+      st.decode_bid = static_cast<std::uint32_t>(Mix(config_.seed ^ 0xb1d, stats_.steps * 2 + 1));
+    }
+  }
+  st.iter.num_preempted = static_cast<int>(stats_.preemptions - preemptions_before);
+  st.scheduler_ns = MonoNanos() - sched_start;
+  return true;
+}
+
+// A request in the batch: its new tokens, counted as a decode or as prefill.
+void Engine::Account(StepState& st, Req& r, int num_new) {
+  const bool decode = num_new == 1 && static_cast<int>(r.tokens.size()) > r.prompt_len;
+  st.scheduled.push_back({r.id, num_new, decode});
+  st.budget -= num_new;
+  if (decode) {
+    ++st.decodes;
+    ++st.batch.num_decode_reqs;
+    st.batch.decode_sum_seq_lens += static_cast<std::int64_t>(r.tokens.size());
+  } else {
+    st.prefill_tokens += num_new;
+    ++st.batch.num_prefill_reqs;
+    st.batch.num_prefill_tokens += num_new;
+  }
+}
+
+// Running requests first, oldest first; the newest is preempted when blocks run out.
+void Engine::ScheduleRunningLocked(StepState& st, std::uint64_t now) {
+  for (std::size_t i = 0; i < running_.size() && st.budget > 0;) {
+    Req& r = *reqs_.at(running_[i]);
+    int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, st.budget);
+    bool self_preempted = false;
+    while (!EnsureBlocks(r, r.computed + num_new)) {
+      std::string victim = running_.back();
+      running_.pop_back();
+      Req& v = *reqs_.at(victim);
+      ++st.batch.num_retracted;
+      st.batch.num_retracted_input_tokens += v.prompt_len;
+      st.batch.num_retracted_output_tokens += v.rec.generated_tokens;
+      PreemptLocked(v, now);
+      waiting_.push_front(victim);
+      st.preempted = true;
+      if (victim == r.id) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;
+    Account(st, r, num_new);
+    ++i;
+  }
+}
+
+// Then waiting requests, FIFO, while there is room (none after a preemption this step).
+void Engine::ScheduleWaitingLocked(StepState& st, std::uint64_t now) {
+  while (!st.preempted && !waiting_.empty() && st.budget > 0 &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    Req& r = *reqs_.at(waiting_.front());
+    LookupPrefixLocked(r);
+    if (!r.ever_scheduled) r.rec.cached_tokens = r.computed;
+    int num_new = std::min(static_cast<int>(r.tokens.size()) - r.computed, st.budget);
+    if (!EnsureBlocks(r, r.computed + num_new)) {
+      ReleaseBlocks(r);
+      break;
+    }
+    waiting_.pop_front();
+    running_.push_back(r.id);
+    if (!r.ever_scheduled) {
+      // Like vLLM's PrefixCacheStats: new requests only, not re-queries after preemption.
+      stats_.prefix_cache_queries += r.tokens.size();
+      stats_.prefix_cache_hits += r.computed;
+      r.ever_scheduled = true;
+      r.rec.scheduled_mono_ns = now;
+      ++st.batch.num_new_reqs;
+      st.batch.num_new_cached_tokens += r.computed;
+      st.batch.num_new_input_tokens += r.prompt_len;
+    }
+    Account(st, r, num_new);
+  }
+}
+
+// One scheduled request once the step ran: a prefill chunk is noted; otherwise its tokens are
+// sampled (with the drafts a verify step accepted), and its output and end recorded.
+void Engine::RunScheduledLocked(StepState& st, const Scheduled& s, std::uint64_t now) {
+  auto it = reqs_.find(s.id);
+  if (it == reqs_.end()) return;  // aborted while the step ran
+  Req& r = *it->second;
+  r.computed += s.num_new;
+  r.rec.execute_ns += st.duration_ns;
+  r.rec.forward_ns += st.forward_ns;
+  r.rec.scheduler_ns += st.scheduler_ns;
+  RegisterFullBlocksLocked(r);
+  StepTrace trace;
+  if (config_.record_steps) {
+    trace.kind = s.decode ? StepTrace::Kind::kDecode : StepTrace::Kind::kPrefill;
+    trace.start_mono_ns = st.sched_mono;
+    trace.end_mono_ns = now;
+    trace.batch_id = s.decode ? st.decode_bid : st.prefill_bid;
+    trace.batch_size = s.decode ? st.batch.num_decode_reqs : st.batch.num_prefill_reqs;
+    trace.num_tokens = s.num_new;
+  }
+  if (r.computed < static_cast<int>(r.tokens.size())) {  // prefill chunk
+    if (config_.record_steps) r.pending_steps.push_back(trace);
+    return;
+  }
+  const int accepted = s.decode ? VerifyDraftsLocked(st, r, trace) : 0;
+  if (r.rec.first_token_mono_ns == 0) {
+    r.rec.first_token_mono_ns = now;
+    st.iter.num_prompt_tokens += r.prompt_len;
+  } else {
+    st.iter.inter_token_s.push_back(static_cast<double>(now - r.rec.last_token_mono_ns) / 1e9);
+  }
+  r.rec.last_token_mono_ns = now;
+
+  RequestOutput out;
+  const std::size_t emitted = r.text.size();
+  const FinishReason reason = SampleTokensLocked(st, r, accepted, &out);
+  // The verify pass computed the KV of every accepted token; the newest one is computed
+  // by the next step, as after a plain decode step.
+  r.computed = static_cast<int>(r.tokens.size()) - 1;
+  if (config_.record_steps) {
+    if (s.decode) trace.num_tokens = static_cast<int>(out.tokens.size());
+    trace.prefill_done = !s.decode;
+    r.pending_steps.push_back(trace);
+    out.steps = std::move(r.pending_steps);
+    r.pending_steps.clear();
+  }
+  out.text_delta = r.text.size() > emitted ? r.text.substr(emitted) : std::string();
+  out.cached_tokens = r.rec.cached_tokens;
+  if (reason != FinishReason::kNone) {
+    out.finished = true;
+    out.finish_reason = reason;
+    r.rec.finish_reason = reason;
+    r.rec.finished_mono_ns = now;
+    running_.erase(std::remove(running_.begin(), running_.end(), r.id), running_.end());
+    ReleaseBlocks(r);
+    ++stats_.finished;
+    st.finished_records.push_back(r.rec);
+  }
+  out.record = r.rec;
+  st.outputs.emplace_back(r.cb, std::move(out));
+  if (reason != FinishReason::kNone) reqs_.erase(it);
+}
+
+// A verify step keeps an accepted prefix of the drafts, plus the bonus token: how many.
+int Engine::VerifyDraftsLocked(StepState& st, Req& r, StepTrace& trace) {
+  if (config_.spec_num_draft_tokens <= 0) return 0;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int accepted = 0;
+  while (accepted < config_.spec_num_draft_tokens && unit(r.rng) < config_.spec_accept_prob)
+    ++accepted;
+  ++r.rec.spec_verify_ct;
+  r.rec.spec_proposed += config_.spec_num_draft_tokens;
+  r.rec.spec_accepted += accepted;
+  st.batch.spec_proposed += config_.spec_num_draft_tokens;
+  st.batch.spec_accepted += accepted;
+  ++st.batch.spec_verify_reqs;
+  trace.spec_proposed = config_.spec_num_draft_tokens;
+  trace.spec_accepted = accepted;
+  return accepted;
+}
+
+// The step's tokens of one request (1 + the accepted drafts) into *out, cut at a stop string;
+// why the request ends, if it does.
+FinishReason Engine::SampleTokensLocked(StepState& st, Req& r, int accepted, RequestOutput* out) {
+  FinishReason reason = FinishReason::kNone;
+  for (int k = 0; k <= accepted && reason == FinishReason::kNone; ++k) {
+    GeneratedToken tok = SampleLocked(r);
+    r.tokens.push_back(tok.id);
+    ++r.rec.generated_tokens;
+    ++st.iter.num_generation_tokens;
+    ++st.batch.num_generation_tokens;
+    const std::size_t before = r.text.size();
+    std::string candidate = r.text + tok.text;
+    for (const std::string& stop : r.sampling.stop) {
+      if (stop.empty()) continue;
+      std::size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+      std::size_t pos = candidate.find(stop, from);
+      if (pos != std::string::npos) {
+        candidate.resize(pos + (r.sampling.include_stop_str_in_output ? stop.size() : 0));
+        reason = FinishReason::kStop;
+        out->stop_reason = stop;
+        break;
+      }
+    }
+    if (reason == FinishReason::kNone) {
+      if (r.rec.generated_tokens >= r.max_tokens ||
+          static_cast<int>(r.tokens.size()) >= config_.max_model_len) {
+        reason = FinishReason::kLength;
+      } else if (r.eos_after > 0 && r.rec.generated_tokens >= r.eos_after) {
+        reason = FinishReason::kStop;
+      }
+    }
+    r.text = std::move(candidate);
+    out->tokens.push_back(std::move(tok));
+  }
+  return reason;
 }
 
 void Engine::Start() {

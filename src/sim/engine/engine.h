@@ -221,6 +221,15 @@ class Engine {
     bool decode = false;
   };
 
+  struct StepState;  // engine.cc
+  bool ScheduleLocked(StepState& st);
+  void Account(StepState& st, Req& r, int num_new);
+  void ScheduleRunningLocked(StepState& st, std::uint64_t now);
+  void ScheduleWaitingLocked(StepState& st, std::uint64_t now);
+  void RunScheduledLocked(StepState& st, const Scheduled& s, std::uint64_t now);
+  int VerifyDraftsLocked(StepState& st, Req& r, StepTrace& trace);
+  FinishReason SampleTokensLocked(StepState& st, Req& r, int accepted, RequestOutput* out);
+
   int FreeBlockCount() const { return static_cast<int>(free_list_.size() + lru_.size()); }
   std::optional<int> AllocateBlock();
   void ReleaseBlocks(Req& r);
