@@ -169,32 +169,91 @@ std::unique_ptr<SimServer> SimServer::Start(const SimOptions& options, std::stri
   return s;
 }
 
-std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std::string* error) {
-  const SglangSimOptions& f = options.sglang;
-  SglangVersion version;
-  if (!ParseSglangVersion(f.version, &version)) {
+namespace {
+
+// The SGLang flags checked as SGLang's argument parser checks them.
+bool CheckSglangFlags(const SglangSimOptions& f, SglangVersion* version, std::string* error) {
+  if (!ParseSglangVersion(f.version, version)) {
     *error = "--sglang-version must look like 0.5.20, got '" + f.version + "'";
-    return nullptr;
+    return false;
   }
-  const SglangEra era(version);
-  if (f.enable_trace && !era.tracing) {
+  if (f.enable_trace && !SglangEra(*version).tracing) {
     // Releases before native tracing do not know the flag.
     *error = "unrecognized arguments: --enable-trace (SGLang " + f.version + " has no tracing)";
-    return nullptr;
+    return false;
   }
   if (f.disaggregation_mode != "null" && f.disaggregation_mode != "prefill" &&
       f.disaggregation_mode != "decode") {
     *error = "--disaggregation-mode must be null, prefill or decode";
-    return nullptr;
+    return false;
   }
   if (f.tp_size < 1 || f.stream_interval < 1 || f.decode_log_interval < 1) {
     *error = "--tp-size, --stream-interval and --decode-log-interval must be at least 1";
-    return nullptr;
+    return false;
   }
   if (f.log_requests_level > 3) {
     *error = "--log-requests-level must be 0, 1, 2 or 3";
-    return nullptr;
+    return false;
   }
+  return true;
+}
+
+// An integer from the environment, else `def`.
+int EnvInt(const SimEnvFn& env, std::string_view name, int def) {
+  auto v = env(name);
+  if (!v || v->empty()) return def;
+  try {
+    return std::stoi(*v);
+  } catch (...) {
+    return def;
+  }
+}
+
+// SGLang's span processor: its own delay and batch size for the BatchSpanProcessor. Null with
+// *error set when the exporter's configuration is refused.
+std::unique_ptr<BatchSpanProcessor> SglangSpans(const SimOptions& options, const SimEnvFn& env,
+                                                std::string* error) {
+  const SglangSimOptions& f = options.sglang;
+  std::string endpoint = !f.otlp_traces_endpoint.empty()         ? f.otlp_traces_endpoint
+                         : !options.otlp_traces_endpoint.empty() ? options.otlp_traces_endpoint
+                                                                 : "localhost:4317";
+  auto cfg = SpanExportConfigFromEnv(endpoint, env, error);
+  if (!cfg) return nullptr;
+  cfg->batch.schedule_delay =
+      std::chrono::milliseconds(EnvInt(env, "SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS", 500));
+  cfg->batch.max_export_batch_size = static_cast<std::size_t>(
+      std::max(1, EnvInt(env, "SGLANG_OTLP_EXPORTER_MAX_EXPORT_BATCH_SIZE", 64)));
+  cfg->batch.max_queue_size = std::max(cfg->batch.max_queue_size, cfg->batch.max_export_batch_size);
+  return std::make_unique<BatchSpanProcessor>(std::move(cfg->exporter), BuildSglangResource(env),
+                                              std::string(kSglangScope), cfg->batch);
+}
+
+SglangMetricsOptions SglangMetricsOptionsFor(const SglangSimOptions& f, const SglangEra& era,
+                                             const std::string& served, const Engine& engine,
+                                             const SglangTraceStyle& style) {
+  const EngineConfig& ec = engine.config();
+  SglangMetricsOptions mo;
+  mo.era = era.metrics;
+  mo.model_name = served;
+  mo.engine_type = f.disaggregation_mode == "null" ? "unified" : f.disaggregation_mode;
+  mo.tp_size = f.tp_size;
+  mo.all_schedulers = f.enable_metrics_for_all_schedulers;
+  mo.decode_log_interval = f.decode_log_interval;
+  mo.max_total_num_tokens = ec.num_kv_blocks * ec.block_size;
+  mo.max_running_requests = ec.max_num_seqs;
+  mo.context_len = ec.max_model_len;
+  mo.spec = !f.speculative_algorithm.empty();
+  mo.scheduler_pids = style.scheduler_tids;
+  return mo;
+}
+
+}  // namespace
+
+std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std::string* error) {
+  const SglangSimOptions& f = options.sglang;
+  SglangVersion version;
+  if (!CheckSglangFlags(f, &version, error)) return nullptr;
+  const SglangEra era(version);
   const SimEnvFn env = options.env ? options.env : ProcessEnv();
   const std::string served = f.served_model_name.empty() ? options.model : f.served_model_name;
 
@@ -202,31 +261,7 @@ std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std
   s->impl_ = std::make_unique<Impl>();
   Impl& impl = *s->impl_;
   impl.kv_role = f.disaggregation_mode == "null" ? "" : f.disaggregation_mode;
-  if (f.enable_trace) {
-    std::string endpoint = !f.otlp_traces_endpoint.empty()         ? f.otlp_traces_endpoint
-                           : !options.otlp_traces_endpoint.empty() ? options.otlp_traces_endpoint
-                                                                   : "localhost:4317";
-    auto cfg = SpanExportConfigFromEnv(endpoint, env, error);
-    if (!cfg) return nullptr;
-    // SGLang passes its own delay and batch size to the BatchSpanProcessor.
-    auto env_int = [&](std::string_view name, int def) {
-      auto v = env(name);
-      if (!v || v->empty()) return def;
-      try {
-        return std::stoi(*v);
-      } catch (...) {
-        return def;
-      }
-    };
-    cfg->batch.schedule_delay =
-        std::chrono::milliseconds(env_int("SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS", 500));
-    cfg->batch.max_export_batch_size = static_cast<std::size_t>(
-        std::max(1, env_int("SGLANG_OTLP_EXPORTER_MAX_EXPORT_BATCH_SIZE", 64)));
-    cfg->batch.max_queue_size =
-        std::max(cfg->batch.max_queue_size, cfg->batch.max_export_batch_size);
-    impl.spans = std::make_unique<BatchSpanProcessor>(
-        std::move(cfg->exporter), BuildSglangResource(env), std::string(kSglangScope), cfg->batch);
-  }
+  if (f.enable_trace && !(impl.spans = SglangSpans(options, env, error))) return nullptr;
   EngineConfig ec = options.engine_config;
   ec.max_model_len = std::max(
       1, std::min(ec.max_model_len, std::max(1, ec.num_kv_blocks) * std::max(1, ec.block_size)));
@@ -243,21 +278,9 @@ std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std
   style.scheduler_tids.clear();
   for (int r = 0; r < f.tp_size; ++r) style.scheduler_tids.push_back(pid + 1 + r);
   style.overlap_schedule = !f.disable_overlap_schedule;
-
   if (f.enable_metrics) {
-    SglangMetricsOptions mo;
-    mo.era = era.metrics;
-    mo.model_name = served;
-    mo.engine_type = f.disaggregation_mode == "null" ? "unified" : f.disaggregation_mode;
-    mo.tp_size = f.tp_size;
-    mo.all_schedulers = f.enable_metrics_for_all_schedulers;
-    mo.decode_log_interval = f.decode_log_interval;
-    mo.max_total_num_tokens = ec.num_kv_blocks * ec.block_size;
-    mo.max_running_requests = ec.max_num_seqs;
-    mo.context_len = impl.engine->config().max_model_len;
-    mo.spec = !f.speculative_algorithm.empty();
-    mo.scheduler_pids = style.scheduler_tids;
-    impl.sg_metrics = std::make_unique<SglangMetrics>(impl.engine.get(), mo);
+    impl.sg_metrics = std::make_unique<SglangMetrics>(
+        impl.engine.get(), SglangMetricsOptionsFor(f, era, served, *impl.engine, style));
     impl.engine->SetObserver(impl.sg_metrics.get());
   }
 
@@ -276,15 +299,7 @@ std::unique_ptr<SimServer> SimServer::StartSglang(const SimOptions& options, std
   so.style = style;
   so.env = env;
   so.log_sink = options.log_sink;
-  so.initial_trace_level = 3;
-  if (era.trace_level_env) {
-    if (auto v = env("SGLANG_TRACE_LEVEL"); v && !v->empty()) {
-      try {
-        so.initial_trace_level = std::stoi(*v);
-      } catch (...) {
-      }
-    }
-  }
+  so.initial_trace_level = era.trace_level_env ? EnvInt(env, "SGLANG_TRACE_LEVEL", 3) : 3;
   impl.sg_surface = std::make_unique<SglangSurface>(impl.engine.get(), so);
   SglangSurface* surface = impl.sg_surface.get();
   impl.engine->Start();
