@@ -342,46 +342,33 @@ describe('hostile spans on the OTLP receiver', () => {
     assert.equal(refused('not_finite'), 2);
     assert.equal(refused('out_of_range'), 2);
   });
-});
-
-describe('value limits set by flags', () => {
-  let sim;
-  let agent;
-  let tmp;
-  let db;
-
-  before(async () => {
-    tmp = tempDir();
-    db = path.join(tmp.dir, 'spans.db');
-    sim = await startSim({ seed: 4 });
-    agent = await startAgent({
-      upstream: sim.url, store: db,
-      extra: ['--receiver-max-value-elements', '5', '--receiver-max-value-depth', '2'],
-    });
-  });
-
-  after(async () => {
-    await stopAll(agent, sim);
-    tmp?.cleanup();
-  });
 
   test('--receiver-max-value-elements and --receiver-max-value-depth bound what a value keeps', async () => {
-    const list = (values) => ({ arrayValue: { values } });
-    const nested = list([list([list([int(1)])])]); // three levels: the third is past 2
-    const r = await post(agent, encodeProtobuf('/v1/traces', request([
-      span('flag-limited', {
-        attributes: [
-          attr('many', list(Array.from({ length: 50 }, (_, i) => int(i)))),
-          attr('deep', nested),
-        ],
-      }),
-    ])));
-    assert.equal(r.status, 200);
-    const got = await row(db, 'flag-limited');
-    assert.deepEqual(got.attributes.many, [0, 1, 2, 3, 4], 'the first 5 elements kept');
-    assert.deepEqual(got.attributes.deep, [[[]]], 'the list at depth 3 emptied');
-    const m = await counters(agent);
-    assert.equal(metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === 'value_elements'), 45);
-    assert.equal(metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === 'value_depth'), 1);
+    const flaggedDb = path.join(tmp.dir, 'flags.db');
+    const flagged = await startAgent({
+      upstream: sim.url, store: flaggedDb,
+      extra: ['--receiver-max-value-elements', '5', '--receiver-max-value-depth', '2'],
+    });
+    try {
+      const list = (values) => ({ arrayValue: { values } });
+      const nested = list([list([list([int(1)])])]); // three levels: the third is past 2
+      const r = await post(flagged, encodeProtobuf('/v1/traces', request([
+        span('flag-limited', {
+          attributes: [
+            attr('many', list(Array.from({ length: 50 }, (_, i) => int(i)))),
+            attr('deep', nested),
+          ],
+        }),
+      ])));
+      assert.equal(r.status, 200);
+      const got = await row(flaggedDb, 'flag-limited');
+      assert.deepEqual(got.attributes.many, [0, 1, 2, 3, 4], 'the first 5 elements kept');
+      assert.deepEqual(got.attributes.deep, [[[]]], 'the list at depth 3 emptied');
+      const m = await counters(flagged);
+      assert.equal(metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === 'value_elements'), 45);
+      assert.equal(metricSum(m, 'infertel_receiver_limited_total', (l) => l.reason === 'value_depth'), 1);
+    } finally {
+      await stopAll(flagged);
+    }
   });
 });
