@@ -71,8 +71,13 @@ namespace {
 // enough that reading one trace decompresses little (docs/store.md, "Figures").
 constexpr std::uint32_t kBlockItems = 512;
 constexpr std::size_t kSummarizedTraces = 1 << 16;
-// Both halves of a trace id into the key of summarized_.
-constexpr std::int64_t kMix = 0x1E3779B97F4A7C15;
+// Both halves of a trace id into the key of summarized_, in unsigned arithmetic (a signed
+// product overflows: undefined behaviour, which UBSan reported).
+constexpr std::uint64_t kMix = 0x1E3779B97F4A7C15;
+std::int64_t TraceKey(std::int64_t tid, std::int64_t tid2) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(tid) ^
+                                   (static_cast<std::uint64_t>(tid2) * kMix));
+}
 // What a write adds to the files at most, for the bound: every page a transaction touches is
 // written whole to the WAL (a few for the smallest), then a block's compressed bytes and its
 // rows (a span's row, its index entry and its share of summary rows, about 150 bytes).
@@ -275,7 +280,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
             rc != SQLITE_OK)
           return rc;
         if ((row.root || !ids.count(row.parent)) &&
-            summarized_.insert(row.tid ^ (row.tid2 * kMix)).second)
+            summarized_.insert(TraceKey(row.tid, row.tid2)).second)
           if (int rc = AddSummary(p, span, row); rc != SQLITE_OK) return rc;
         blk.Add(row);
         PaceBetweenRows();

@@ -84,8 +84,8 @@ std::string DemoLikeRecord(int i) {
   return fmt::format(R"({{"gen_ai.request.model":"model-{}","gen_ai.usage.input_tokens":{},)"
                      R"("gen_ai.usage.output_tokens":{},"gen_ai.latency.time_to_first_token":{},)"
                      R"("gen_ai.latency.e2e":{},"gen_ai.response.finish_reasons":["stop"]}})",
-                     i % 3, 17 * i % 997, 31 * i % 401, 1000003 * i % 9999991,
-                     7777777 * i % 99999989);
+                     i % 3, 17 * i % 997, 31 * i % 401, 1000003LL * i % 9999991,
+                     7777777LL * i % 99999989);
 }
 
 TEST(StoreBlock, ADictionaryCompressedBlockReadsBackOnlyWithItsDictionary) {
