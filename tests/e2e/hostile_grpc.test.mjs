@@ -15,7 +15,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
-import { pollUntil, rssSettles, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
+import { pollUntil, rssBoundMiB, rssSettles, startAgent, startSim, stopAll, memoryOf } from './lib/proc.mjs';
 import { get, metricSum, parsePrometheus } from './lib/util.mjs';
 
 const MIB = 1024 * 1024;
@@ -177,7 +177,7 @@ describe('OTLP/gRPC receiver under HTTP/2 abuse', () => {
   async function assertPeak(what) {
     const { peak } = memoryOf(agent.child.pid);
     console.log(`${what}: agent peak RSS ${(peak / MIB).toFixed(1)} MiB (baseline ${(baseline / MIB).toFixed(1)} MiB)`);
-    assert.ok(peak <= baseline + BUFFER_MB * MIB + SLACK, `${what}: peak RSS ${peak} > baseline ${baseline} + bounds`);
+    assert.ok(peak <= baseline + rssBoundMiB(BUFFER_MB + SLACK / MIB) * MIB, `${what}: peak RSS ${peak} > baseline ${baseline} + bounds`);
     const t0 = Date.now();
     const { rss, bound } = await rssSettles(agent.child.pid, rssBefore, { slackMiB: 4, timeoutMs: 30000 });
     console.log(`${what}: agent RSS ${(rssBefore / MIB).toFixed(1)} MiB before, ${(rss / MIB).toFixed(1)} MiB ${Date.now() - t0} ms after`);

@@ -12,7 +12,8 @@ export const INFERTEL_BIN = process.env.INFERTEL_BIN;
 // Under scripts/sanitize.sh the binary runs on the sanitizer's allocator, which keeps freed
 // memory in a quarantine and adds redzones and shadow memory: resident memory is about twice the
 // heap plus the quarantine. The script says so in INFERTEL_E2E_MEMORY_FACTOR and
-// INFERTEL_E2E_MEMORY_SLACK_MIB; a test's absolute memory bound goes through rssBoundMiB.
+// INFERTEL_E2E_MEMORY_SLACK_MIB; a test's memory bound, absolute or on growth, goes through
+// rssBoundMiB (a sanitizer's quarantine holds what an attack made the agent free).
 const MEMORY_FACTOR = Number(process.env.INFERTEL_E2E_MEMORY_FACTOR) || 1;
 const MEMORY_SLACK_MIB = Number(process.env.INFERTEL_E2E_MEMORY_SLACK_MIB) || 0;
 
