@@ -175,6 +175,12 @@ void Run(const LaunchFlags& f) {
   launch::RewriteOptions ro;
   ro.engine_port = FreeLoopbackPort();
   auto probe = launch::Rewrite(f.command, *cmd, ro, environment, &why);
+  // A free port may be the very one the user gave the engine (nothing listens there yet), which
+  // the gateway takes: the engine then needs another.
+  for (int i = 0; i < 8 && probe && probe->user_port == ro.engine_port; ++i) {
+    ro.engine_port = FreeLoopbackPort();
+    probe = launch::Rewrite(f.command, *cmd, ro, environment, &why);
+  }
   if (!probe) Fail(2, why);
 
   AgentFlags af = f.agent;
