@@ -8,7 +8,6 @@
 #include "core/semconv.h"
 #include "core/thread_name.h"
 #include "engines/registry.h"
-#include "engines/sglang/sglang_spans.h"
 
 namespace infertel::engines {
 
@@ -17,18 +16,6 @@ namespace {
 // The records table's key for a request id.
 std::uint64_t RecordKey(std::string_view request_id) {
   return std::hash<std::string_view>{}(request_id);
-}
-
-// A scope whose spans are SGLang's: named so by its scope or resource, or holding a span only
-// SGLang makes (a receiver may relabel the scope; the request and thread spans stay telling).
-bool IsSglangGroup(const Resource& resource, const otlp_trace::ScopeSpans& ss) {
-  if (sglang::IsSglangScope(resource, ss.scope())) return true;
-  // vLLM's own scopes hold no SGLang span: not searching them spares a look at every
-  // attribute of every vLLM span (about 1 % of the agent's CPU per span).
-  if (vllm::IsVllmScopeName(ss.scope().name())) return false;
-  for (const Span& s : ss.spans())
-    if (sglang::IsUnmistakablySglang(s)) return true;
-  return false;
 }
 
 }  // namespace
@@ -52,6 +39,37 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   r.deltas_dropped = ex.deltas_dropped;
   r.client_aborted = ex.outcome == openai::Outcome::kClientAborted;
   return r;
+}
+
+std::vector<Assembler::RequestEngine> Assembler::RequestEngines() {
+  std::vector<RequestEngine> out;
+  for (std::size_t i = 0; i < EngineCount(); ++i) {
+    const EngineProfile& p = Profile(EngineId{static_cast<std::uint8_t>(i)});
+    if (p.span_join() != SpanJoin::kRequestId || p.request_spans() == nullptr) continue;
+    const EngineSwitches sw = p.switches();
+    out.push_back({p.request_spans(), sw.enabled, sw.tracing_level});
+  }
+  return out;
+}
+
+std::vector<Assembler::NativeEngine> Assembler::NativeEngines() {
+  std::vector<NativeEngine> out;
+  for (std::size_t i = 0; i < EngineCount(); ++i) {
+    const EngineId id{static_cast<std::uint8_t>(i)};
+    const EngineProfile& p = Profile(id);
+    if (p.span_join() != SpanJoin::kTraceId) continue;
+    std::unique_ptr<NativeSpans> spans = p.MakeNativeSpans();
+    if (!spans) continue;
+    const EngineSwitches sw = p.switches();
+    out.push_back({id, std::move(spans), sw.enabled, sw.tracing_level});
+  }
+  return out;
+}
+
+Assembler::NativeEngine* Assembler::NativeOf(EngineId id) {
+  for (NativeEngine& n : native_engines_)
+    if (n.id == id) return &n;
+  return nullptr;
 }
 
 void AssemblerStats::Register(StatsRegistry* r) const {
@@ -100,7 +118,8 @@ Assembler::Assembler(AssemblerOptions options, pipeline::TraceSink* out,
     : options_(std::move(options)),
       out_(out),
       config_(std::move(config)),
-      sglang_(options_.sglang) {
+      request_engines_(RequestEngines()),
+      native_engines_(NativeEngines()) {
   timer_ = std::thread([this] {
     NameThisThread("assembler");
     TimerLoop();
@@ -117,7 +136,7 @@ Assembler::~Assembler() {
   FlushWaiting();
 }
 
-std::shared_ptr<const JoinRecord> Assembler::Lookup(const vllm::JoinKeyList& keys) {
+std::shared_ptr<const JoinRecord> Assembler::Lookup(const JoinKeyList& keys) {
   for (const auto& k : keys) {
     auto it = records_.find(RecordKey(k));
     if (it != records_.end() && it->second.record->request_id == k) return it->second.record;
@@ -127,11 +146,10 @@ std::shared_ptr<const JoinRecord> Assembler::Lookup(const vllm::JoinKeyList& key
 
 void Assembler::BeginOutput(Output* out) const {
   out->held = pipeline::Held<TracesRequest>::Make();
-  auto settings = config_->Current();
-  out->level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
+  out->settings = config_->Current();
 }
 
-void Assembler::CountRefusedLatencies(const vllm::NormalizeReport& report) noexcept {
+void Assembler::CountRefusedLatencies(const SpanReport& report) noexcept {
   if (report.latency_not_finite + report.latency_out_of_range == 0) return;
   stats_.latency_not_finite.fetch_add(report.latency_not_finite, std::memory_order_relaxed);
   stats_.latency_out_of_range.fetch_add(report.latency_out_of_range, std::memory_order_relaxed);
@@ -152,20 +170,21 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
   std::vector<Span*>& phases = out->phases;
   phases.clear();
   const Origin& origin = *w.origin;
-  {  // only vLLM request spans wait (Submit checked)
-    vllm::NormalizeContext ctx;
+  {
+    SpanContext ctx;
     ctx.record = record;
-    ctx.shape = options_.vllm_shape;
+    std::string generation;  // the upstream's, as its facts say
     if (record != nullptr) {
       std::lock_guard lock(hints_mu_);
-      auto it = hints_.find(record->upstream);
-      if (it != hints_.end()) ctx.shape = it->second;
+      auto it = generations_.find(record->upstream);
+      if (it != generations_.end()) generation = it->second;
     }
+    ctx.generation = generation;
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
-    ctx.level = out->level;
-    const vllm::NormalizeReport report =
-        vllm::Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
+    ctx.level = static_cast<int>(SwitchValue(*out->settings, w.engine->tracing_level, 1));
+    const SpanReport report =
+        w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
   }
   (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
@@ -199,80 +218,109 @@ bool Assembler::Offer(pipeline::Held<TracesRequest>&& in) noexcept {
   return Take(Split(std::move(in)), /*admit=*/true);
 }
 
+const Assembler::NativeEngine* Assembler::NativeGroupOf(const config::Settings& settings,
+                                                        const otlp_trace::ResourceSpans& rs,
+                                                        const otlp_trace::ScopeSpans& ss) const {
+  for (const NativeEngine& n : native_engines_)
+    if (SwitchOn(settings, n.enabled) && n.spans->ClaimsScope(rs.resource(), ss.scope())) return &n;
+  // A request-span engine's own scopes hold no native span: not searching them spares a look
+  // at every attribute of every span (about 1 % of the agent's CPU per span).
+  for (const RequestEngine& r : request_engines_)
+    if (r.spans->OwnsScope(ss.scope().name())) return nullptr;
+  for (const NativeEngine& n : native_engines_)
+    if (SwitchOn(settings, n.enabled) && n.spans->HasOwnSpan(ss)) return &n;
+  return nullptr;
+}
+
+void Assembler::SplitNative(const NativeEngine& engine, const config::Settings& settings,
+                            otlp_trace::ResourceSpans& rs, otlp_trace::ScopeSpans& ss,
+                            otlp_trace::ResourceSpans** native_rs, Incoming* result) {
+  result->native_spans += ss.spans_size();
+  const int level = static_cast<int>(SwitchValue(settings, engine.tracing_level, 1));
+  const NativeResult pr = engine.spans->Process(ss.mutable_spans(), level);
+  result->native_level_dropped += pr.dropped;
+  result->native_pd_links += pr.pd_links;
+  result->native_kept += ss.spans_size();
+  if (ss.spans_size() > 0) {
+    if (*native_rs == nullptr) {
+      TracesRequest*& out = result->native_out;
+      if (out == nullptr)
+        out = google::protobuf::Arena::CreateMessage<TracesRequest>(result->held.memory->arena());
+      *native_rs = out->add_resource_spans();
+      if (options_.agent_resource.attributes_size() > 0) {
+        *(*native_rs)->mutable_resource() =
+            engine.spans->MergeResource(options_.agent_resource, rs.resource());
+      } else {
+        *(*native_rs)->mutable_resource() = rs.resource();
+        (*native_rs)->set_schema_url(rs.schema_url());
+      }
+    }
+    auto* moved = (*native_rs)->add_scope_spans();
+    *moved->mutable_scope() = ss.scope();
+    moved->set_schema_url(ss.schema_url());
+    moved->mutable_spans()->Swap(ss.mutable_spans());  // one arena: pointers only
+  }
+  pipeline::Unlink(ss.mutable_spans(), 0, ss.spans_size());
+}
+
+void Assembler::SplitRequestSpans(const config::Settings& settings,
+                                  const otlp_trace::ResourceSpans& rs, otlp_trace::ScopeSpans& ss,
+                                  Incoming* result) {
+  auto* spans = ss.mutable_spans();
+  std::shared_ptr<const Origin> origin;  // made for the first engine span of the scope
+  int keep = 0;
+  for (int i = 0; i < spans->size(); ++i) {
+    Span* span = spans->Mutable(i);
+    const AnyValue* request_id = nullptr;
+    const RequestEngine* engine = nullptr;
+    for (const RequestEngine& r : request_engines_) {
+      if (!SwitchOn(settings, r.enabled)) continue;
+      if ((request_id = r.spans->RequestSpanId(*span)) != nullptr) {
+        engine = &r;
+        break;
+      }
+    }
+    if (request_id == nullptr) {
+      if (keep != i) spans->SwapElements(keep, i);
+      ++keep;
+      continue;
+    }
+    if (!origin) {
+      auto o = std::make_shared<Origin>();
+      o->resource = &rs.resource();
+      o->resource_schema_url = rs.schema_url();
+      o->scope = &ss.scope();
+      o->scope_schema_url = ss.schema_url();
+      origin = std::move(o);
+    }
+    Waiting w;  // a request span: Emit normalizes it without checking again
+    w.origin = origin;
+    w.engine = engine;
+    w.span = span;
+    w.memory = result->held.memory;
+    w.keys = engine->spans->JoinKeys(*request_id);
+    result->engine.push_back(std::move(w));
+  }
+  // The engine spans leave the container, not the arena: their Waiting points at them.
+  pipeline::Unlink(spans, keep, spans->size() - keep);
+}
+
 Assembler::Incoming Assembler::Split(pipeline::Held<TracesRequest>&& in) {
   // Everything below stays on `memory`'s arena: spans are moved between containers by
   // pointer, never copied (pipeline/held.h). Taken, so that the caller holds nothing after.
   Incoming result;
   result.held = std::move(in);
   TracesRequest& request = *result.held.request;
-  const std::shared_ptr<pipeline::Memory>& memory = result.held.memory;
   auto settings = config_->Current();
-  const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
-  const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
-  const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
-  TracesRequest*& sglang_out = result.sglang_out;  // made on the arena for the first SGLang scope
-  std::vector<Waiting>& early = result.engine;
-  // Split: engine request spans are taken out; everything else stays where it is.
+  // Split: native span groups and engine request spans are taken out; everything else stays
+  // where it is.
   for (auto& rs : *request.mutable_resource_spans()) {
-    otlp_trace::ResourceSpans* sglang_rs = nullptr;
+    otlp_trace::ResourceSpans* native_rs = nullptr;  // native scopes of rs, moved
     for (auto& ss : *rs.mutable_scope_spans()) {
-      // SGLang's native spans: filtered by level, PD-linked, and moved under the agent's
-      // resource, one scope at a time.
-      if (sglang_on && IsSglangGroup(rs.resource(), ss)) {
-        result.sglang_spans += ss.spans_size();
-        sglang::ProcessResult pr = sglang_.Process(ss.mutable_spans(), sglang_level);
-        result.sglang_level_dropped += pr.dropped;
-        result.sglang_pd_links += pr.pd_links;
-        result.sglang_kept += ss.spans_size();
-        if (ss.spans_size() > 0) {
-          if (!sglang_rs) {
-            if (!sglang_out)
-              sglang_out = google::protobuf::Arena::CreateMessage<TracesRequest>(memory->arena());
-            sglang_rs = sglang_out->add_resource_spans();
-            if (options_.agent_resource.attributes_size() > 0) {
-              *sglang_rs->mutable_resource() =
-                  sglang::MergeResource(options_.agent_resource, rs.resource());
-            } else {
-              *sglang_rs->mutable_resource() = rs.resource();
-              sglang_rs->set_schema_url(rs.schema_url());
-            }
-          }
-          auto* moved = sglang_rs->add_scope_spans();
-          *moved->mutable_scope() = ss.scope();
-          moved->set_schema_url(ss.schema_url());
-          moved->mutable_spans()->Swap(ss.mutable_spans());  // one arena: pointers only
-        }
-        pipeline::Unlink(ss.mutable_spans(), 0, ss.spans_size());
-        continue;
-      }
-      auto* spans = ss.mutable_spans();
-      std::shared_ptr<const Origin> origin;  // made for the first engine span of the scope
-      int keep = 0;
-      for (int i = 0; i < spans->size(); ++i) {
-        Span* span = spans->Mutable(i);
-        const AnyValue* request_id = vllm_on ? vllm::RequestSpanId(*span) : nullptr;
-        if (request_id == nullptr) {
-          if (keep != i) spans->SwapElements(keep, i);
-          ++keep;
-          continue;
-        }
-        if (!origin) {
-          auto o = std::make_shared<Origin>();
-          o->resource = &rs.resource();
-          o->resource_schema_url = rs.schema_url();
-          o->scope = &ss.scope();
-          o->scope_schema_url = ss.schema_url();
-          origin = std::move(o);
-        }
-        Waiting w;  // a vLLM request span: Emit normalizes it without checking again
-        w.origin = origin;
-        w.span = span;
-        w.memory = memory;
-        w.keys = vllm::JoinKeys(*request_id);
-        early.push_back(std::move(w));
-      }
-      // The engine spans leave the container, not the arena: their Waiting points at them.
-      pipeline::Unlink(spans, keep, spans->size() - keep);
+      if (const NativeEngine* native = NativeGroupOf(*settings, rs, ss))
+        SplitNative(*native, *settings, rs, ss, &native_rs, &result);
+      else if (!request_engines_.empty())
+        SplitRequestSpans(*settings, rs, ss, &result);
     }
   }
   result.passthrough = CountSpans(request);
@@ -300,7 +348,7 @@ bool Assembler::Take(Incoming&& in, bool admit) {
   const std::shared_ptr<pipeline::Memory> memory = in.held.memory;
   std::vector<std::pair<Waiting, std::shared_ptr<const JoinRecord>>> ready;
   // What leaves at once, reserved in the output when admitted: one part per request sent.
-  pipeline::Reservation pass_room, sglang_room, ready_room;
+  pipeline::Reservation pass_room, native_room, ready_room;
   bool wake_timer = false;
   {
     std::lock_guard lock(mu_);
@@ -315,16 +363,16 @@ bool Assembler::Take(Incoming&& in, bool admit) {
       // All or nothing: a slot for every span that waits, and output room for the rest.
       if (waiting_.size() + wait.size() > options_.max_waiting_spans) return false;
       const std::size_t now_items =
-          in.passthrough + in.sglang_kept + ready.size() * kMaxSpansOutPerEngineSpan;
+          in.passthrough + in.native_kept + ready.size() * kMaxSpansOutPerEngineSpan;
       if (now_items > 0) {
         auto room = out_->Reserve(now_items, now_items * kReservedBytesPerSpan);
         if (!room) return false;
-        pass_room = sglang_room = ready_room = *room;
+        pass_room = native_room = ready_room = *room;
         pass_room.items = in.passthrough;
-        sglang_room.items = in.sglang_kept;
+        native_room.items = in.native_kept;
         ready_room.items = ready.size() * kMaxSpansOutPerEngineSpan;
         pass_room.bytes = pass_room.items * kReservedBytesPerSpan;
-        sglang_room.bytes = sglang_room.items * kReservedBytesPerSpan;
+        native_room.bytes = native_room.items * kReservedBytesPerSpan;
         ready_room.bytes = ready_room.items * kReservedBytesPerSpan;
       }
     }
@@ -348,17 +396,17 @@ bool Assembler::Take(Incoming&& in, bool admit) {
   if (wake_timer) cv_.notify_all();
   stats_.engine_spans.fetch_add(in.engine.size(), std::memory_order_relaxed);
   stats_.passthrough.fetch_add(in.passthrough, std::memory_order_relaxed);
-  stats_.sglang_spans.fetch_add(in.sglang_spans, std::memory_order_relaxed);
-  stats_.sglang_level_dropped.fetch_add(in.sglang_level_dropped, std::memory_order_relaxed);
-  stats_.sglang_pd_links.fetch_add(in.sglang_pd_links, std::memory_order_relaxed);
+  stats_.sglang_spans.fetch_add(in.native_spans, std::memory_order_relaxed);
+  stats_.sglang_level_dropped.fetch_add(in.native_level_dropped, std::memory_order_relaxed);
+  stats_.sglang_pd_links.fetch_add(in.native_pd_links, std::memory_order_relaxed);
   if (in.passthrough > 0)
     out_->SubmitReserved({in.held.request, memory}, pass_room);
   else
     out_->Cancel(pass_room);
-  if (in.sglang_out != nullptr)
-    out_->SubmitReserved({in.sglang_out, memory}, sglang_room);
+  if (in.native_out != nullptr)
+    out_->SubmitReserved({in.native_out, memory}, native_room);
   else
-    out_->Cancel(sglang_room);
+    out_->Cancel(native_room);
   if (ready.empty()) {
     out_->Cancel(ready_room);
     return true;
@@ -382,13 +430,15 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
 
 void Assembler::OnExchangeStarted(const openai::Exchange& ex) noexcept {
   if (Profile(ex.engine).span_join() != SpanJoin::kTraceId || IsZero(ex.trace_id)) return;
-  sglang_.OnRequestStarted(ex.trace_id, ex.tracing_level);
+  if (NativeEngine* n = NativeOf(ex.engine))
+    n->spans->OnRequestStarted(ex.trace_id, ex.tracing_level);
 }
 
 void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
-  // Spans that join by trace id (see sglang::Tracker) need no JoinRecord.
+  // Spans that join by trace id (NativeSpans) need no JoinRecord.
   if (Profile(ex.engine).span_join() == SpanJoin::kTraceId) {
-    if (!IsZero(ex.trace_id)) sglang_.OnRequestFinished(ex.trace_id);
+    if (NativeEngine* n = NativeOf(ex.engine); n != nullptr && !IsZero(ex.trace_id))
+      n->spans->OnRequestFinished(ex.trace_id);
     return;
   }
   if (ex.request_id.empty()) return;
@@ -419,14 +469,10 @@ void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   out_->SubmitReserved(std::move(out.held), room);
 }
 
-void Assembler::SetShapeHint(const std::string& upstream, vllm::SpanShape shape) {
-  std::lock_guard lock(hints_mu_);
-  hints_[upstream] = shape;
-}
-
 void Assembler::SetEngineFacts(const std::string& upstream, const EngineFacts& facts) {
-  if (facts.span_generation == "v0") SetShapeHint(upstream, vllm::SpanShape::kV0);
-  if (facts.span_generation == "v1") SetShapeHint(upstream, vllm::SpanShape::kV1);
+  if (facts.span_generation.empty()) return;  // not known: the hint stays as it was
+  std::lock_guard lock(hints_mu_);
+  generations_[upstream] = facts.span_generation;
 }
 
 void Assembler::PushWaiting(Waiting&& w) {

@@ -1,13 +1,15 @@
 #pragma once
 // The assembler joins the engine's own spans (arriving through the OTLP receiver) with the
-// gateway's view of the same requests, normalizes them per engine, and passes everything on
-// to the trace pipeline. Spans it does not recognise pass through unchanged.
+// gateway's view of the same requests, has each engine normalize its own (engine_spans.h,
+// asked of the profiles in the registry), and passes everything on to the trace pipeline.
+// Spans no engine recognises pass through unchanged.
 //
-// Joining: the gateway sends every request with an X-Request-Id; vLLM names its span after
-// it (`gen_ai.request.id` = `chatcmpl-<id>`). A finished exchange leaves a JoinRecord for a
+// Joining by request id (RequestSpans): the gateway sends every request with an X-Request-Id,
+// and the engine names its request span after it. A finished exchange leaves a JoinRecord for a
 // while (record_ttl); an engine span that arrives before its exchange has finished waits
 // (join_window) and is then exported normalized but unmatched, and counted. Both tables are
-// bounded.
+// bounded. Native spans (NativeSpans) join by the trace id the gateway propagated: each
+// engine's processor keeps what it needs, and the assembler moves them on a scope at a time.
 //
 // Thread-safety: Submit (receiver threads) and OnExchangeFinished (gateway workers) may be
 // called concurrently; neither blocks beyond a short critical section. A timer thread
@@ -27,10 +29,9 @@
 
 #include "config/settings.h"
 #include "core/stats.h"
+#include "engines/engine_spans.h"
 #include "engines/join.h"
 #include "engines/profile.h"
-#include "engines/sglang/tracker.h"
-#include "engines/vllm/vllm_spans.h"
 #include "engines/waiting_index.h"
 #include "openai/exchange.h"
 #include "pipeline/exporter.h"
@@ -49,32 +50,32 @@ struct AssemblerOptions {
   // of it on the assembler is saturated (see Saturated).
   std::size_t max_waiting_spans = 50'000;
   std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
-  // When an engine span matches no exchange: the PD role and shape of the (single) vLLM
-  // upstream, if there is exactly one.
+  // When an engine span matches no exchange: the PD role of the (single) upstream, if there
+  // is exactly one.
   std::string default_pd_role = "none";
-  vllm::SpanShape vllm_shape = vllm::SpanShape::kAuto;
-  // SGLang's native spans are exported with this resource (the agent's own, so that they and
-  // the entry spans are one application; see sglang::MergeResource). Empty: the engine's
-  // resource is kept.
+  // Native spans are exported with this resource (the agent's own, so that they and the entry
+  // spans are one application; see NativeSpans::MergeResource). Empty: the engine's resource
+  // is kept.
   Resource agent_resource;
-  sglang::TrackerOptions sglang;
 };
 
 struct AssemblerStats {
-  std::atomic<std::uint64_t> engine_spans{0};          // engine request spans seen
-  std::atomic<std::uint64_t> joined{0};                // matched with a gateway exchange
-  std::atomic<std::uint64_t> unmatched{0};             // exported without a match
-  std::atomic<std::uint64_t> passthrough{0};           // spans passed on unchanged
-  std::atomic<std::uint64_t> derived_spans{0};         // phase spans made
-  std::atomic<std::uint64_t> released_early{0};        // sent unmatched: waiting table full
-  std::atomic<std::uint64_t> held_for_room{0};         // released late: the export queue was full
-  std::atomic<std::uint64_t> records_evicted{0};       // records dropped before their TTL (bound)
-  std::atomic<std::uint64_t> waiting{0};               // gauge
-  std::atomic<std::uint64_t> records{0};               // gauge
-  std::atomic<std::uint64_t> sglang_spans{0};          // SGLang native spans received
+  std::atomic<std::uint64_t> engine_spans{0};     // engine request spans seen
+  std::atomic<std::uint64_t> joined{0};           // matched with a gateway exchange
+  std::atomic<std::uint64_t> unmatched{0};        // exported without a match
+  std::atomic<std::uint64_t> passthrough{0};      // spans passed on unchanged
+  std::atomic<std::uint64_t> derived_spans{0};    // phase spans made
+  std::atomic<std::uint64_t> released_early{0};   // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> held_for_room{0};    // released late: the export queue was full
+  std::atomic<std::uint64_t> records_evicted{0};  // records dropped before their TTL (bound)
+  std::atomic<std::uint64_t> waiting{0};          // gauge
+  std::atomic<std::uint64_t> records{0};          // gauge
+  // Native spans (NativeSpans). Their metrics keep the names they were documented with, after
+  // the one engine whose spans came this way then.
+  std::atomic<std::uint64_t> sglang_spans{0};          // native spans received
   std::atomic<std::uint64_t> sglang_level_dropped{0};  // dropped: above the request's level
   std::atomic<std::uint64_t> sglang_pd_links{0};       // links added between PD request spans
-  // vLLM latency attributes removed by Normalize (vllm::NormalizeReport), by reason.
+  // Latency attributes removed by an engine's Normalize (SpanReport), by reason.
   std::atomic<std::uint64_t> latency_not_finite{0};
   std::atomic<std::uint64_t> latency_out_of_range{0};
   void Register(StatsRegistry* registry) const;
@@ -115,16 +116,14 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   static constexpr std::size_t kReservedBytesPerSpan = 1024;
   // Due spans released by the timer in one request at most (one reservation).
   static constexpr std::size_t kMaxReleasedAtOnce = 1024;
-  // From the gateway: an SGLang request's level, by trace id, for its native spans.
+  // From the gateway: the level of a request whose engine sends native spans, by trace id.
   void OnExchangeStarted(const openai::Exchange& exchange) noexcept override;
   // From the gateway: remembers the exchange and releases engine spans that waited for it.
   void OnExchangeFinished(const openai::Exchange& exchange) noexcept override;
 
-  // What an upstream's /version (or its configuration) says about its span shape; used when a
-  // span's own attributes do not tell V0 from V1.
-  void SetShapeHint(const std::string& upstream, vllm::SpanShape shape);
-  // The same from an engine's facts (EngineFacts::span_generation "v0" or "v1"; others are
-  // not a shape and leave the hint as it was).
+  // What an upstream's facts (or its configuration) say about the generation of its spans
+  // (EngineFacts::span_generation), for spans whose own attributes do not tell; an empty
+  // generation leaves what was known.
   void SetEngineFacts(const std::string& upstream, const EngineFacts& facts);
   // Releases every waiting span now (shutdown, tests).
   void FlushWaiting();
@@ -138,11 +137,27 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
     const otlp_common::InstrumentationScope* scope = nullptr;
     std::string resource_schema_url, scope_schema_url;
   };
+  // The engines the registry holds whose spans come one way or the other, with the switches
+  // that govern them; made once, at construction.
+  struct RequestEngine {
+    const RequestSpans* spans = nullptr;
+    std::optional<config::Key> enabled, tracing_level;
+  };
+  struct NativeEngine {
+    EngineId id;
+    std::unique_ptr<NativeSpans> spans;
+    std::optional<config::Key> enabled, tracing_level;
+  };
+  static std::vector<RequestEngine> RequestEngines();
+  static std::vector<NativeEngine> NativeEngines();
+  NativeEngine* NativeOf(EngineId id);
+
   struct Waiting {
     std::shared_ptr<const Origin> origin;
+    const RequestEngine* engine = nullptr;     // whose request span it is
     Span* span = nullptr;                      // on memory's arena, or in a request it owns
     std::shared_ptr<pipeline::Memory> memory;  // what the span was received in
-    vllm::JoinKeyList keys;                    // views into *span's request id
+    JoinKeyList keys;                          // views into *span's request id
     std::chrono::steady_clock::time_point deadline;
     // The exchange, when it finished while the output had no room for the span: the span then
     // stays here, joined, and leaves with the others into room (see OnExchangeFinished).
@@ -156,25 +171,37 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
     pipeline::Held<TracesRequest> held;
     const Origin* last = nullptr;
     otlp_trace::ScopeSpans* scope_spans = nullptr;
-    int level = 1;
-    std::vector<Span*> phases;  // reused
+    std::shared_ptr<const config::Settings> settings;  // the levels, read once
+    std::vector<Span*> phases;                         // reused
   };
   struct Stored {
     std::shared_ptr<const JoinRecord> record;
     std::chrono::steady_clock::time_point expires;
   };
 
-  // A received request split (Split): its pass-through spans stay in `held`, SGLang's native
-  // spans move to `sglang_out` (on the same arena), vLLM request spans to `engine`. The
-  // counts are added to the stats once the request is taken.
+  // A received request split (Split): its pass-through spans stay in `held`, native spans
+  // move to `native_out` (on the same arena), request spans to `engine`. The counts are added
+  // to the stats once the request is taken.
   struct Incoming {
     pipeline::Held<TracesRequest> held;
-    TracesRequest* sglang_out = nullptr;
+    TracesRequest* native_out = nullptr;
     std::vector<Waiting> engine;
-    std::size_t passthrough = 0, sglang_spans = 0, sglang_kept = 0;
-    std::size_t sglang_level_dropped = 0, sglang_pd_links = 0;
+    std::size_t passthrough = 0, native_spans = 0, native_kept = 0;
+    std::size_t native_level_dropped = 0, native_pd_links = 0;
   };
   Incoming Split(pipeline::Held<TracesRequest>&& in);
+  // The engine whose native spans one scope holds, if any (switched on).
+  const NativeEngine* NativeGroupOf(const config::Settings& settings,
+                                    const otlp_trace::ResourceSpans& rs,
+                                    const otlp_trace::ScopeSpans& ss) const;
+  // Moves one scope of native spans, processed, to result->native_out (under *native_rs, made
+  // for the first such scope of rs).
+  void SplitNative(const NativeEngine& engine, const config::Settings& settings,
+                   otlp_trace::ResourceSpans& rs, otlp_trace::ScopeSpans& ss,
+                   otlp_trace::ResourceSpans** native_rs, Incoming* result);
+  // Takes the request spans out of one scope into result->engine.
+  void SplitRequestSpans(const config::Settings& settings, const otlp_trace::ResourceSpans& rs,
+                         otlp_trace::ScopeSpans& ss, Incoming* result);
   // Takes a split request: admitted (all or nothing; false when refused) or not.
   bool Take(Incoming&& in, bool admit);
   // Reserves output room for `spans` engine spans leaving with their phases; mu_ may be held.
@@ -184,9 +211,9 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   // Normalizes one engine span (record may be null) and appends it and its phases to `out`.
   void Emit(Waiting&& w, const JoinRecord* record, Output* out);
   // Counts what Normalize refused; logs it at most once a minute.
-  void CountRefusedLatencies(const vllm::NormalizeReport& report) noexcept;
+  void CountRefusedLatencies(const SpanReport& report) noexcept;
   void BeginOutput(Output* out) const;
-  std::shared_ptr<const JoinRecord> Lookup(const vllm::JoinKeyList& keys);  // mu_ held
+  std::shared_ptr<const JoinRecord> Lookup(const JoinKeyList& keys);  // mu_ held
   // The waiting table (mu_ held): a deque in deadline order, indexed by the hash of each join
   // key so that a finished exchange finds its spans without walking every waiting span.
   void PushWaiting(Waiting&& w);
@@ -220,9 +247,10 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   // timer then waits on the output's RoomBell, and Saturated() is true.
   bool held_back_ = false;
   std::condition_variable cv_;
-  std::mutex hints_mu_;  // guards hints_
-  std::map<std::string, vllm::SpanShape> hints_;
-  sglang::Tracker sglang_;
+  std::mutex hints_mu_;                             // guards generations_
+  std::map<std::string, std::string> generations_;  // upstream → span generation
+  const std::vector<RequestEngine> request_engines_;
+  std::vector<NativeEngine> native_engines_;  // each processor locks its own state
   std::thread timer_;
 };
 

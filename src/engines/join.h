@@ -2,9 +2,11 @@
 // What the gateway knew about one request, kept so the engine's own spans for that request
 // can be joined to its entry span and completed with what the engine does not say.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ids.h"
@@ -30,6 +32,17 @@ struct JoinRecord {
   std::vector<openai::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
   std::size_t deltas_dropped = 0;
   bool client_aborted = false;
+};
+
+// The keys an engine's request span joins by (engine_spans.h, RequestSpans::JoinKeys): at most
+// two views into the span's request id attribute, so that a waiting span keeps them without a
+// copy.
+struct JoinKeyList {
+  std::array<std::string_view, 2> keys{};
+  std::size_t size = 0;
+  const std::string_view* begin() const { return keys.data(); }
+  const std::string_view* end() const { return keys.data() + size; }
+  bool empty() const { return size == 0; }
 };
 
 // Builds a record from a finished exchange (times converted to wall clock).

@@ -11,7 +11,8 @@
 //   OpenAI surface what its responses need from the gateway (token detail at a tracing level)
 //   entry spans    how its entry span differs from the common one (spec M2.1 / M4.1)
 //   facts          what the agent reads over HTTP beside the traffic (version, server info)
-//   spans          how its own spans are joined with the gateway's exchanges
+//   spans          how its own spans are recognised, joined with the gateway's exchanges and
+//                  normalized (engine_spans.h)
 //   metrics        its /metrics translated into the model's families, and the families the
 //                  gateway measures for it
 //   knobs          the switches the console can change on a running engine
@@ -31,6 +32,7 @@
 #include "config/settings.h"
 #include "core/metric_families.h"
 #include "core/telemetry.h"
+#include "engines/engine_spans.h"
 #include "engines/knobs.h"
 #include "http/url.h"
 #include "openai/exchange.h"
@@ -183,8 +185,13 @@ class EngineProfile {
     return EngineFacts{};
   }
 
-  // ---- Spans.
+  // ---- Spans (engine_spans.h).
   virtual SpanJoin span_join() const = 0;
+  // kRequestId: how its request spans are recognised and normalized; nullptr: it sends none.
+  virtual const RequestSpans* request_spans() const { return nullptr; }
+  // kTraceId: a processor of its native spans, with state of its own (one per assembler);
+  // nullptr: it sends none.
+  virtual std::unique_ptr<NativeSpans> MakeNativeSpans() const { return nullptr; }
 
   // ---- Metrics.
   // The labels of the engine-scope series the gateway measures, sorted by key.

@@ -9,6 +9,8 @@
 #include "engines/sglang/control.h"
 #include "engines/sglang/sglang_knobs.h"
 #include "engines/sglang/sglang_metrics.h"
+#include "engines/sglang/sglang_spans.h"
+#include "engines/sglang/tracker.h"
 
 namespace infertel::engines::sglang {
 namespace {
@@ -68,6 +70,35 @@ void AddEntryAttributes(const openai::Exchange& ex, const EngineFacts& engine,
   }
 }
 
+// SGLang's native span trees (sglang_spans.h), filtered by level and PD-linked by a Tracker.
+class SglangNativeSpans final : public NativeSpans {
+ public:
+  bool ClaimsScope(const Resource& resource,
+                   const otlp_common::InstrumentationScope& scope) const override {
+    return IsSglangScope(resource, scope);
+  }
+  // A receiver may relabel the scope; the request and thread spans stay telling.
+  bool HasOwnSpan(const otlp_trace::ScopeSpans& scope) const override {
+    for (const Span& s : scope.spans())
+      if (IsUnmistakablySglang(s)) return true;
+    return false;
+  }
+  void OnRequestStarted(const TraceId& trace, int level) override {
+    tracker_.OnRequestStarted(trace, level);
+  }
+  void OnRequestFinished(const TraceId& trace) override { tracker_.OnRequestFinished(trace); }
+  NativeResult Process(google::protobuf::RepeatedPtrField<Span>* spans, int level) override {
+    const ProcessResult r = tracker_.Process(spans, level);
+    return {r.dropped, r.pd_links};
+  }
+  Resource MergeResource(const Resource& agent, const Resource& engine) const override {
+    return sglang::MergeResource(agent, engine);
+  }
+
+ private:
+  Tracker tracker_;
+};
+
 class SglangProfile final : public EngineProfile {
  public:
   std::string_view name() const override { return "sglang"; }
@@ -105,6 +136,9 @@ class SglangProfile final : public EngineProfile {
 
   // SGLang continues the trace the gateway propagates; its spans carry no request id.
   SpanJoin span_join() const override { return SpanJoin::kTraceId; }
+  std::unique_ptr<NativeSpans> MakeNativeSpans() const override {
+    return std::make_unique<SglangNativeSpans>();
+  }
 
   metrics::MetricLabels RequestLabels(std::string_view) const override {
     using namespace metrics;

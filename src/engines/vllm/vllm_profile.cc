@@ -4,12 +4,38 @@
 #include "engines/vllm/version.h"
 #include "engines/vllm/vllm_knobs.h"
 #include "engines/vllm/vllm_metrics.h"
+#include "engines/vllm/vllm_spans.h"
 
 namespace infertel::engines::vllm {
 namespace {
 
 using config::Key;
 using metrics::MetricId;
+
+// vLLM's `llm_request` spans (vllm_spans.h), joined by the X-Request-Id the gateway sent.
+class VllmRequestSpans final : public RequestSpans {
+ public:
+  bool OwnsScope(std::string_view scope_name) const override { return IsVllmScopeName(scope_name); }
+  const AnyValue* RequestSpanId(const Span& span) const override {
+    return vllm::RequestSpanId(span);
+  }
+  JoinKeyList JoinKeys(const AnyValue& request_id) const override {
+    return vllm::JoinKeys(request_id);
+  }
+  SpanReport Normalize(Span* span, std::string_view scope_name, const SpanContext& ctx,
+                       google::protobuf::Arena* arena, std::vector<Span*>* phases) const override {
+    NormalizeContext c;
+    c.record = ctx.record;
+    c.shape = ctx.generation == "v0"   ? SpanShape::kV0
+              : ctx.generation == "v1" ? SpanShape::kV1
+                                       : SpanShape::kAuto;
+    c.level = ctx.level;
+    c.pd_role = ctx.pd_role;
+    c.engine_index = ctx.engine_index;
+    c.max_events = ctx.max_events;
+    return vllm::Normalize(span, scope_name, c, arena, phases);
+  }
+};
 
 class VllmProfile final : public EngineProfile {
  public:
@@ -39,6 +65,7 @@ class VllmProfile final : public EngineProfile {
   }
 
   SpanJoin span_join() const override { return SpanJoin::kRequestId; }
+  const RequestSpans* request_spans() const override { return &spans_; }
 
   metrics::MetricLabels RequestLabels(std::string_view model) const override {
     using namespace metrics;
@@ -100,6 +127,9 @@ class VllmProfile final : public EngineProfile {
       out.env.emplace_back(std::string(otel_env::kBspScheduleDelay), t.export_delay_ms);
     return out;
   }
+
+ private:
+  VllmRequestSpans spans_;
 };
 
 }  // namespace

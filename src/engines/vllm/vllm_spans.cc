@@ -276,7 +276,7 @@ std::optional<std::uint64_t> Nanos(const AttrIndex& idx, Slot slot) {
   return static_cast<std::uint64_t>(v->int_value());
 }
 
-void DerivePhases(const Span& span, const AttrIndex& idx, const std::string& pd_role,
+void DerivePhases(const Span& span, const AttrIndex& idx, std::string_view pd_role,
                   google::protobuf::Arena* arena, std::vector<Span*>* phases) {
   const std::uint64_t s = span.start_time_unix_nano(), e = span.end_time_unix_nano();
   auto ttft = Nanos(idx, kSlotTtft);
@@ -436,7 +436,7 @@ NormalizeReport Normalize(Span* span, std::string_view scope_name, const Normali
   AttrIndex idx(span);
   const SpanShape shape = DetectShape(idx, scope_name, ctx.shape);
   const int level = r ? r->tracing_level : ctx.level;
-  const std::string& pd_role = r ? r->pd_role : ctx.pd_role;
+  const std::string_view pd_role = r ? std::string_view(r->pd_role) : ctx.pd_role;
   const auto& engine_index = r ? r->engine_index : ctx.engine_index;
 
   span->set_kind(otlp_trace::Span::SPAN_KIND_INTERNAL);
@@ -458,7 +458,7 @@ NormalizeReport Normalize(Span* span, std::string_view scope_name, const Normali
     }
     if (r != nullptr && r->cached_tokens) Set(span, &idx, kSlotCacheRead, *r->cached_tokens);
     if (engine_index) Set(span, &idx, kSlotEngineIndex, *engine_index);
-    Set(span, &idx, kSlotPdRole, std::string_view(pd_role));
+    Set(span, &idx, kSlotPdRole, pd_role);
     // PD rules (M2.3): on a prefill node only prefill is meaningful, on a decode node only decode.
     if (pd_role == "producer" && idx.at(kSlotDecode)) {
       Set(span, &idx, kSlotDecode, std::int64_t{0});

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/telemetry.h"
+#include "engines/engine_spans.h"
 #include "engines/join.h"
 
 namespace infertel::engines::vllm {
@@ -28,13 +29,7 @@ bool IsVllmRequestSpan(const Span& span);
 // from `gen_ai.request.id` (`chatcmpl-<id>`, `cmpl-<id>`; `<id>_<n>` for sub-prompts also
 // gives `<id>`). Views into the span's attribute, valid while the span is unchanged: they are
 // computed for every engine span on arrival, and a waiting span keeps them without a copy.
-struct JoinKeyList {
-  std::array<std::string_view, 2> keys{};
-  std::size_t size = 0;
-  const std::string_view* begin() const { return keys.data(); }
-  const std::string_view* end() const { return keys.data() + size; }
-  bool empty() const { return size == 0; }
-};
+using engines::JoinKeyList;
 JoinKeyList JoinKeys(const Span& span);
 // The same from the span's gen_ai.request.id value (RequestSpanId), found once.
 JoinKeyList JoinKeys(const AnyValue& request_id);
@@ -54,7 +49,7 @@ struct NormalizeContext {
   const JoinRecord* record = nullptr;  // nullptr: no gateway exchange matched
   SpanShape shape = SpanShape::kAuto;
   int level = 1;                             // tracing level when unmatched (matched: the record's)
-  std::string pd_role = "none";              // when unmatched (matched: the record's)
+  std::string_view pd_role = "none";         // when unmatched (matched: the record's)
   std::optional<std::int64_t> engine_index;  // when unmatched
   std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
@@ -64,10 +59,7 @@ struct NormalizeContext {
 inline constexpr double kMaxLatencySeconds = 7 * 24 * 3600;
 
 // What Normalize refused of a span's latency attributes.
-struct NormalizeReport {
-  std::uint32_t latency_not_finite = 0;    // NaN or ±Inf
-  std::uint32_t latency_out_of_range = 0;  // negative or above kMaxLatencySeconds
-};
+using NormalizeReport = SpanReport;
 
 // Normalizes `span` in place and appends the derived phase spans to *phases, made on `arena`
 // (not null; the assembler passes the arena the span was received on, pipeline/held.h).

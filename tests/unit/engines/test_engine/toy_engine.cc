@@ -1,5 +1,8 @@
 #include "toy_engine.h"
 
+#include <map>
+#include <mutex>
+
 #include "core/static_key.h"
 #include "engines/knobs.h"
 
@@ -24,6 +27,41 @@ class ToyKnobs final : public engines::EngineKnobs {
   bool Answers(std::string*) override { return true; }
 };
 
+// The toy's own spans, under the scope "toy": each gets the tracing level its request started
+// with, which only the gateway's word (OnRequestStarted, through the assembler) gives.
+class ToyNativeSpans final : public engines::NativeSpans {
+ public:
+  bool ClaimsScope(const Resource&, const otlp_common::InstrumentationScope& scope) const override {
+    return scope.name() == kToyScope;
+  }
+  bool HasOwnSpan(const otlp_trace::ScopeSpans&) const override { return false; }
+  void OnRequestStarted(const TraceId& trace, int level) override {
+    std::lock_guard lock(mu_);
+    levels_[trace] = level;
+  }
+  void OnRequestFinished(const TraceId&) override {}
+  engines::NativeResult Process(google::protobuf::RepeatedPtrField<Span>* spans,
+                                int level) override {
+    std::lock_guard lock(mu_);
+    for (Span& s : *spans) {
+      auto it = levels_.find(TraceIdFromBytes(s.trace_id()));
+      AddAttr(s.mutable_attributes(), kToyLevelAttr,
+              std::int64_t{it != levels_.end() ? it->second : -level});
+    }
+    return {};
+  }
+  Resource MergeResource(const Resource& agent, const Resource&) const override { return agent; }
+
+ private:
+  static TraceId TraceIdFromBytes(const std::string& b) {
+    TraceId id{};
+    if (b.size() == id.size()) std::copy(b.begin(), b.end(), id.begin());
+    return id;
+  }
+  std::mutex mu_;
+  std::map<TraceId, int> levels_;
+};
+
 class ToyProfile final : public engines::EngineProfile {
  public:
   std::string_view name() const override { return "toy"; }
@@ -43,6 +81,9 @@ class ToyProfile final : public engines::EngineProfile {
   }
 
   engines::SpanJoin span_join() const override { return engines::SpanJoin::kTraceId; }
+  std::unique_ptr<engines::NativeSpans> MakeNativeSpans() const override {
+    return std::make_unique<ToyNativeSpans>();
+  }
 
   metrics::MetricLabels RequestLabels(std::string_view model) const override {
     return {{std::string(metrics::kDimModelName), std::string(model)}};

@@ -1,7 +1,7 @@
 // A third engine, defined in this folder only, plugs in through the registry: the gateway
 // proxies to it, its entry spans carry its own attribute and facts, its spans reach the
-// receiver and pass the assembler, and its request series are measured as its profile says.
-// Nothing under src/ knows it.
+// receiver and pass the assembler through its own span processor, and its request series are
+// measured as its profile says. Nothing under src/ knows it.
 
 #include "toy_engine.h"
 
@@ -68,7 +68,9 @@ http::StringResponse ToyAnswer(const http::StringRequest& req, std::uint16_t rec
   TracesRequest spans;
   auto* rs = spans.add_resource_spans();
   AddAttr(rs->mutable_resource()->mutable_attributes(), semconv::kServiceName, "toy-engine");
-  auto* s = rs->add_scope_spans()->add_spans();
+  auto* ss = rs->add_scope_spans();
+  ss->mutable_scope()->set_name(std::string(kToyScope));
+  auto* s = ss->add_spans();
   s->set_name("toy generate");
   if (tp.size() == 55) {
     std::string id;
@@ -157,6 +159,10 @@ TEST(ToyEngineTest, PlugsInThroughTheRegistry) {
   const Span* engine = spans[0].name() == "toy generate" ? &spans[0] : &spans[1];
   EXPECT_EQ(entry->name(), "chat toy-model");
   EXPECT_EQ(engine->trace_id(), entry->trace_id());
+  // The toy's span processor saw it, with the level the gateway recorded for its request.
+  const AnyValue* level = Attr(*engine, kToyLevelAttr);
+  ASSERT_NE(level, nullptr);
+  EXPECT_EQ(level->int_value(), 1);
   const AnyValue* interval = Attr(*entry, kToyStreamIntervalAttr);
   ASSERT_NE(interval, nullptr);
   EXPECT_EQ(interval->int_value(), 7);
