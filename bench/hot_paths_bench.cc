@@ -135,8 +135,8 @@ Exchange MakeExchange() {
   ex.response_header_mono_ns = ex.start.mono_start_ns + 2'000'000;
   ex.first_token_mono_ns = ex.start.mono_start_ns + 30'000'000;
   for (int i = 0; i < 64; ++i)
-    ex.delta_mono_ns.push_back(ex.first_token_mono_ns + static_cast<std::uint64_t>(i) * 20'000'000);
-  ex.end_mono_ns = ex.delta_mono_ns.back() + 1'000'000;
+    ex.delta_times.Add(ex.first_token_mono_ns + static_cast<std::uint64_t>(i) * 20'000'000, 1);
+  ex.end_mono_ns = ex.delta_times.last_mono_ns + 1'000'000;
   ex.http_status = 200;
   return ex;
 }

@@ -14,14 +14,16 @@ using M = MergeRule;
 // input").
 constexpr std::string_view kApiDims =
     "callType, callKind, rpcType, modelName (or `other`), spanKind, usageType";
-constexpr std::string_view kVllmGatewayDims = "callType, rpcType, model_name (or `other`)";
+constexpr std::string_view kVllmGatewayDims =
+    "callType, rpcType, model_name (or `other`), engine_index (where known)";
 constexpr std::string_view kV0Dims = "callType, rpcType";
 constexpr std::string_view kV1Dims = "callType, rpcType, engine_index, model_name";
 constexpr std::string_view kCommonEngineDims =
     "callType, rpcType; V1 also engine_index, model_name";
 constexpr std::string_view kSglangDims = "callType, callKind, rpcType";
 constexpr std::string_view kSharedDims =
-    "vLLM: callType, rpcType, model_name (or `other`); SGLang: callType, callKind, rpcType";
+    "vLLM: callType, rpcType, model_name (or `other`), engine_index (where known); SGLang: "
+    "callType, callKind, rpcType";
 constexpr std::string_view kGateway = "gateway measurement";
 
 // clang-format off

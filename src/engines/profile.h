@@ -194,8 +194,10 @@ class EngineProfile {
   virtual std::unique_ptr<NativeSpans> MakeNativeSpans() const { return nullptr; }
 
   // ---- Metrics.
-  // The labels of the engine-scope series the gateway measures, sorted by key.
-  virtual metrics::MetricLabels RequestLabels(std::string_view model) const = 0;
+  // The labels of the engine-scope series the gateway measures, sorted by key: of the
+  // exchange's model label and the engine index that served it (when known).
+  virtual metrics::MetricLabels RequestLabels(std::string_view model,
+                                              std::optional<std::int64_t> engine_index) const = 0;
   // The engine-scope series of one finished completion.
   virtual void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const = 0;
   virtual ScrapeMode scrape_mode() const = 0;

@@ -1512,9 +1512,7 @@ bool Gateway::Impl::StreamPiece(Relay& r, SseRelay& relay, const openai::StreamO
   if (observer.delta_count() > before) {
     const std::uint64_t now = MonoNanos();
     if (r.ex.first_token_mono_ns == 0) r.ex.first_token_mono_ns = now;
-    for (auto i = before; i < observer.delta_count(); ++i)
-      if (r.ex.delta_mono_ns.size() < opts().max_delta_timestamps)
-        r.ex.delta_mono_ns.push_back(now);
+    r.ex.delta_times.Add(now, observer.delta_count() - before);
   }
   return out.Now(*scratch);
 }

@@ -55,7 +55,6 @@ struct GatewayOptions {
   // for an inference server, so the cap is well above an engine's batch.
   std::size_t max_connections = 4096;
   std::size_t max_idle_upstream_connections = 64;  // per worker and upstream
-  std::size_t max_delta_timestamps = 4096;         // per exchange
   // Level-2 token detail kept per exchange: OTEL_SPAN_EVENT_COUNT_LIMIT (default 128).
   std::size_t max_span_events = 128;
 };

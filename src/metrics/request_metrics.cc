@@ -1,5 +1,6 @@
 #include "metrics/request_metrics.h"
 
+#include <algorithm>
 #include <string>
 
 #include "engines/registry.h"
@@ -78,7 +79,7 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   if (ex.op == Operation::kEmbeddings) return out;
 
   const engines::EngineProfile& profile = engines::Profile(ex.engine);
-  out.labels[M::kEngine] = profile.RequestLabels(model);
+  out.labels[M::kEngine] = profile.RequestLabels(model, ex.engine_index);
   engines::RequestFigures f;
   f.input_tokens = input;
   f.output_tokens = output;
@@ -90,7 +91,7 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   if (ex.end_mono_ns > start) f.e2e_s = (ex.end_mono_ns - start) / kNs;
   if (first > start) {
     f.ttft_s = (first - start) / kNs;
-    const std::uint64_t last = ex.delta_mono_ns.empty() ? first : ex.delta_mono_ns.back();
+    const std::uint64_t last = std::max(first, ex.delta_times.last_mono_ns);
     if (last > first) f.decode_s = (last - first) / kNs;
   }
   engines::RequestMeasures measures;

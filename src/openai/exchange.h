@@ -3,6 +3,7 @@
 // timing. The gateway fills it on the data path and hands it, finished, to its listeners
 // (the entry-span builder now; request metrics and the engine-span join later).
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,27 @@ enum class Outcome {
   kUpstreamTimeout,      // the engine did not answer in time
   kRejected,             // the gateway refused the request (e.g. body too large)
   kShutdown,             // still in flight when the agent's drain timeout ran out: cut
+};
+
+// When a stream's content deltas arrived, in constant memory whatever the stream's length
+// (the first is Exchange::first_token_mono_ns): the latest, and the gaps between consecutive
+// deltas (deltas read together are gaps of zero after the first of them), whose sum is
+// latest − first.
+struct DeltaTimes {
+  std::uint64_t last_mono_ns = 0;  // 0: none yet
+  std::int64_t gaps = 0;           // deltas − 1 once there is one
+  std::uint64_t gap_max_ns = 0;    // the longest gap
+  // `n` deltas arrived at `now` (monotonic, so never 0 nor earlier than the last).
+  void Add(std::uint64_t now, std::int64_t n) {
+    if (n <= 0) return;
+    if (last_mono_ns == 0) {
+      gaps += n - 1;
+    } else {
+      gap_max_ns = std::max(gap_max_ns, now > last_mono_ns ? now - last_mono_ns : 0);
+      gaps += n;
+    }
+    last_mono_ns = now;
+  }
 };
 
 struct Exchange {
@@ -53,8 +75,9 @@ struct Exchange {
   // Stream detail.
   bool streamed = false;           // the response was an SSE stream
   std::int64_t stream_deltas = 0;  // data events that carried a delta
-  // Monotonic time of each delta event, bounded (for inter-token latency and level-2 events).
-  std::vector<std::uint64_t> delta_mono_ns;
+  // The arrival of the stream's content deltas, summed as they come (inter-token latency and
+  // time per output token, exact for any length of stream).
+  DeltaTimes delta_times;
 
   unsigned http_status = 0;  // status sent to the client
   Outcome outcome = Outcome::kOk;

@@ -140,7 +140,8 @@ class SglangProfile final : public EngineProfile {
     return std::make_unique<SglangNativeSpans>();
   }
 
-  metrics::MetricLabels RequestLabels(std::string_view) const override {
+  metrics::MetricLabels RequestLabels(std::string_view,
+                                      std::optional<std::int64_t>) const override {
     using namespace metrics;
     return {{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
             {std::string(kDimCallType), std::string(kCallTypeGenAi)},

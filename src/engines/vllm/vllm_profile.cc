@@ -67,11 +67,16 @@ class VllmProfile final : public EngineProfile {
   SpanJoin span_join() const override { return SpanJoin::kRequestId; }
   const RequestSpans* request_spans() const override { return &spans_; }
 
-  metrics::MetricLabels RequestLabels(std::string_view model) const override {
+  // vLLM labels its own request families with the engine (EngineCore) index: so do the ones
+  // the gateway measures for it, when the exchange says which engine served it.
+  metrics::MetricLabels RequestLabels(std::string_view model,
+                                      std::optional<std::int64_t> engine_index) const override {
     using namespace metrics;
-    return {{std::string(kDimCallType), std::string(kCallTypeGenAi)},
-            {std::string(kDimModelName), std::string(model)},
-            {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
+    MetricLabels out{{std::string(kDimCallType), std::string(kCallTypeGenAi)}};
+    if (engine_index) out.emplace_back(std::string(kDimEngineIndex), std::to_string(*engine_index));
+    out.emplace_back(std::string(kDimModelName), std::string(model));
+    out.emplace_back(std::string(kDimRpcType), std::string(kRpcTypeLlm));
+    return out;
   }
   void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const override {
     if (f.ttft_s) out->emplace_back(MetricId::kFirstTokenSeconds, *f.ttft_s);

@@ -21,6 +21,7 @@
 #include "exchange_recorder.h"
 #include "gateway/deadlines.h"
 #include "gateway/gateway.h"
+#include "metrics/request_metrics.h"
 
 namespace infertel::gateway {
 namespace {
@@ -352,6 +353,50 @@ TEST_F(GatewayIoTest, StreamCutByTheEngineEndsWithAnSseErrorEventAndDone) {
   EXPECT_EQ(ex.stream_deltas, 1);
   EXPECT_EQ(Failures(UpstreamFailure::kClosed), 1u);
   EXPECT_EQ(gateway_->stats().client_aborts.load(), 0u);
+}
+
+// Inter-token figures are summed as the deltas arrive: a stream of 100,001 deltas whose last
+// comes after a pause gives the exact decode time and time per output token (they were once
+// taken from the first 4,096 deltas' times).
+TEST_F(GatewayIoTest, TimePerOutputTokenOfAHundredThousandTokenStreamIsExact) {
+  constexpr int kDeltas = 100'001;
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    std::string batch;
+    for (int i = 0; i < 1000; ++i) batch += kDeltaEvent;
+    for (int sent = 0; sent + 1000 < kDeltas; sent += 1000) WriteAll(s, SseChunk(batch));
+    std::this_thread::sleep_for(300ms);  // the last token comes late
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk(R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,)"
+                         R"("model":"m","choices":[],"usage":{"prompt_tokens":3,)"
+                         R"("completion_tokens":100001,"total_tokens":100004}})"
+                         "\n\n"));
+    WriteAll(s, SseChunk("data: [DONE]\n\n"));
+    WriteAll(s, "0\r\n\r\n");
+    WaitForClose(s);
+  });
+  StartGateway(engine.port());
+  boost::system::error_code ec;  // 15 MB of events: read with a body limit that takes them
+  const std::string body = ReadAfterAPause(RawRequest(kStreamRequest), &ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(body.ends_with("data: [DONE]\n\n"));
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
+  EXPECT_EQ(ex.stream_deltas, kDeltas);
+  EXPECT_EQ(ex.delta_times.gaps, kDeltas - 1);
+  const std::uint64_t decode_ns = ex.delta_times.last_mono_ns - ex.first_token_mono_ns;
+  EXPECT_GE(decode_ns, 300'000'000u);
+  // The longest gap is the pause, less what the gateway's reads of the backlog before it took
+  // (the client's pause backs the stream up): not measured exactly here.
+  EXPECT_GT(ex.delta_times.gap_max_ns, 0u);
+  EXPECT_LE(ex.delta_times.gap_max_ns, decode_ns);
+  const auto pts = metrics::MeasureExchange(ex).Points();
+  double tpot = -1;
+  for (const auto& p : pts)
+    if (p.id == metrics::MetricId::kTimePerOutputToken) tpot = p.value;
+  EXPECT_DOUBLE_EQ(tpot, static_cast<double>(decode_ns) / 1e9 / (kDeltas - 1));
 }
 
 TEST_F(GatewayIoTest, StreamThatStallsEndsWithAnSseErrorEventAfterTheIdleTimeout) {

@@ -87,7 +87,8 @@ openai::Exchange StreamExchange(EngineId engine) {
   ex.response.usage.cached_tokens = 4;
   ex.start.mono_start_ns = 1'000'000'000;
   ex.first_token_mono_ns = 1'200'000'000;  // TTFT 0.2 s
-  ex.delta_mono_ns = {1'200'000'000, 1'300'000'000, 1'400'000'000, 1'500'000'000, 1'600'000'000};
+  for (std::uint64_t t = 1'200'000'000; t <= 1'600'000'000; t += 100'000'000)
+    ex.delta_times.Add(t, 1);
   ex.stream_deltas = 5;
   ex.streamed = true;
   ex.end_mono_ns = 2'000'000'000;  // e2e 1 s
@@ -136,6 +137,20 @@ TEST(MeasureExchange, Vllm) {
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 0.4 / 4);
   EXPECT_EQ(LabelOf(Of(pts, MetricId::kRequestDuration)[0], "model_name"), "m");
   EXPECT_TRUE(Of(pts, MetricId::kSglangNumRequestsTotal).empty());
+}
+
+// vLLM labels its request families with the engine index: the gateway's do too, when the
+// exchange knows which engine served it (X-data-parallel-rank, or a single engine).
+TEST(MeasureExchange, VllmSeriesCarryTheEngineIndexWhereKnown) {
+  auto ex = StreamExchange(VllmEngineId());
+  ex.engine_index = 3;
+  auto pts = MeasureExchange(ex).Points();
+  for (MetricId id :
+       {MetricId::kFirstTokenSeconds, MetricId::kRequestDuration, MetricId::kTimePerOutputToken})
+    EXPECT_EQ(LabelOf(Of(pts, id).at(0), "engine_index"), "3") << Family(id).name;
+  ex.engine_index.reset();
+  pts = MeasureExchange(ex).Points();
+  EXPECT_FALSE(LabelOf(Of(pts, MetricId::kRequestDuration).at(0), "engine_index"));
 }
 
 TEST(MeasureExchange, Sglang) {

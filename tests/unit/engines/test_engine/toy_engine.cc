@@ -85,7 +85,8 @@ class ToyProfile final : public engines::EngineProfile {
     return std::make_unique<ToyNativeSpans>();
   }
 
-  metrics::MetricLabels RequestLabels(std::string_view model) const override {
+  metrics::MetricLabels RequestLabels(std::string_view model,
+                                      std::optional<std::int64_t>) const override {
     return {{std::string(metrics::kDimModelName), std::string(model)}};
   }
   void MeasureRequest(const engines::RequestFigures& f,
