@@ -111,6 +111,8 @@ bool LoadAgentFile(const std::string& path, AgentOptions* options, std::string* 
 struct Agent::Impl {
   Resource resource;
   std::unique_ptr<exporting::Pipelines> pipelines;
+  // Before the assembler, which tells it of joined engine spans until its timer stops.
+  std::unique_ptr<metrics::MetricsService> metrics;
   std::unique_ptr<engines::Assembler> assembler;
   std::unique_ptr<receiver::OtlpReceiver> receiver;
   std::unique_ptr<gateway::EntrySpanEmitter> entry_spans;
@@ -119,7 +121,6 @@ struct Agent::Impl {
   std::vector<std::unique_ptr<EngineProbe>> probes;
   std::unique_ptr<gateway::Gateway> gateway;
   std::unique_ptr<http::SimpleServer> admin;
-  std::unique_ptr<metrics::MetricsService> metrics;
 };
 
 namespace {
@@ -233,6 +234,7 @@ void Agent::StartMetrics() {
                                                          config_, im.pipelines->metrics.get(),
                                                          im.resource, INFERTEL_VERSION_STRING);
   im.metrics->RegisterStats(&stats_);
+  if (im.assembler) im.assembler->SetSpanListener(im.metrics->span_listener());
   for (const auto& u : options_.upstreams) {
     // The models the engine serves keep their own series whatever clients name.
     im.probes.push_back(std::make_unique<EngineProbe>(

@@ -40,10 +40,12 @@ constexpr std::array<MetricFamily, kMetricCount> kFamilies{{
    "`vllm:request_success_total{finished_reason}`"},
   {MetricId::kFirstTokenSeconds, "genai_llm_first_token_seconds", K::kCounter, "s", S::kVllm, "M3.1",
    kVllmGatewayDims, "Cumulative time to first token",
-   "gateway measurement: request received to first content delta (streams)"},
+   "gateway measurement: request received to first content delta (streams); a response not "
+   "streamed: the engine's request span's `gen_ai.latency.time_to_first_token` (vLLM V1)"},
   {MetricId::kTimePerOutputToken, "gen_ai_server_time_per_output_token", K::kCounter, "s", S::kAnyEngine,
    "M3.1, M5", kSharedDims, "Cumulative time per output token",
-   "gateway measurement: vLLM (last − first token) / (output tokens − 1) per stream; SGLang e2e / output tokens"},
+   "gateway measurement: vLLM (last − first token) / (output tokens − 1) per stream (a response "
+   "not streamed: the engine span's decode time instead); SGLang e2e / output tokens"},
   {MetricId::kRequestDuration, "gen_ai_server_request_duration", K::kCounter, "s", S::kAnyEngine,
    "M3.1, M5", kSharedDims, "Cumulative end-to-end request duration",
    "gateway measurement: request received to response complete"},

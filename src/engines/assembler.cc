@@ -29,6 +29,9 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   r.entry_span_id = ex.span_id;
   r.model = ex.request.model ? ex.request.model : ex.response.model;
   r.cached_tokens = ex.response.usage.cached_tokens;
+  r.output_tokens = ex.response.usage.output_tokens;
+  r.streamed = ex.streamed;
+  r.ok = ex.outcome == openai::Outcome::kOk;
   r.tracing_level = ex.tracing_level;
   r.pd_role = ex.pd_role;
   r.engine_index = ex.engine_index;
@@ -186,6 +189,9 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     const SpanReport report =
         w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
+    EngineSpanListener* listener = span_listener_.load(std::memory_order_acquire);
+    if (record != nullptr && listener != nullptr && !report.timings.empty())
+      listener->OnEngineSpanJoined(*record, report.timings);
   }
   (record ? stats_.joined : stats_.unmatched).fetch_add(1, std::memory_order_relaxed);
   stats_.derived_spans.fetch_add(phases.size(), std::memory_order_relaxed);

@@ -125,6 +125,11 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   // (EngineFacts::span_generation), for spans whose own attributes do not tell; an empty
   // generation leaves what was known.
   void SetEngineFacts(const std::string& upstream, const EngineFacts& facts);
+  // Told of every joined engine span (the metrics); may be set while spans arrive. The
+  // listener must outlive the assembler.
+  void SetSpanListener(EngineSpanListener* listener) {
+    span_listener_.store(listener, std::memory_order_release);
+  }
   // Releases every waiting span now (shutdown, tests).
   void FlushWaiting();
   const AssemblerStats& stats() const { return stats_; }
@@ -228,6 +233,7 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   pipeline::TraceSink* out_;
   std::shared_ptr<config::ConfigStore> config_;
   AssemblerStats stats_;
+  std::atomic<EngineSpanListener*> span_listener_{nullptr};
   std::atomic<std::int64_t> latency_logged_ns_{0};  // CountRefusedLatencies's last log
 
   mutable std::mutex mu_;  // guards records_, expiry_, waiting_, stop_

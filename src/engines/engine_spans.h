@@ -38,10 +38,29 @@ struct SpanContext {
   std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
 
-// What normalizing refused of a span's latency attributes (counted by the assembler).
+// What the engine measured of its request, from its request span, in seconds: for the
+// figures the gateway cannot see (a response that is not streamed shows no first token).
+struct EngineTimings {
+  std::optional<double> queue_s, prefill_s, decode_s, ttft_s, e2e_s;
+  bool empty() const { return !queue_s && !prefill_s && !decode_s && !ttft_s && !e2e_s; }
+};
+
+// What normalizing refused of a span's latency attributes (counted by the assembler), and
+// what the span measured.
 struct SpanReport {
   std::uint32_t latency_not_finite = 0;    // NaN or ±Inf
   std::uint32_t latency_out_of_range = 0;  // negative or beyond the engine's bound
+  EngineTimings timings;
+};
+
+// Told of every engine request span joined to its exchange, with what the engine measured
+// (the metrics take the figures the gateway could not). Called on the assembler's threads: must
+// not block.
+class EngineSpanListener {
+ public:
+  virtual ~EngineSpanListener() = default;
+  virtual void OnEngineSpanJoined(const JoinRecord& record,
+                                  const EngineTimings& timings) noexcept = 0;
 };
 
 class RequestSpans {

@@ -24,6 +24,9 @@ struct JoinRecord {
   // Cached prompt tokens from the engine's usage; known_zero when the engine's usage proves
   // there were none (prompt_tokens_details present without cached tokens).
   std::optional<std::int64_t> cached_tokens;
+  std::optional<std::int64_t> output_tokens;  // from the engine's usage
+  bool streamed = false;                      // the response was a stream
+  bool ok = false;                            // completed (not cut short nor failed)
   int tracing_level = 1;
   std::string pd_role = "none";
   std::optional<std::int64_t> engine_index;

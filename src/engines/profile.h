@@ -200,6 +200,10 @@ class EngineProfile {
                                               std::optional<std::int64_t> engine_index) const = 0;
   // The engine-scope series of one finished completion.
   virtual void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const = 0;
+  // The series the engine's own request span adds for a completed response that was not
+  // streamed (the gateway saw no token times): `f` has the engine's TTFT and decode time and
+  // the usage's output tokens.
+  virtual void MeasureEngineSpan(const RequestFigures& f, RequestMeasures* out) const {}
   virtual ScrapeMode scrape_mode() const = 0;
   // Which families and samples of its /metrics TranslateScrape reads; the parser keeps no other.
   virtual bool ReadsFamily(std::string_view family) const = 0;

@@ -100,6 +100,26 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   return out;
 }
 
+ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& r, const engines::EngineTimings& t,
+                                   std::string_view model) {
+  ExchangeMeasures out;
+  if (r.streamed || !r.ok) return out;  // a stream's figures are the gateway's own
+  const engines::EngineProfile& profile = engines::Profile(r.engine);
+  engines::RequestFigures f;
+  f.output_tokens = r.output_tokens;
+  f.ok = true;
+  f.ttft_s = t.ttft_s;
+  f.decode_s = t.decode_s;
+  if (t.e2e_s) f.e2e_s = *t.e2e_s;
+  engines::RequestMeasures measures;
+  profile.MeasureEngineSpan(f, &measures);
+  if (measures.size() == 0) return out;
+  out.labels[ExchangeMeasures::kEngine] = profile.RequestLabels(model, r.engine_index);
+  for (const auto& [id, value] : measures)
+    out.deltas.push_back({id, ExchangeMeasures::kEngine, value});
+  return out;
+}
+
 void RequestMetrics::AddUpstream(const std::string& upstream) {
   if (!models_.contains(upstream))
     models_.emplace(upstream, std::make_unique<BoundedLabelValues>(model_bound_));
@@ -122,6 +142,21 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the exchange is not.
+  }
+}
+
+void RequestMetrics::OnEngineSpanJoined(const engines::JoinRecord& r,
+                                        const engines::EngineTimings& t) noexcept {
+  if (r.streamed || !r.ok) return;
+  auto settings = config_->Current();
+  if (!MetricsEnabled(*settings, r.engine)) return;
+  try {
+    std::string_view model = r.model ? std::string_view(*r.model) : std::string_view();
+    if (!Models(r.upstream).Admit(model)) model = kLabelValueOther;
+    const ExchangeMeasures m = MeasureEngineSpan(r, t, model);
+    if (!m.empty()) store_->Add(r.upstream, m.labels, m.deltas);
+  } catch (const std::exception&) {
+    // Allocation failure: the measurement is lost, the span is not.
   }
 }
 

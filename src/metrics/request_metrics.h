@@ -4,8 +4,12 @@
 // and token totals and inter-token latency. SGLang's are thereby present whether or not the
 // engine runs with --enable-metrics.
 //
-// Thread-safety: OnExchangeFinished runs on gateway workers concurrently; it reads one config
-// snapshot and makes one MetricStore::Add call.
+// A response that is not streamed shows the gateway no first token: its TTFT and time per
+// output token come from the engine's own request span when one joins it (MeasureEngineSpan).
+//
+// Thread-safety: OnExchangeFinished runs on gateway workers concurrently, OnEngineSpanJoined
+// on the assembler's threads; each reads one config snapshot and makes one MetricStore::Add
+// call.
 
 #include <array>
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "config/settings.h"
 #include "core/metric_families.h"
+#include "engines/engine_spans.h"
 #include "metrics/label_bound.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
@@ -55,7 +60,13 @@ inline ExchangeMeasures MeasureExchange(const openai::Exchange& ex) {
   return MeasureExchange(ex, ModelOf(ex));
 }
 
-class RequestMetrics : public openai::ExchangeListener {
+// The counter deltas an engine's request span adds to its exchange's (EngineSpanListener):
+// what the engine measured and the gateway could not (EngineProfile::MeasureEngineSpan),
+// for a completed response that was not streamed. `model` as for MeasureExchange.
+ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& record,
+                                   const engines::EngineTimings& timings, std::string_view model);
+
+class RequestMetrics : public openai::ExchangeListener, public engines::EngineSpanListener {
  public:
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
                  LabelBoundOptions model_bound = {})
@@ -67,6 +78,9 @@ class RequestMetrics : public openai::ExchangeListener {
   BoundedLabelValues& Models(std::string_view upstream);
 
   void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
+  // From the assembler's threads.
+  void OnEngineSpanJoined(const engines::JoinRecord& record,
+                          const engines::EngineTimings& timings) noexcept override;
 
  private:
   MetricStore* store_;

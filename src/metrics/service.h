@@ -71,6 +71,7 @@ class MetricsService {
   void Stop();
 
   openai::ExchangeListener* listener() { return &request_metrics_; }
+  engines::EngineSpanListener* span_listener() { return &request_metrics_; }
   MetricStore& store() { return store_; }
 
   // Series of the engines whose metric reporting is on now (C1 and C3/C4 switches).

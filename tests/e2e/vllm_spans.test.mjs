@@ -260,6 +260,30 @@ describe('V1, level 1, --enable-prompt-tokens-details', () => {
     assert.ok(llm.startTimeUnixNano >= entry.startTimeUnixNano - 5_000_000n && llm.endTimeUnixNano <= entry.endTimeUnixNano + 5_000_000n, 'llm_request within the entry span');
   });
 
+  // A response not streamed shows the gateway no first token: vLLM's TTFT and TPOT families
+  // take what the engine's own span measured, as vLLM counts every request.
+  test('non-streamed request: TTFT and TPOT from its llm_request span, with engine_index', async () => {
+    const ttftSum = () => adminMetric(p.agent, 'genai_llm_first_token_seconds_total', (l) => l.engine_index === '0');
+    const tpotSum = () => adminMetric(p.agent, 'gen_ai_server_time_per_output_token_total', (l) => l.engine_index === '0');
+    const [ttft0, tpot0] = [await ttftSum(), await tpotSum()];
+    const id = xrid('ttft');
+    const r = await p.client.chat.completions.create(chat(), { headers: { 'X-Request-Id': id } });
+    const { llm } = await spansOf(id);
+    const ttft = Number(llm.attributes['gen_ai.latency.time_to_first_token']) / 1e9;
+    const decode = Number(llm.attributes['gen_ai.latency.time_in_model_decode']) / 1e9;
+    assert.ok(ttft > 0, showSpan(llm));
+    const added = await pollUntil(async () => {
+      const d = (await ttftSum()) - ttft0;
+      return d > 0 ? d : 0;
+    });
+    assert.ok(Math.abs(added - ttft) < 1e-6, `TTFT counted ${added} s, the span says ${ttft} s`);
+    if (r.usage.completion_tokens > 1) {
+      const tpot = (await tpotSum()) - tpot0;
+      const want = decode / (r.usage.completion_tokens - 1);
+      assert.ok(Math.abs(tpot - want) < 1e-6, `TPOT counted ${tpot} s, the span gives ${want} s`);
+    }
+  });
+
   test('greedy request: temperature 0 is absent (vLLM omits zero values)', async () => {
     const id = xrid('greedy');
     await p.client.chat.completions.create(chat({ temperature: 0 }), { headers: { 'X-Request-Id': id } });

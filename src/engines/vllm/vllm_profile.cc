@@ -88,6 +88,15 @@ class VllmProfile final : public EngineProfile {
                         *f.decode_s / static_cast<double>(*f.output_tokens - 1));
   }
 
+  // vLLM measures TTFT and TPOT for every request, streamed or not: so does the agent, from
+  // the request span when the gateway saw no tokens.
+  void MeasureEngineSpan(const RequestFigures& f, RequestMeasures* out) const override {
+    if (f.ttft_s) out->emplace_back(MetricId::kFirstTokenSeconds, *f.ttft_s);
+    if (f.decode_s && f.output_tokens && *f.output_tokens > 1)
+      out->emplace_back(MetricId::kTimePerOutputToken,
+                        *f.decode_s / static_cast<double>(*f.output_tokens - 1));
+  }
+
   ScrapeMode scrape_mode() const override { return ScrapeMode::kCumulative; }
   bool ReadsFamily(std::string_view family) const override { return vllm::ReadsFamily(family); }
   bool ReadsSample(std::string_view sample) const override { return vllm::ReadsSample(sample); }

@@ -276,6 +276,16 @@ std::optional<std::uint64_t> Nanos(const AttrIndex& idx, Slot slot) {
   return static_cast<std::uint64_t>(v->int_value());
 }
 
+// The V1 latencies in seconds, once converted to nanoseconds.
+EngineTimings Timings(const AttrIndex& idx) {
+  auto seconds = [&idx](Slot slot) -> std::optional<double> {
+    auto ns = Nanos(idx, slot);
+    return ns ? std::optional<double>(static_cast<double>(*ns) / 1e9) : std::nullopt;
+  };
+  return {seconds(kSlotQueue), seconds(kSlotPrefill), seconds(kSlotDecode), seconds(kSlotTtft),
+          seconds(kSlotE2e)};
+}
+
 void DerivePhases(const Span& span, const AttrIndex& idx, std::string_view pd_role,
                   google::protobuf::Arena* arena, std::vector<Span*>* phases) {
   const std::uint64_t s = span.start_time_unix_nano(), e = span.end_time_unix_nano();
@@ -466,6 +476,7 @@ NormalizeReport Normalize(Span* span, std::string_view scope_name, const Normali
       Set(span, &idx, kSlotPrefill, std::int64_t{0});
     }
     if (level >= 1) DerivePhases(*span, idx, pd_role, arena, phases);
+    report.timings = Timings(idx);
     if (report.latency_not_finite + report.latency_out_of_range > 0) RemoveEmptied(span);
   }
   if (level >= 2 && r != nullptr) AddEvents(span, *r, ctx.max_events);

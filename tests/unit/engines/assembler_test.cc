@@ -523,5 +523,37 @@ TEST_F(AssemblerTest, HeldRequestsLeaveWithoutCopiesAndKeepTheirArena) {
   EXPECT_TRUE(memory.expired());
 }
 
+// A joined engine span tells the listener (the metrics) what the engine measured, with the
+// exchange's record; an unmatched one does not (no exchange to count it under).
+TEST_F(AssemblerTest, JoinedSpansTellTheListenerTheEnginesTimings) {
+  struct Listener : EngineSpanListener {
+    void OnEngineSpanJoined(const JoinRecord& r, const EngineTimings& t) noexcept override {
+      std::lock_guard lock(mu);
+      seen.emplace_back(r.request_id, t);
+    }
+    std::mutex mu;
+    std::vector<std::pair<std::string, EngineTimings>> seen;
+  } listener;
+  auto a = Make(std::chrono::milliseconds(50));
+  a->SetSpanListener(&listener);
+  auto ex = FinishedExchange("timed-1");
+  ex.streamed = false;
+  ex.response.usage.output_tokens = 11;
+  a->OnExchangeFinished(ex);
+  a->Submit(EngineRequest("timed-1"));
+  a->Submit(EngineRequest("never-finished"));
+  ASSERT_EQ(sink_.WaitFor(8).size(), 8u);  // both spans, with their phases
+  a->FlushWaiting();
+  std::lock_guard lock(listener.mu);
+  ASSERT_EQ(listener.seen.size(), 1u);
+  EXPECT_EQ(listener.seen[0].first, "timed-1");
+  const EngineTimings& t = listener.seen[0].second;
+  EXPECT_DOUBLE_EQ(t.ttft_s.value_or(-1), 0.05);
+  EXPECT_DOUBLE_EQ(t.queue_s.value_or(-1), 0.01);
+  EXPECT_DOUBLE_EQ(t.prefill_s.value_or(-1), 0.02);
+  EXPECT_DOUBLE_EQ(t.decode_s.value_or(-1), 0.1);
+  EXPECT_FALSE(t.e2e_s);
+}
+
 }  // namespace
 }  // namespace infertel::engines

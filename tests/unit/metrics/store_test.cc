@@ -153,6 +153,36 @@ TEST(MeasureExchange, VllmSeriesCarryTheEngineIndexWhereKnown) {
   EXPECT_FALSE(LabelOf(Of(pts, MetricId::kRequestDuration).at(0), "engine_index"));
 }
 
+// A response that is not streamed shows the gateway no token: vLLM's TTFT and TPOT come from
+// its request span (what vLLM itself measures for every request); a stream's are the
+// gateway's own, and SGLang adds nothing from spans.
+TEST(MeasureEngineSpan, VllmResponsesNotStreamedTakeTheEnginesTimings) {
+  engines::JoinRecord r;
+  r.engine = VllmEngineId();
+  r.upstream = "default";
+  r.model = "m";
+  r.engine_index = 1;
+  r.output_tokens = 11;
+  r.ok = true;
+  engines::EngineTimings t;
+  t.ttft_s = 0.05;
+  t.decode_s = 0.5;
+  auto pts = MeasureEngineSpan(r, t, "m").Points();
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kFirstTokenSeconds).at(0).value, 0.05);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 0.5 / 10);
+  EXPECT_EQ(LabelOf(Of(pts, MetricId::kFirstTokenSeconds)[0], "engine_index"), "1");
+  EXPECT_EQ(LabelOf(Of(pts, MetricId::kFirstTokenSeconds)[0], "model_name"), "m");
+  r.streamed = true;
+  EXPECT_TRUE(MeasureEngineSpan(r, t, "m").empty());
+  r.streamed = false;
+  r.ok = false;
+  EXPECT_TRUE(MeasureEngineSpan(r, t, "m").empty());
+  r.ok = true;
+  r.engine = SglangEngineId();
+  EXPECT_TRUE(MeasureEngineSpan(r, t, "m").empty());
+}
+
 TEST(MeasureExchange, Sglang) {
   auto pts = MeasureExchange(StreamExchange(SglangEngineId())).Points();
   EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
