@@ -120,6 +120,53 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& r, const engines::
   return out;
 }
 
+namespace {
+
+LatencyLabels HistogramLabels(std::string_view model, std::optional<std::int64_t> engine_index) {
+  return {std::string(model), engine_index ? std::to_string(*engine_index) : std::string()};
+}
+
+}  // namespace
+
+void RequestMetrics::ObserveExchange(const openai::Exchange& ex, std::string_view model) const {
+  if (ex.op == Operation::kEmbeddings) return;
+  using O = LatencyHistograms::Observation;
+  std::array<O, 3> obs;
+  std::size_t n = 0;
+  const std::uint64_t start = ex.start.mono_start_ns, first = ex.first_token_mono_ns;
+  if (first > start) obs[n++] = {Latency::kTimeToFirstToken, (first - start) / kNs};
+  const bool ok = ex.outcome == Outcome::kOk;
+  if (ok && ex.end_mono_ns > start)
+    obs[n++] = {Latency::kRequestDuration, (ex.end_mono_ns - start) / kNs};
+  const auto output = ex.response.usage.output_tokens;
+  if (ok && first > start && ex.delta_times.last_mono_ns > first && output && *output > 1)
+    obs[n++] = {Latency::kTimePerOutputToken,
+                (ex.delta_times.last_mono_ns - first) / kNs / static_cast<double>(*output - 1)};
+  histograms_->Observe(HistogramLabels(model, ex.engine_index), std::span(obs.data(), n),
+                       ex.streamed ? &ex.delta_times : nullptr, ex.trace_id,
+                       ex.start.WallAt(ex.end_mono_ns));
+}
+
+void RequestMetrics::ObserveEngineSpan(const engines::JoinRecord& r,
+                                       const engines::EngineTimings& t,
+                                       std::string_view model) const {
+  using O = LatencyHistograms::Observation;
+  std::array<O, 5> obs;
+  std::size_t n = 0;
+  if (t.queue_s) obs[n++] = {Latency::kQueueTime, *t.queue_s};
+  if (t.prefill_s) obs[n++] = {Latency::kPrefillTime, *t.prefill_s};
+  if (t.decode_s) obs[n++] = {Latency::kDecodeTime, *t.decode_s};
+  // What the gateway could not see of a response not streamed.
+  if (!r.streamed && r.ok) {
+    if (t.ttft_s) obs[n++] = {Latency::kTimeToFirstToken, *t.ttft_s};
+    if (t.decode_s && r.output_tokens && *r.output_tokens > 1)
+      obs[n++] = {Latency::kTimePerOutputToken,
+                  *t.decode_s / static_cast<double>(*r.output_tokens - 1)};
+  }
+  histograms_->Observe(HistogramLabels(model, r.engine_index), std::span(obs.data(), n), nullptr,
+                       r.trace_id, WallNanos());
+}
+
 void RequestMetrics::AddUpstream(const std::string& upstream) {
   if (!models_.contains(upstream))
     models_.emplace(upstream, std::make_unique<BoundedLabelValues>(model_bound_));
@@ -140,6 +187,7 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     if (!Models(ex.upstream_name).Admit(model)) model = kLabelValueOther;
     const ExchangeMeasures m = MeasureExchange(ex, model);
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
+    if (histograms_ != nullptr) ObserveExchange(ex, model);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the exchange is not.
   }
@@ -147,12 +195,12 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
 
 void RequestMetrics::OnEngineSpanJoined(const engines::JoinRecord& r,
                                         const engines::EngineTimings& t) noexcept {
-  if (r.streamed || !r.ok) return;
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, r.engine)) return;
   try {
     std::string_view model = r.model ? std::string_view(*r.model) : std::string_view();
     if (!Models(r.upstream).Admit(model)) model = kLabelValueOther;
+    if (histograms_ != nullptr) ObserveEngineSpan(r, t, model);
     const ExchangeMeasures m = MeasureEngineSpan(r, t, model);
     if (!m.empty()) store_->Add(r.upstream, m.labels, m.deltas);
   } catch (const std::exception&) {

@@ -22,6 +22,7 @@
 #include "core/metric_families.h"
 #include "engines/engine_spans.h"
 #include "metrics/label_bound.h"
+#include "metrics/latency_histograms.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
 
@@ -68,9 +69,13 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& record,
 
 class RequestMetrics : public openai::ExchangeListener, public engines::EngineSpanListener {
  public:
+  // `histograms` (may be null) takes the latency distributions.
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
-                 LabelBoundOptions model_bound = {})
-      : store_(store), config_(std::move(config)), model_bound_(model_bound) {}
+                 LabelBoundOptions model_bound = {}, LatencyHistograms* histograms = nullptr)
+      : store_(store),
+        config_(std::move(config)),
+        model_bound_(model_bound),
+        histograms_(histograms) {}
   // Gives `upstream` its own bound on model label values. Not thread-safe: call before the
   // gateway starts. Exchanges of an upstream never added share one bound.
   void AddUpstream(const std::string& upstream);
@@ -83,9 +88,14 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
                           const engines::EngineTimings& timings) noexcept override;
 
  private:
+  void ObserveExchange(const openai::Exchange& ex, std::string_view model) const;
+  void ObserveEngineSpan(const engines::JoinRecord& r, const engines::EngineTimings& t,
+                         std::string_view model) const;
+
   MetricStore* store_;
   std::shared_ptr<config::ConfigStore> config_;
   LabelBoundOptions model_bound_;
+  LatencyHistograms* histograms_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
   BoundedLabelValues unknown_models_{model_bound_};

@@ -39,7 +39,7 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       sink_(sink),
       resource_(std::move(resource)),
       version_(std::move(version)),
-      request_metrics_(&store_, config_, options_.model_bound),
+      request_metrics_(&store_, config_, options_.model_bound, &histograms_),
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
@@ -106,14 +106,25 @@ std::vector<MetricPoint> MetricsService::Snapshot() const {
 
 std::string MetricsService::RenderPrometheus() const {
   auto points = Snapshot();
-  return metrics::RenderPrometheus(points);
+  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus();
 }
 
 void MetricsService::ExportOnce() {
   if (!sink_) return;
   auto points = Snapshot();
-  if (points.empty()) return;
-  sink_->Submit(BuildOtlpMetrics(points, resource_, start_unix_nano_, WallNanos(), version_));
+  const std::uint64_t now = WallNanos();
+  MetricsRequest req = BuildOtlpMetrics(points, resource_, start_unix_nano_, now, version_);
+  if (req.resource_metrics_size() == 0) {  // no series of the seed's families yet
+    auto* rm = req.add_resource_metrics();
+    *rm->mutable_resource() = resource_;
+    auto* sm = rm->add_scope_metrics();
+    sm->mutable_scope()->set_name("infertel");
+    sm->mutable_scope()->set_version(version_);
+  }
+  auto* sm = req.mutable_resource_metrics(0)->mutable_scope_metrics(0);
+  histograms_.AppendOtlp(sm, start_unix_nano_, now);
+  if (sm->metrics_size() == 0) return;
+  sink_->Submit(std::move(req));
 }
 
 void MetricsService::ScrapeOnce() {
@@ -236,6 +247,9 @@ std::string MetricsService::LastError(std::string_view upstream) const {
 
 void MetricsService::RegisterStats(StatsRegistry* stats) {
   using T = StatsRegistry::Type;
+  stats->AddFn("infertel_latency_observations_dropped",
+               "Latency observations dropped: their histogram series would pass the bound",
+               T::kCounter, "", [this] { return static_cast<double>(histograms_.dropped()); });
   for (const auto& t : targets_) {
     if (!t->url) continue;
     std::string labels = StatsLabel("upstream", t->config.upstream);

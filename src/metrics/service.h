@@ -107,6 +107,7 @@ class MetricsService {
   Resource resource_;
   std::string version_;
   MetricStore store_;
+  LatencyHistograms histograms_;
   RequestMetrics request_metrics_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::uint64_t start_unix_nano_ = 0;

@@ -4,6 +4,7 @@
 // (the entry-span builder now; request metrics and the engine-span join later).
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/clock.h"
 #include "core/engine_id.h"
 #include "core/ids.h"
+#include "core/latency_buckets.h"
 #include "openai/openai.h"
 
 namespace infertel::openai {
@@ -36,15 +38,23 @@ struct DeltaTimes {
   std::uint64_t last_mono_ns = 0;  // 0: none yet
   std::int64_t gaps = 0;           // deltas − 1 once there is one
   std::uint64_t gap_max_ns = 0;    // the longest gap
+  // The gaps counted into the latency histograms' buckets (core/latency_buckets.h), and
+  // their sum in seconds, for the inter-token latency distribution.
+  std::array<std::uint32_t, kLatencyBuckets> gap_buckets{};
+  double gap_sum_s = 0;
   // `n` deltas arrived at `now` (monotonic, so never 0 nor earlier than the last).
   void Add(std::uint64_t now, std::int64_t n) {
     if (n <= 0) return;
-    if (last_mono_ns == 0) {
-      gaps += n - 1;
-    } else {
-      gap_max_ns = std::max(gap_max_ns, now > last_mono_ns ? now - last_mono_ns : 0);
-      gaps += n;
+    if (last_mono_ns != 0) {
+      const std::uint64_t gap = now > last_mono_ns ? now - last_mono_ns : 0;
+      gap_max_ns = std::max(gap_max_ns, gap);
+      const double s = static_cast<double>(gap) / 1e9;
+      ++gap_buckets[LatencyBucket(s)];
+      gap_sum_s += s;
     }
+    const std::int64_t zeros = n - 1;  // read together: no time between them
+    gap_buckets[0] += static_cast<std::uint32_t>(zeros);
+    gaps += last_mono_ns == 0 ? zeros : n;
     last_mono_ns = now;
   }
 };

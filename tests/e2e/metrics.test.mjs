@@ -120,6 +120,24 @@ describe('metrics: vLLM V1', () => {
     assert.ok(metricSum(samples, 'gen_ai_server_request_duration_total') >= metricSum(samples, 'genai_llm_first_token_seconds_total'));
   });
 
+  // infertel's own latency distributions (docs/telemetry-reference.md, "Latency histograms"):
+  // every completed request in the duration histogram, every stream's first token and gaps.
+  test('latency histograms: cumulative buckets, one observation per request, labelled model and engine_index', async () => {
+    const samples = parsePrometheus(await scrapeAgent(agent));
+    const ours = (l) => l.model === MODEL && l.engine_index === '0';
+    assert.equal(metricSum(samples, 'infertel_request_duration_seconds_count', ours), 6, 'six completed requests');
+    const buckets = samples.filter((x) => x.name === 'infertel_request_duration_seconds_bucket' && ours(x.labels));
+    assert.equal(buckets.length, 29, '28 bounds and +Inf');
+    for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i].value >= buckets[i - 1].value, 'cumulative');
+    assert.equal(buckets.at(-1).labels.le, '+Inf');
+    assert.equal(buckets.at(-1).value, 6);
+    assert.ok(metricSum(samples, 'infertel_request_duration_seconds_sum', ours) > 0);
+    // Three streams: a first token each, and the gaps between their deltas.
+    assert.equal(metricSum(samples, 'infertel_time_to_first_token_seconds_count', ours), 3);
+    assert.ok(metricSum(samples, 'infertel_inter_token_latency_seconds_count', ours) >= 3, 'gaps of 3 streams of up to 4 tokens');
+    assert.equal(metricSum(samples, 'infertel_latency_observations_dropped_total'), 0);
+  });
+
   test('a real Prometheus server scrapes the agent and its query API returns the series', async () => {
     const promDir = tempDir('infertel-prom-').dir;
     const port = await closedPort();
@@ -155,6 +173,10 @@ describe('metrics: vLLM V1', () => {
       assert.equal(kv.length, 1);
       assert.equal(kv[0].metric.model_name, MODEL);
       assert.equal(kv[0].metric.engine_index, '0');
+      const q = encodeURIComponent('histogram_quantile(0.5, sum by (le) (infertel_request_duration_seconds_bucket))');
+      const median = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=${q}`)).text).data.result;
+      assert.equal(median.length, 1, 'Prometheus reads the histogram');
+      assert.ok(Number(median[0].value[1]) > 0, `median request duration ${median[0].value[1]}`);
       const up = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=up`)).text).data.result;
       assert.equal(up[0].value[1], '1', 'Prometheus reads the exposition without errors');
     } finally {
@@ -182,6 +204,21 @@ describe('metrics: vLLM V1', () => {
     const usage = byName.genai_llm_usage_tokens.sum.dataPoints;
     const input = usage.filter((p) => p.attributes.some((a) => a.key === 'usageType' && a.value.stringValue === 'input'));
     assert.equal(input.reduce((a, p) => a + p.asDouble, 0), seen.input);
+    // The latency histograms: cumulative, the bounds, and exemplars naming traces.
+    const duration = byName.infertel_request_duration_seconds;
+    assert.ok(duration?.histogram, `a histogram: ${Object.keys(byName).join(', ')}`);
+    assert.equal(duration.unit, 's');
+    assert.equal(duration.histogram.aggregationTemporality, 2, 'CUMULATIVE');
+    const dps = duration.histogram.dataPoints;
+    assert.equal(dps.reduce((a, p) => a + Number(p.count), 0), 6);
+    for (const p of dps) {
+      assert.equal(p.explicitBounds.length, 28);
+      assert.equal(p.bucketCounts.length, 29);
+      assert.equal(p.bucketCounts.reduce((a, c) => a + Number(c), 0), Number(p.count));
+      assert.ok(p.exemplars.length >= 1, 'an exemplar per bucket observed');
+      for (const e of p.exemplars) assert.match(Buffer.from(e.traceId).toString('hex'), /^[0-9a-f]{32}$/, 'the exemplar names a trace');
+      assert.ok(p.exemplars.some((e) => /[1-9a-f]/.test(Buffer.from(e.traceId).toString('hex'))), 'not an empty trace id');
+    }
     const resource = Object.fromEntries(req.resourceMetrics[0].resource.attributes.map((a) => [a.key, a.value.stringValue]));
     assert.ok(resource['service.name'], 'resource has service.name');
     assert.equal(rx.errors.length, 0, rx.errors.join('\n'));
