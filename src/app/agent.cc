@@ -15,6 +15,7 @@
 #include "gateway/entry_span.h"
 #include "gateway/request_log.h"
 #include "http/simple_server.h"
+#include "metrics/exposition.h"
 #include "metrics/served_models.h"
 
 namespace infertel {
@@ -294,10 +295,14 @@ bool Agent::StartAdmin(std::string* error) {
           return http::MakeResponse(200, failing.empty() ? "ok\n" : "degraded\n" + failing);
         }
         if (target == "/metrics") {
-          std::string body = impl_->metrics ? impl_->metrics->RenderPrometheus() : std::string();
+          // OpenMetrics (with exemplars) to scrapers that ask for it, text to the others.
+          const bool om = metrics::WantsOpenMetrics(req[boost::beast::http::field::accept]);
+          std::string body = impl_->metrics ? impl_->metrics->RenderPrometheus(om) : std::string();
           body += stats_.Render();
-          return http::MakeResponse(200, std::move(body),
-                                    "text/plain; version=0.0.4; charset=utf-8");
+          if (om) body = metrics::ToOpenMetrics(body);
+          return http::MakeResponse(
+              200, std::move(body),
+              std::string(om ? metrics::kOpenMetricsContentType : metrics::kTextContentType));
         }
         return http::MakeResponse(404,
                                   http::JsonErrorBody(404, "NotFound", "no such admin endpoint"),

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
+
 #include "core/stats.h"
 
 namespace infertel::metrics {
@@ -70,6 +73,64 @@ std::string RenderPrometheus(std::span<const MetricPoint> points) {
     AppendValue(&out, p.value);
     out += '\n';
   }
+  return out;
+}
+
+bool WantsOpenMetrics(std::string_view accept) {
+  return accept.find("application/openmetrics-text") != std::string_view::npos;
+}
+
+namespace {
+
+// `# KIND NAME REST` split; false for other lines.
+bool MetaLine(std::string_view line, std::string_view kind, std::string_view* name,
+              std::string_view* rest) {
+  if (line.substr(0, kind.size()) != kind) return false;
+  line.remove_prefix(kind.size());
+  const std::size_t sp = line.find(' ');
+  *name = line.substr(0, sp);
+  *rest = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+  return true;
+}
+
+std::string_view FamilyName(std::string_view name, const std::set<std::string_view>& counters) {
+  if (counters.contains(name) && name.ends_with("_total")) name.remove_suffix(6);
+  return name;
+}
+
+}  // namespace
+
+std::string ToOpenMetrics(std::string_view text) {
+  std::set<std::string_view> counters;  // exposed names of counter families
+  std::string_view name, rest;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = std::min(text.find('\n', at), text.size());
+    if (MetaLine(text.substr(at, nl - at), "# TYPE ", &name, &rest) && rest == "counter")
+      counters.insert(name);
+    at = nl + 1;
+  }
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    if (MetaLine(line, "# TYPE ", &name, &rest)) {
+      fmt::format_to(std::back_inserter(out), "# TYPE {} {}\n", FamilyName(name, counters),
+                     rest == "untyped" ? "unknown" : rest);
+    } else if (MetaLine(line, "# HELP ", &name, &rest)) {
+      fmt::format_to(std::back_inserter(out), "# HELP {} ", FamilyName(name, counters));
+      for (char c : rest) {
+        if (c == '"') out += '\\';
+        out += c;
+      }
+      out += '\n';
+    } else if (!line.empty()) {
+      out += line;
+      out += '\n';
+    }
+  }
+  out += "# EOF\n";
   return out;
 }
 

@@ -16,6 +16,19 @@ namespace infertel::metrics {
 // MetricStore::Snapshot returns them).
 std::string RenderPrometheus(std::span<const MetricPoint> points);
 
+// The media type of each exposition, and which one a scraper's Accept header asks for:
+// OpenMetrics when it names application/openmetrics-text (as Prometheus does, and needs for
+// exemplars), else the text format, so that old scrapers see what they always saw.
+inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kOpenMetricsContentType =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+bool WantsOpenMetrics(std::string_view accept);
+// The same exposition in OpenMetrics 1.0 (`text` in format 0.0.4, as the renderers write it,
+// families grouped): a counter family is named without its samples' `_total`, quotes in HELP
+// are escaped, and the exposition ends with `# EOF`. Exemplars already written on histogram
+// buckets are kept.
+std::string ToOpenMetrics(std::string_view text);
+
 // One ResourceMetrics (the agent's resource, scope "infertel") with a metric per family
 // present, under the exact spec name and unit: counters as monotonic cumulative Sums
 // starting at `start_unix_nano`, gauges as Gauges; every data point at `now_unix_nano`.

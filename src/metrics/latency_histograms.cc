@@ -98,7 +98,7 @@ void LatencyHistograms::Observe(const LatencyLabels& labels,
   s->sum += gaps->gap_sum_s;
 }
 
-std::string LatencyHistograms::RenderPrometheus() const {
+std::string LatencyHistograms::RenderPrometheus(bool exemplars) const {
   std::lock_guard lock(mu_);
   std::string out;
   std::optional<Latency> current;
@@ -116,7 +116,14 @@ std::string LatencyHistograms::RenderPrometheus() const {
       cumulative += s.counts[b];
       fmt::format_to(std::back_inserter(out), "{}_bucket{},le=\"", f.name, l);
       AppendNumber(&out, b < kLatencyBounds.size() ? kLatencyBounds[b] : INFINITY);
-      fmt::format_to(std::back_inserter(out), "\"}} {}\n", cumulative);
+      fmt::format_to(std::back_inserter(out), "\"}} {}", cumulative);
+      if (const Exemplar& e = s.exemplars[b]; exemplars && e.unix_nano != 0) {
+        fmt::format_to(std::back_inserter(out), " # {{trace_id=\"{}\"}} ", ToHex(e.trace));
+        AppendNumber(&out, e.value);
+        fmt::format_to(std::back_inserter(out), " {}.{:09}", e.unix_nano / 1'000'000'000,
+                       e.unix_nano % 1'000'000'000);
+      }
+      out += '\n';
     }
     fmt::format_to(std::back_inserter(out), "{}_sum{}}} ", f.name, l);
     AppendNumber(&out, s.sum);

@@ -65,8 +65,10 @@ class LatencyHistograms {
   void Observe(const LatencyLabels& labels, std::span<const Observation> observations,
                const openai::DeltaTimes* gaps, const TraceId& trace, std::uint64_t now_unix_nano);
 
-  // Prometheus text format 0.0.4: classic histograms (`_bucket{le}`, `_sum`, `_count`).
-  std::string RenderPrometheus() const;
+  // Prometheus text format 0.0.4: classic histograms (`_bucket{le}`, `_sum`, `_count`); with
+  // `exemplars`, each bucket line ends in its exemplar as OpenMetrics writes it
+  // (` # {trace_id="…"} VALUE TIMESTAMP`), for an OpenMetrics exposition (exposition.h).
+  std::string RenderPrometheus(bool exemplars = false) const;
   // Appends one OTLP cumulative histogram per family present, with the exemplars, to `sm`.
   void AppendOtlp(otlp_metrics::ScopeMetrics* sm, std::uint64_t start_unix_nano,
                   std::uint64_t now_unix_nano) const;

@@ -104,9 +104,9 @@ std::vector<MetricPoint> MetricsService::Snapshot() const {
       [&](std::string_view, EngineId engine) { return MetricsEnabled(*settings, engine); });
 }
 
-std::string MetricsService::RenderPrometheus() const {
+std::string MetricsService::RenderPrometheus(bool exemplars) const {
   auto points = Snapshot();
-  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus();
+  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus(exemplars);
 }
 
 void MetricsService::ExportOnce() {

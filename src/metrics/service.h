@@ -76,7 +76,9 @@ class MetricsService {
 
   // Series of the engines whose metric reporting is on now (C1 and C3/C4 switches).
   std::vector<MetricPoint> Snapshot() const;
-  std::string RenderPrometheus() const;
+  // The seed's families and the latency histograms, in format 0.0.4; `exemplars` for an
+  // OpenMetrics exposition (ToOpenMetrics).
+  std::string RenderPrometheus(bool exemplars = false) const;
 
   // One pass over every target / one export (the threads call these; so can tests).
   void ScrapeOnce();

@@ -150,6 +150,7 @@ describe('metrics: vLLM V1', () => {
       `--config.file=${path.join(promDir, 'prometheus.yml')}`,
       `--storage.tsdb.path=${path.join(promDir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
+      '--enable-feature=exemplar-storage',
     ], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     prom.stderr.on('data', (d) => (log += d));
@@ -177,6 +178,23 @@ describe('metrics: vLLM V1', () => {
       const median = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=${q}`)).text).data.result;
       assert.equal(median.length, 1, 'Prometheus reads the histogram');
       assert.ok(Number(median[0].value[1]) > 0, `median request duration ${median[0].value[1]}`);
+      // Exemplars: Prometheus asks for OpenMetrics, stores the buckets' trace ids, and each
+      // names a trace the agent's store holds.
+      const now = Math.floor(Date.now() / 1000);
+      const exemplars = await pollUntil(async () => {
+        const r = await get(`http://127.0.0.1:${port}/api/v1/query_exemplars?query=infertel_request_duration_seconds_bucket&start=${now - 600}&end=${now + 60}`);
+        const data = JSON.parse(r.text).data ?? [];
+        return data.flatMap((d) => d.exemplars).length ? data.flatMap((d) => d.exemplars) : null;
+      }, { timeoutMs: 10000, intervalMs: 250 });
+      assert.ok(exemplars, `no exemplars stored\n--- prometheus ---\n${log.slice(-3000)}`);
+      const traceId = exemplars[0].labels.trace_id;
+      assert.match(traceId, /^[0-9a-f]{32}$/);
+      const stored = await pollUntil(async () => {
+        const out = await runInfertel(['traces', '--store', path.join(dir, 'store.db'), '--trace', traceId]);
+        return out.code === 0 && out.stdout.includes(traceId) ? out : null;
+      }, { timeoutMs: 5000, intervalMs: 200 });
+      assert.ok(stored, `the exemplar's trace ${traceId} is in the store`);
+      assert.match(stored.stdout, /chat /);
       const up = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=up`)).text).data.result;
       assert.equal(up[0].value[1], '1', 'Prometheus reads the exposition without errors');
     } finally {

@@ -1,5 +1,7 @@
 #include "metrics/latency_histograms.h"
 
+#include "metrics/exposition.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,6 +84,35 @@ TEST(LatencyHistograms, SeriesPastTheBoundAreDroppedAndCounted) {
                    {Latency::kRequestDuration, INFINITY}};
   h.Observe({"a", ""}, bad, nullptr, {}, 1);
   EXPECT_NE(h.RenderPrometheus().find("infertel_request_duration_seconds_count{model=\"a\"} 2\n"),
+            std::string::npos);
+}
+
+// OpenMetrics for scrapers that ask for it: counter families named without `_total`, quotes
+// in HELP escaped, exemplars on buckets, and the closing `# EOF`.
+TEST(OpenMetrics, ConvertsTheTextExpositionAndKeepsExemplars) {
+  EXPECT_TRUE(WantsOpenMetrics("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"));
+  EXPECT_FALSE(WantsOpenMetrics("text/plain;version=0.0.4"));
+  EXPECT_FALSE(WantsOpenMetrics(""));
+  LatencyHistograms h;
+  TraceId trace{};
+  trace[15] = 0xab;
+  const LatencyHistograms::Observation obs[] = {{Latency::kRequestDuration, 0.25}};
+  h.Observe({"m", ""}, obs, nullptr, trace, 1'700'000'000'500'000'000);
+  const std::string text =
+      "# HELP a_total Says \"hi\"\n# TYPE a_total counter\na_total{x=\"1\"} 3\n"
+      "# HELP g A gauge\n# TYPE g gauge\ng 1\n" +
+      h.RenderPrometheus(/*exemplars=*/true);
+  const std::string om = ToOpenMetrics(text);
+  EXPECT_EQ(om.rfind("# HELP a Says \\\"hi\\\"\n# TYPE a counter\na_total{x=\"1\"} 3\n", 0), 0u)
+      << om;
+  EXPECT_NE(om.find("# TYPE g gauge\ng 1\n"), std::string::npos);
+  EXPECT_NE(om.find("infertel_request_duration_seconds_bucket{model=\"m\",le=\"0.3\"} 1 # "
+                    "{trace_id=\"000000000000000000000000000000ab\"} 0.25 1700000000.500000000\n"),
+            std::string::npos)
+      << om;
+  EXPECT_TRUE(om.ends_with("# EOF\n"));
+  // The text format has no exemplars.
+  EXPECT_EQ(h.RenderPrometheus().find('#', h.RenderPrometheus().find("_bucket")),
             std::string::npos);
 }
 
