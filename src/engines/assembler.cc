@@ -99,6 +99,9 @@ void AssemblerStats::Register(StatsRegistry* r) const {
          "", &waiting);
   r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "",
          &records);
+  r->Add("infertel_assembler_plugin_off_dropped",
+         "Engine spans dropped: their engine's plugin switch (spec C1) is off", T::kCounter, "",
+         &plugin_off_dropped);
   r->Add("infertel_assembler_sglang_spans", "SGLang native spans received", T::kCounter, "",
          &sglang_spans);
   r->Add("infertel_assembler_sglang_level_dropped",
@@ -224,23 +227,27 @@ bool Assembler::Offer(pipeline::Held<TracesRequest>&& in) noexcept {
   return Take(Split(std::move(in)), /*admit=*/true);
 }
 
-const Assembler::NativeEngine* Assembler::NativeGroupOf(const config::Settings& settings,
-                                                        const otlp_trace::ResourceSpans& rs,
+const Assembler::NativeEngine* Assembler::NativeGroupOf(const otlp_trace::ResourceSpans& rs,
                                                         const otlp_trace::ScopeSpans& ss) const {
   for (const NativeEngine& n : native_engines_)
-    if (SwitchOn(settings, n.enabled) && n.spans->ClaimsScope(rs.resource(), ss.scope())) return &n;
+    if (n.spans->ClaimsScope(rs.resource(), ss.scope())) return &n;
   // A request-span engine's own scopes hold no native span: not searching them spares a look
   // at every attribute of every span (about 1 % of the agent's CPU per span).
   for (const RequestEngine& r : request_engines_)
     if (r.spans->OwnsScope(ss.scope().name())) return nullptr;
   for (const NativeEngine& n : native_engines_)
-    if (SwitchOn(settings, n.enabled) && n.spans->HasOwnSpan(ss)) return &n;
+    if (n.spans->HasOwnSpan(ss)) return &n;
   return nullptr;
 }
 
 void Assembler::SplitNative(const NativeEngine& engine, const config::Settings& settings,
                             otlp_trace::ResourceSpans& rs, otlp_trace::ScopeSpans& ss,
                             otlp_trace::ResourceSpans** native_rs, Incoming* result) {
+  if (!SwitchOn(settings, engine.enabled)) {  // C1: the plugin is off, its spans with it
+    result->plugin_off += ss.spans_size();
+    pipeline::Unlink(ss.mutable_spans(), 0, ss.spans_size());
+    return;
+  }
   result->native_spans += ss.spans_size();
   const int level = static_cast<int>(SwitchValue(settings, engine.tracing_level, 1));
   const NativeResult pr = engine.spans->Process(ss.mutable_spans(), level);
@@ -280,7 +287,6 @@ void Assembler::SplitRequestSpans(const config::Settings& settings,
     const AnyValue* request_id = nullptr;
     const RequestEngine* engine = nullptr;
     for (const RequestEngine& r : request_engines_) {
-      if (!SwitchOn(settings, r.enabled)) continue;
       if ((request_id = r.spans->RequestSpanId(*span)) != nullptr) {
         engine = &r;
         break;
@@ -290,6 +296,10 @@ void Assembler::SplitRequestSpans(const config::Settings& settings,
       if (keep != i) spans->SwapElements(keep, i);
       ++keep;
       continue;
+    }
+    if (!SwitchOn(settings, engine->enabled)) {  // C1: the plugin is off, its spans with it
+      ++result->plugin_off;
+      continue;  // unlinked below with the engine spans
     }
     if (!origin) {
       auto o = std::make_shared<Origin>();
@@ -323,7 +333,7 @@ Assembler::Incoming Assembler::Split(pipeline::Held<TracesRequest>&& in) {
   for (auto& rs : *request.mutable_resource_spans()) {
     otlp_trace::ResourceSpans* native_rs = nullptr;  // native scopes of rs, moved
     for (auto& ss : *rs.mutable_scope_spans()) {
-      if (const NativeEngine* native = NativeGroupOf(*settings, rs, ss))
+      if (const NativeEngine* native = NativeGroupOf(rs, ss))
         SplitNative(*native, *settings, rs, ss, &native_rs, &result);
       else if (!request_engines_.empty())
         SplitRequestSpans(*settings, rs, ss, &result);
@@ -402,6 +412,7 @@ bool Assembler::Take(Incoming&& in, bool admit) {
   if (wake_timer) cv_.notify_all();
   stats_.engine_spans.fetch_add(in.engine.size(), std::memory_order_relaxed);
   stats_.passthrough.fetch_add(in.passthrough, std::memory_order_relaxed);
+  stats_.plugin_off_dropped.fetch_add(in.plugin_off, std::memory_order_relaxed);
   stats_.sglang_spans.fetch_add(in.native_spans, std::memory_order_relaxed);
   stats_.sglang_level_dropped.fetch_add(in.native_level_dropped, std::memory_order_relaxed);
   stats_.sglang_pd_links.fetch_add(in.native_pd_links, std::memory_order_relaxed);

@@ -60,16 +60,17 @@ struct AssemblerOptions {
 };
 
 struct AssemblerStats {
-  std::atomic<std::uint64_t> engine_spans{0};     // engine request spans seen
-  std::atomic<std::uint64_t> joined{0};           // matched with a gateway exchange
-  std::atomic<std::uint64_t> unmatched{0};        // exported without a match
-  std::atomic<std::uint64_t> passthrough{0};      // spans passed on unchanged
-  std::atomic<std::uint64_t> derived_spans{0};    // phase spans made
-  std::atomic<std::uint64_t> released_early{0};   // sent unmatched: waiting table full
-  std::atomic<std::uint64_t> held_for_room{0};    // released late: the export queue was full
-  std::atomic<std::uint64_t> records_evicted{0};  // records dropped before their TTL (bound)
-  std::atomic<std::uint64_t> waiting{0};          // gauge
-  std::atomic<std::uint64_t> records{0};          // gauge
+  std::atomic<std::uint64_t> engine_spans{0};        // engine request spans seen
+  std::atomic<std::uint64_t> joined{0};              // matched with a gateway exchange
+  std::atomic<std::uint64_t> unmatched{0};           // exported without a match
+  std::atomic<std::uint64_t> passthrough{0};         // spans passed on unchanged
+  std::atomic<std::uint64_t> derived_spans{0};       // phase spans made
+  std::atomic<std::uint64_t> released_early{0};      // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> held_for_room{0};       // released late: the export queue was full
+  std::atomic<std::uint64_t> records_evicted{0};     // records dropped before their TTL (bound)
+  std::atomic<std::uint64_t> waiting{0};             // gauge
+  std::atomic<std::uint64_t> records{0};             // gauge
+  std::atomic<std::uint64_t> plugin_off_dropped{0};  // engine spans of a plugin switched off
   // Native spans (NativeSpans). Their metrics keep the names they were documented with, after
   // the one engine whose spans came this way then.
   std::atomic<std::uint64_t> sglang_spans{0};          // native spans received
@@ -193,18 +194,19 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
     std::vector<Waiting> engine;
     std::size_t passthrough = 0, native_spans = 0, native_kept = 0;
     std::size_t native_level_dropped = 0, native_pd_links = 0;
+    std::size_t plugin_off = 0;  // engine spans dropped: their plugin is off
   };
   Incoming Split(pipeline::Held<TracesRequest>&& in);
-  // The engine whose native spans one scope holds, if any (switched on).
-  const NativeEngine* NativeGroupOf(const config::Settings& settings,
-                                    const otlp_trace::ResourceSpans& rs,
+  // The engine whose native spans one scope holds, if any.
+  const NativeEngine* NativeGroupOf(const otlp_trace::ResourceSpans& rs,
                                     const otlp_trace::ScopeSpans& ss) const;
   // Moves one scope of native spans, processed, to result->native_out (under *native_rs, made
-  // for the first such scope of rs).
+  // for the first such scope of rs); drops them when the engine's plugin is off.
   void SplitNative(const NativeEngine& engine, const config::Settings& settings,
                    otlp_trace::ResourceSpans& rs, otlp_trace::ScopeSpans& ss,
                    otlp_trace::ResourceSpans** native_rs, Incoming* result);
-  // Takes the request spans out of one scope into result->engine.
+  // Takes the request spans out of one scope into result->engine (dropped when their
+  // engine's plugin is off).
   void SplitRequestSpans(const config::Settings& settings, const otlp_trace::ResourceSpans& rs,
                          otlp_trace::ScopeSpans& ss, Incoming* result);
   // Takes a split request: admitted (all or nothing; false when refused) or not.

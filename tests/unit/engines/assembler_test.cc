@@ -555,5 +555,24 @@ TEST_F(AssemblerTest, JoinedSpansTellTheListenerTheEnginesTimings) {
   EXPECT_FALSE(t.e2e_s);
 }
 
+// Spec C1: with the plugin off there are no traces for the engine: its request spans are
+// dropped (counted), not passed on raw; other spans of the same scope pass.
+TEST_F(AssemblerTest, RequestSpansOfAPluginSwitchedOffAreDropped) {
+  auto off = std::make_shared<config::ConfigStore>(
+      config::Resolve([](std::string_view name) -> std::optional<std::string> {
+        if (name == "OTEL_INSTRUMENTATION_VLLM_ENABLED") return "false";
+        return std::nullopt;
+      }).settings);
+  Assembler a(AssemblerOptions{}, &sink_, off);
+  a.Submit(EngineRequest("off-1", "tokenizer"));
+  const auto items = sink_.WaitFor(1);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].span.name(), "tokenizer");
+  EXPECT_EQ(a.stats().plugin_off_dropped.load(), 1u);
+  EXPECT_EQ(a.stats().engine_spans.load(), 0u);
+  a.FlushWaiting();
+  EXPECT_EQ(sink_.WaitFor(2, std::chrono::milliseconds(100)).size(), 1u);  // nothing waited
+}
+
 }  // namespace
 }  // namespace infertel::engines

@@ -478,7 +478,12 @@ TEST(SglangAssembler, CurrentLevelForUnknownTracesAndPluginOff) {
         Store({{config::Key::kSglangTracingLevel, "1"}, {config::Key::kSglangEnabled, "false"}}));
     FixtureTree t = LoadFixture();
     a.Submit(FixtureRequest(&t));
-    EXPECT_EQ(sink.Items().size(), 11u);  // passed through unchanged
+    // Spec C1: off is no traces for the engine. Its native spans are dropped and counted; the
+    // shop's own span passes.
+    ASSERT_EQ(sink.Items().size(), 1u);
+    EXPECT_NE(sink.Items()[0].scope, "sglang server");
+    EXPECT_EQ(a.stats().plugin_off_dropped.load(), 10u);
+    EXPECT_EQ(a.stats().sglang_spans.load(), 0u);
   }
 }
 
