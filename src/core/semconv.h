@@ -54,6 +54,9 @@ inline constexpr std::string_view kErrorUpstreamClosed = "upstream_closed";
 inline constexpr std::string_view kErrorUpstreamInvalidStatus = "upstream_invalid_status";
 inline constexpr std::string_view kErrorUpstreamMalformed = "upstream_malformed_response";
 inline constexpr std::string_view kErrorUpstreamInvalidJson = "upstream_invalid_json";
+// A stream that ended (its [DONE], or the engine's end of the body) with a choice that never
+// got a finish_reason: cut short.
+inline constexpr std::string_view kErrorStreamUnfinished = "stream_unfinished";
 
 // M4.1 (SGLang entry span) additions.
 inline constexpr std::string_view kGenAiRequestId = "gen_ai.request.id";

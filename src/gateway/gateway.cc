@@ -1165,6 +1165,14 @@ void Gateway::Impl::SettleExchange(std::size_t ui, Exchange& ex, const std::stri
     ex.outcome = openai::Outcome::kEngineError;
     ex.error_type = *ex.response.error_type;
     ex.error_message = ex.response.error_message.value_or("engine reported an error in the stream");
+  } else if (ex.streamed && ex.response.unfinished_choices > 0) {
+    // Cut short: the output messages say "error" for the choice; so does the span.
+    ex.outcome = openai::Outcome::kEngineError;
+    ex.error_type = std::string(semconv::kErrorStreamUnfinished);
+    ex.error_message = fmt::format("the stream ended without a finish_reason for {} choice(s)",
+                                   ex.response.unfinished_choices);
+    stats().invalid_answers.Record(InvalidAnswer::kUnfinishedStream, upstreams[ui].config.name,
+                                   ex.error_message);
   }
   NoteInvalidAnswer(ui, body_parsed && !head_only, ex);
   Finish(ex);

@@ -40,7 +40,14 @@ std::string_view UpstreamFailureReason(UpstreamFailure f) {
 }
 
 std::string_view InvalidAnswerReason(InvalidAnswer a) {
-  return a == InvalidAnswer::kUsage ? "usage" : "not_json";
+  switch (a) {
+    case InvalidAnswer::kUsage:
+      return "usage";
+    case InvalidAnswer::kNotJson:
+      return "not_json";
+    default:
+      return "unfinished_stream";
+  }
 }
 
 bool IsTimeout(UpstreamFailure f) {

@@ -103,6 +103,7 @@ class UpstreamFailureLog {
 enum class InvalidAnswer : std::uint8_t {
   kUsage,    // usage counts that are not token counts: dropped from the span and the metrics
   kNotJson,  // a 2xx body on a JSON endpoint that is not JSON: the entry span is an error
+  kUnfinishedStream,  // a stream ended without a finish_reason for a choice: an error
   kCount,
 };
 inline constexpr std::size_t kInvalidAnswerCount = static_cast<std::size_t>(InvalidAnswer::kCount);

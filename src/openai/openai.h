@@ -99,7 +99,10 @@ struct ResponseInfo {
   std::string parse_error;  // why there is less detail
   std::optional<std::string> id;
   std::optional<std::string> model;
-  std::vector<std::string> finish_reasons;  // one per choice, in index order
+  std::vector<std::string> finish_reasons;  // of the choices that gave one, in index order
+  // Choices of a stream that ended without a finish_reason (cut short): absent from
+  // finish_reasons, "error" in the output messages, and the exchange an error.
+  std::size_t unfinished_choices = 0;
   Usage usage;
   std::string output_messages_json;  // GenAI output messages, one per choice (with finish_reason)
   // Tool calls per choice index (chat): outer index = choice index.

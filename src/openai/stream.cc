@@ -282,7 +282,10 @@ ResponseInfo StreamObserver::Finish() {
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       const Choice& ch = choices_[i];
       if (!ch.seen) continue;
-      out.finish_reasons.push_back(ch.finish_reason);
+      if (ch.finish_reason.empty())
+        ++out.unfinished_choices;
+      else
+        out.finish_reasons.push_back(ch.finish_reason);
       // A tool call whose first frame was lost has no name; keep it, it still happened.
       out.tool_calls[i] = ch.tool_calls;
       if (options_.capture.capture_content && generative) {

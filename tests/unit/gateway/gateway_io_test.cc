@@ -323,6 +323,11 @@ constexpr char kDeltaEvent[] =
     R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]})"
     "\n\n";
 
+// The last delta of a complete stream: it gives the choice's finish_reason.
+constexpr char kFinalEvent[] =
+    R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}]})"
+    "\n\n";
+
 TEST_F(GatewayIoTest, StreamCutByTheEngineEndsWithAnSseErrorEventAndDone) {
   RawEngine engine([](tcp::socket& s) {
     beast::flat_buffer buf;
@@ -367,8 +372,10 @@ TEST_F(GatewayIoTest, TimePerOutputTokenOfAHundredThousandTokenStreamIsExact) {
     std::string batch;
     for (int i = 0; i < 1000; ++i) batch += kDeltaEvent;
     for (int sent = 0; sent + 1000 < kDeltas; sent += 1000) WriteAll(s, SseChunk(batch));
-    std::this_thread::sleep_for(300ms);  // the last token comes late
-    WriteAll(s, SseChunk(kDeltaEvent));
+    std::this_thread::sleep_for(300ms);  // the last token comes late, and ends the choice
+    std::string last = kDeltaEvent;
+    last.replace(last.find("\"finish_reason\":null"), 20, "\"finish_reason\":\"length\"");
+    WriteAll(s, SseChunk(last));
     WriteAll(s, SseChunk(R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,)"
                          R"("model":"m","choices":[],"usage":{"prompt_tokens":3,)"
                          R"("completion_tokens":100001,"total_tokens":100004}})"
@@ -397,6 +404,33 @@ TEST_F(GatewayIoTest, TimePerOutputTokenOfAHundredThousandTokenStreamIsExact) {
   for (const auto& p : pts)
     if (p.id == metrics::MetricId::kTimePerOutputToken) tpot = p.value;
   EXPECT_DOUBLE_EQ(tpot, static_cast<double>(decode_ns) / 1e9 / (kDeltas - 1));
+}
+
+// A stream whose chunks all say "finish_reason": null was cut short: no empty reason is
+// made up, and the exchange is an error, as its output message says.
+TEST_F(GatewayIoTest, StreamEndingWithoutAFinishReasonIsAnError) {
+  RawEngine engine([](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk("data: [DONE]\n\n"));
+    WriteAll(s, "0\r\n\r\n");
+    WaitForClose(s);
+  });
+  StartGateway(engine.port());
+  auto res = Post(nullptr, kStreamRequest);
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_TRUE(res.body().ends_with("data: [DONE]\n\n")) << "relayed as it came";
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kEngineError);
+  EXPECT_EQ(ex.error_type, "stream_unfinished");
+  EXPECT_TRUE(ex.response.finish_reasons.empty());
+  EXPECT_EQ(ex.response.unfinished_choices, 1u);
+  EXPECT_NE(ex.response.output_messages_json.find(R"("finish_reason":"error")"), std::string::npos)
+      << ex.response.output_messages_json;
+  EXPECT_EQ(gateway_->stats().invalid_answers.count(InvalidAnswer::kUnfinishedStream).load(), 1u);
 }
 
 TEST_F(GatewayIoTest, StreamThatStallsEndsWithAnSseErrorEventAfterTheIdleTimeout) {
@@ -450,6 +484,7 @@ TEST_F(GatewayIoTest, StreamWhoseFirstEventWaitsLongerThanTheIdleTimeoutIsRelaye
     WriteAll(s, kSseHeader);
     std::this_thread::sleep_for(500ms);  // the queue: longer than the idle timeout
     WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk(kFinalEvent));
     WriteAll(s, SseChunk("data: [DONE]\n\n"));
     WriteAll(s, "0\r\n\r\n");
     WaitForClose(s);
@@ -776,9 +811,9 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
   auto event = [&](int i) {
     return fmt::format(
         "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
-        "\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"e{:05d}{}\"}}}}]}}"
-        "\n\n",
-        i, pad);
+        "\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"e{:05d}{}\"}},"
+        "\"finish_reason\":{}}}]}}\n\n",
+        i, pad, i + 1 == kEvents ? "\"stop\"" : "null");
   };
   RawEngine engine([&](tcp::socket& s) {
     beast::flat_buffer buf;
