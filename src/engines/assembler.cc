@@ -8,7 +8,9 @@
 #include "core/semconv.h"
 #include "core/thread_name.h"
 #include "engines/registry.h"
+#include "engines/sglang/sglang_keys.h"
 #include "engines/sglang/sglang_spans.h"
+#include "engines/vllm/vllm_keys.h"
 
 namespace infertel::engines {
 
@@ -128,7 +130,7 @@ std::shared_ptr<const JoinRecord> Assembler::Lookup(const vllm::JoinKeyList& key
 void Assembler::BeginOutput(Output* out) const {
   out->held = pipeline::Held<TracesRequest>::Make();
   auto settings = config_->Current();
-  out->level = static_cast<int>(settings->GetInt(config::Key::kVllmTracingLevel));
+  out->level = static_cast<int>(settings->GetInt(vllm::keys().tracing_level));
 }
 
 void Assembler::CountRefusedLatencies(const vllm::NormalizeReport& report) noexcept {
@@ -207,9 +209,9 @@ Assembler::Incoming Assembler::Split(pipeline::Held<TracesRequest>&& in) {
   TracesRequest& request = *result.held.request;
   const std::shared_ptr<pipeline::Memory>& memory = result.held.memory;
   auto settings = config_->Current();
-  const bool vllm_on = settings->GetBool(config::Key::kVllmEnabled);
-  const bool sglang_on = settings->GetBool(config::Key::kSglangEnabled);
-  const int sglang_level = static_cast<int>(settings->GetInt(config::Key::kSglangTracingLevel));
+  const bool vllm_on = settings->GetBool(vllm::keys().enabled);
+  const bool sglang_on = settings->GetBool(sglang::keys().enabled);
+  const int sglang_level = static_cast<int>(settings->GetInt(sglang::keys().tracing_level));
   TracesRequest*& sglang_out = result.sglang_out;  // made on the arena for the first SGLang scope
   std::vector<Waiting>& early = result.engine;
   // Split: engine request spans are taken out; everything else stays where it is.

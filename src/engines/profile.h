@@ -7,7 +7,7 @@
 // A profile is immutable and shared by every thread: each function is const and thread-safe.
 // What it describes, by section:
 //   identity       how flags, files and logs name the engine
-//   switches       which keys of the key table (spec C1–C4) govern it
+//   switches       its rows of the key table (spec C1–C4), and which of them govern it
 //   OpenAI surface what its responses need from the gateway (token detail at a tracing level)
 //   entry spans    how its entry span differs from the common one (spec M2.1 / M4.1)
 //   facts          what the agent reads over HTTP beside the traffic (version, server info)
@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -164,6 +165,9 @@ class EngineProfile {
   virtual std::string_view display_name() const = 0;  // as people write it
 
   // ---- Switches.
+  // The engine's own rows of the key table (config/keys.h), which the registry adds at
+  // start-up; empty for an engine without keys of its own.
+  virtual std::span<const config::KeySpec> key_specs() const { return {}; }
   virtual EngineSwitches switches() const = 0;
 
   // ---- OpenAI surface. Whether requests at this tracing level want each streamed token's

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "config/keys.h"
 #include "engines/sglang/sglang_profile.h"
 #include "engines/vllm/vllm_profile.h"
 
@@ -20,8 +21,10 @@ struct Registry {
     // The built-in engines, in the order of their ids. The first is the default engine.
     Add(&vllm::Profile());
     Add(&sglang::Profile());
+    config::CloseKeys();
   }
   std::size_t Add(const EngineProfile* p) {
+    if (!p->key_specs().empty()) config::AddKeys(p->key_specs());
     std::size_t n = count.load(std::memory_order_relaxed);
     profiles[n] = p;
     count.store(n + 1, std::memory_order_release);
@@ -35,6 +38,8 @@ Registry& Instance() {
 }
 
 }  // namespace
+
+void RegisterEngines() { Instance(); }
 
 const EngineProfile& Profile(EngineId id) {
   Registry& r = Instance();
@@ -66,7 +71,9 @@ std::string EngineNames() {
 std::optional<EngineId> AddEngine(std::unique_ptr<const EngineProfile> profile) {
   Registry& r = Instance();
   std::lock_guard lock(r.add_mu);
-  if (!profile || FindEngine(profile->name()) || EngineCount() >= kMaxEngines) return std::nullopt;
+  if (!profile || FindEngine(profile->name()) || EngineCount() >= kMaxEngines ||
+      !profile->key_specs().empty())
+    return std::nullopt;
   return EngineId{static_cast<std::uint8_t>(r.Add(profile.release()))};
 }
 

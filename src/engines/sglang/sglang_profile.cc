@@ -7,6 +7,7 @@
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "engines/sglang/control.h"
+#include "engines/sglang/sglang_keys.h"
 #include "engines/sglang/sglang_knobs.h"
 #include "engines/sglang/sglang_metrics.h"
 
@@ -73,11 +74,11 @@ class SglangProfile final : public EngineProfile {
   std::string_view name() const override { return "sglang"; }
   std::string_view display_name() const override { return "SGLang"; }
 
+  std::span<const config::KeySpec> key_specs() const override { return KeySpecs(); }
   // SGLang has no trace-context switch of its own: vLLM's governs the agent's request lines.
   EngineSwitches switches() const override {
-    using K = config::Key;
-    return {K::kSglangEnabled, K::kSglangMetricsEnabled, K::kSglangTracingLevel,
-            K::kSglangLogRequests, K::kVllmLogTraceContext};
+    const Keys& k = keys();
+    return {k.enabled, k.metrics_enabled, k.tracing_level, k.log_requests, k.log_trace_context};
   }
 
   // M4.1 has neither the user nor the session id, and the response model of a non-streamed

@@ -2,13 +2,13 @@
 
 #include "core/otel_env.h"
 #include "engines/vllm/version.h"
+#include "engines/vllm/vllm_keys.h"
 #include "engines/vllm/vllm_knobs.h"
 #include "engines/vllm/vllm_metrics.h"
 
 namespace infertel::engines::vllm {
 namespace {
 
-using config::Key;
 using metrics::MetricId;
 
 class VllmProfile final : public EngineProfile {
@@ -16,9 +16,10 @@ class VllmProfile final : public EngineProfile {
   std::string_view name() const override { return "vllm"; }
   std::string_view display_name() const override { return "vLLM"; }
 
+  std::span<const config::KeySpec> key_specs() const override { return KeySpecs(); }
   EngineSwitches switches() const override {
-    return {Key::kVllmEnabled, Key::kVllmMetricsEnabled, Key::kVllmTracingLevel,
-            Key::kVllmLogRequests, Key::kVllmLogTraceContext};
+    const Keys& k = keys();
+    return {k.enabled, k.metrics_enabled, k.tracing_level, k.log_requests, k.log_trace_context};
   }
 
   // Level 2's DECODE events carry each token's detail, which only logprobs give.
