@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   // first saw. A release build of Abseil does none of it (docs/performance.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
-  // The engines' keys join the key table before any configuration is read.
+  // The engines' keys and metric families join their tables before any is read.
   infertel::engines::RegisterEngines();
 
   std::string engines;  // "vLLM and SGLang"

@@ -12,8 +12,8 @@
 //   entry spans    how its entry span differs from the common one (spec M2.1 / M4.1)
 //   facts          what the agent reads over HTTP beside the traffic (version, server info)
 //   spans          how its own spans are joined with the gateway's exchanges
-//   metrics        its /metrics translated into the model's families, and the families the
-//                  gateway measures for it
+//   metrics        its rows of the metric family table, its /metrics translated into the
+//                  model's families, and the families the gateway measures for it
 //   knobs          the switches the console can change on a running engine
 //   launch         how `infertel launch` recognises its command and adds telemetry to it
 
@@ -191,6 +191,9 @@ class EngineProfile {
   virtual SpanJoin span_join() const = 0;
 
   // ---- Metrics.
+  // The engine's rows of the metric family table (core/metric_families.h), which the registry
+  // adds at start-up: its own families and the agent's that apply to it (AgentFamily).
+  virtual std::span<const metrics::MetricFamily> metric_family_rows() const { return {}; }
   // The labels of the engine-scope series the gateway measures, sorted by key.
   virtual metrics::MetricLabels RequestLabels(std::string_view model) const = 0;
   // The engine-scope series of one finished completion.

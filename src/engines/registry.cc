@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "config/keys.h"
+#include "core/metric_families.h"
 #include "engines/sglang/sglang_profile.h"
 #include "engines/vllm/vllm_profile.h"
 
@@ -22,9 +23,11 @@ struct Registry {
     Add(&vllm::Profile());
     Add(&sglang::Profile());
     config::CloseKeys();
+    metrics::CloseMetricFamilies();
   }
   std::size_t Add(const EngineProfile* p) {
     if (!p->key_specs().empty()) config::AddKeys(p->key_specs());
+    if (!p->metric_family_rows().empty()) metrics::AddMetricFamilies(p->metric_family_rows());
     std::size_t n = count.load(std::memory_order_relaxed);
     profiles[n] = p;
     count.store(n + 1, std::memory_order_release);
@@ -72,7 +75,7 @@ std::optional<EngineId> AddEngine(std::unique_ptr<const EngineProfile> profile) 
   Registry& r = Instance();
   std::lock_guard lock(r.add_mu);
   if (!profile || FindEngine(profile->name()) || EngineCount() >= kMaxEngines ||
-      !profile->key_specs().empty())
+      !profile->key_specs().empty() || !profile->metric_family_rows().empty())
     return std::nullopt;
   return EngineId{static_cast<std::uint8_t>(r.Add(profile.release()))};
 }

@@ -2,6 +2,7 @@
 
 #include "core/otel_env.h"
 #include "engines/vllm/version.h"
+#include "engines/vllm/vllm_families.h"
 #include "engines/vllm/vllm_keys.h"
 #include "engines/vllm/vllm_knobs.h"
 #include "engines/vllm/vllm_metrics.h"
@@ -47,8 +48,11 @@ class VllmProfile final : public EngineProfile {
             {std::string(kDimModelName), std::string(model)},
             {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
   }
+  std::span<const metrics::MetricFamily> metric_family_rows() const override {
+    return MetricFamilyRows();
+  }
   void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const override {
-    if (f.ttft_s) out->emplace_back(MetricId::kFirstTokenSeconds, *f.ttft_s);
+    if (f.ttft_s) out->emplace_back(Id(VllmMetric::kFirstTokenSeconds), *f.ttft_s);
     if (!f.ok) return;
     out->emplace_back(MetricId::kRequestDuration, f.e2e_s);
     // vLLM's per-request TPOT: decode time over the tokens after the first.

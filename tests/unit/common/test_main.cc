@@ -1,5 +1,5 @@
-// The main of every unit test binary: the engines' keys join the key table (engines/registry.h)
-// before any test builds a Settings, as the agent's own main does.
+// The main of every unit test binary: the engines' keys and metric families join their tables
+// (engines/registry.h) before any test reads them, as the agent's own main does.
 
 #include <gtest/gtest.h>
 
