@@ -55,6 +55,7 @@ TracesRequest SenderRequest(int batch) {
 }
 
 std::shared_ptr<config::ConfigStore> Config(bool vllm_on) {
+  engines::RegisterEngines();  // the engines' keys and families, before any Settings
   auto env = [vllm_on](std::string_view name) -> std::optional<std::string> {
     if (name == "OTEL_INSTRUMENTATION_VLLM_ENABLED") return vllm_on ? "true" : "false";
     return std::nullopt;

@@ -2,21 +2,17 @@
 # The engine contract's rule (docs/architecture.md, "Engines"): outside src/engines/ and
 # src/sim/, no code names an engine: what is engine-specific is asked of the engine's profile
 # through the registry. Comments may name engines; code (identifiers, strings) may not.
-# Files not yet moved behind the contract are listed below, file by file: a new file that
-# names an engine fails, and so does a listed file that no longer does (remove it from the
-# list, so that the list says what is left to do).
+# That includes the tables of config/ and core/: an engine's config keys and metric families
+# are rows in its own folder (NAME_keys.cc, NAME_families.cc), which the registry adds to those
+# tables at start-up. Files not yet moved behind the contract would be listed below, file by
+# file (none is left): a new file that names an engine fails, and so does a listed file that
+# no longer does (remove it from the list, so that the list says what is left to do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each still names an engine in code (issue: the engine contract).
+# Each still names an engine in code (issue: the engine contract). Empty: every file is behind
+# the contract.
 exceptions=(
-  # The engine switches (spec C1, C3, C4) are rows of the key table, not yet declared by each
-  # engine's folder.
-  src/config/keys.cc
-  src/config/keys.h
-  # The metric families of spec M3/M5 are one table, not yet one per engine.
-  src/core/metric_families.cc
-  src/core/metric_families.h
 )
 
 # The code of a file without its comments: // to the end of a line (not the // of a URL) and
@@ -56,4 +52,8 @@ for ex in "${exceptions[@]}"; do
   fi
 done
 [ "$status" -eq 0 ] || exit 1
-echo "engine names: no code outside src/engines and src/sim names an engine, but ${#exceptions[@]} listed files"
+if [ "${#exceptions[@]}" -eq 0 ]; then
+  echo "engine names: no code outside src/engines and src/sim names an engine"
+else
+  echo "engine names: no code outside src/engines and src/sim names an engine, but ${#exceptions[@]} listed files"
+fi

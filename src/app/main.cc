@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   // first saw. A release build of Abseil does none of it (docs/performance.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
+  // The engines' keys and metric families join their tables before any is read.
+  infertel::engines::RegisterEngines();
+
   std::string engines;  // "vLLM and SGLang"
   for (std::size_t i = 0; i < infertel::engines::EngineCount(); ++i) {
     if (i > 0) engines += i + 1 == infertel::engines::EngineCount() ? " and " : ", ";

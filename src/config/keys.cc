@@ -1,6 +1,12 @@
 #include "config/keys.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
 
 namespace infertel::config {
 namespace {
@@ -8,35 +14,8 @@ namespace {
 using enum ValueType;
 using enum Apply;
 
-constexpr std::array<KeySpec, kKeyCount> kTable{{
-    {Key::kVllmEnabled,
-     "otel.instrumentation.vllm.enabled",
-     "OTEL_INSTRUMENTATION_VLLM_ENABLED",
-     kBool,
-     "true",
-     kRestart,
-     "vllm",
-     0,
-     0,
-     {},
-     false,
-     "C1",
-     "vLLM plugin on/off. Off: no traces and no metrics for vLLM upstreams; the gateway only "
-     "forwards."},
-    {Key::kSglangEnabled,
-     "otel.instrumentation.sglang.enabled",
-     "SGLANG_INSTRUMENTATION_ENABLED",
-     kBool,
-     "true",
-     kRestart,
-     "sglang",
-     0,
-     0,
-     {},
-     false,
-     "C1",
-     "SGLang plugin on/off. Off: no traces and no metrics for SGLang upstreams; the gateway only "
-     "forwards."},
+// The keys of the agent as a whole, in the order of enum Key.
+constexpr std::array<KeySpec, kAgentKeyCount> kAgentKeys{{
     {Key::kCaptureMessageContent,
      "otel.instrumentation.genai.capture-message-content",
      "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
@@ -49,7 +28,8 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      {},
      false,
      "C2",
-     "Capture input and output content (gen_ai.input.messages / gen_ai.output.messages)."},
+     "Capture input and output content (gen_ai.input.messages / gen_ai.output.messages).",
+     KeyGroup::kApplication},
     {Key::kMessageContentMaxLength,
      "otel.instrumentation.genai.message-content.max-length",
      "OTEL_INSTRUMENTATION_GENAI_MESSAGE_CONTENT_MAX_LENGTH",
@@ -62,14 +42,16 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      {},
      false,
      "C2",
-     "Content length limit in characters; each longer content item is truncated."},
+     "Content length limit in characters; each longer content item is truncated.",
+     KeyGroup::kApplication},
     {Key::kMessageContentCaptureStrategy,
      "otel.instrumentation.genai.message-content.capture-strategy",
      "OTEL_INSTRUMENTATION_GENAI_MESSAGE_CONTENT_CAPTURE_STRATEGY", kEnum, "span", kLive, "", 0, 0,
      "span|event|span_and_event", false, "C2",
      "Where captured content goes: span attributes (span), a "
      "gen_ai.client.inference.operation.details log event (event), or both. Also accepts "
-     "SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT."},
+     "SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT.",
+     KeyGroup::kApplication},
     {Key::kCaptureMultimodal,
      "infertel.genai.capture-multimodal",
      "INFERTEL_GENAI_CAPTURE_MULTIMODAL",
@@ -84,133 +66,8 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      "infertel",
      "Record image and audio parts as references (URI, or mime type, size and hash of inline "
      "data). The spec names no key for this switch (C2: client frameworks only), so this one is "
-     "infertel's own."},
-    {Key::kVllmMetricsEnabled,
-     "otel.instrumentation.vllm.metrics.enabled",
-     "OTEL_INSTRUMENTATION_VLLM_METRICS_ENABLED",
-     kBool,
-     "true",
-     kLive,
-     "vllm",
-     0,
-     0,
-     {},
-     false,
-     "C3",
-     "Collect and report vLLM metrics (infertel's own reporting only)."},
-    {Key::kVllmTracingLevel,
-     "otel.instrumentation.vllm.tracing.level",
-     "OTEL_INSTRUMENTATION_VLLM_TRACING_LEVEL",
-     kInt,
-     "1",
-     kLive,
-     "vllm",
-     0,
-     2,
-     {},
-     false,
-     "C3",
-     "0: llm_request only; 1: + wait/prefill/decode/kv_transfer; 2: + per-iteration events with "
-     "token detail (forces logprobs upstream)."},
-    {Key::kVllmLogRequests,
-     "apsara.apm.inference.vllm.log_requests.enabled",
-     "",
-     kBool,
-     "",
-     kLive,
-     "vllm",
-     0,
-     0,
-     {},
-     true,
-     "C3",
-     "Request logs: received, added, aborted, failed (engine default off)."},
-    {Key::kVllmLogIterationDetails,
-     "apsara.apm.inference.vllm.log_iteration_details.enabled",
-     "",
-     kBool,
-     "",
-     kLive,
-     "vllm",
-     0,
-     0,
-     {},
-     true,
-     "C3",
-     "Per-iteration detail logs (engine default off)."},
-    {Key::kVllmLogTraceContext,
-     "apsara.apm.inference.vllm.log_trace_context.enabled",
-     "",
-     kBool,
-     "false",
-     kLive,
-     "vllm",
-     0,
-     0,
-     {},
-     true,
-     "C3",
-     "Inject TraceId and SpanId into log line prefixes."},
-    {Key::kVllmLoggingLevel, "apsara.apm.inference.vllm.logging.level", "", kEnum, "", kLive,
-     "vllm", 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C3",
-     "Log level (engine default INFO)."},
-    {Key::kSglangMetricsEnabled,
-     "otel.instrumentation.sglang.metrics.enabled",
-     "OTEL_INSTRUMENTATION_SGLANG_METRICS_ENABLED",
-     kBool,
-     "true",
-     kLive,
-     "sglang",
-     0,
-     0,
-     {},
-     false,
-     "C4",
-     "Collect and report SGLang metrics, request-level metrics included without --enable-metrics "
-     "(infertel's own reporting only)."},
-    {Key::kSglangTracingLevel,
-     "otel.instrumentation.sglang.tracing.level",
-     "",
-     kInt,
-     "3",
-     kLive,
-     "sglang",
-     0,
-     4,
-     {},
-     true,
-     "C4",
-     "Depth of SGLang's native span tree (0 off, 1 important stages, 2 all but nested, 3 all, 4 "
-     "+ run_batch_cpu); new requests only."},
-    {Key::kSglangLogRequests,
-     "apsara.apm.inference.sglang.log_requests.enabled",
-     "",
-     kBool,
-     "",
-     kLive,
-     "sglang",
-     0,
-     0,
-     {},
-     true,
-     "C4",
-     "TokenizerManager request logs (engine default off)."},
-    {Key::kSglangLogRequestsLevel,
-     "apsara.apm.inference.sglang.log_requests.level",
-     "",
-     kInt,
-     "",
-     kLive,
-     "sglang",
-     0,
-     3,
-     {},
-     true,
-     "C4",
-     "Request log detail, higher is more (engine default 2)."},
-    {Key::kSglangLoggingLevel, "apsara.apm.inference.sglang.logging.level", "", kEnum, "", kLive,
-     "sglang", 0, 0, "DEBUG|INFO|WARNING|ERROR|CRITICAL", true, "C4",
-     "Level of the `sglang` logger (engine default INFO)."},
+     "infertel's own.",
+     KeyGroup::kApplication},
     {Key::kUpstreamConnectTimeoutMs,
      "infertel.upstream.connect-timeout-ms",
      "INFERTEL_UPSTREAM_CONNECT_TIMEOUT_MS",
@@ -272,20 +129,84 @@ constexpr std::array<KeySpec, kKeyCount> kTable{{
      "stops accepting, before they are cut; then every exporter is flushed."},
 }};
 
-constexpr bool TableInOrder() {
-  for (std::size_t i = 0; i < kTable.size(); ++i)
-    if (static_cast<std::size_t>(kTable[i].key) != i) return false;
+constexpr bool AgentKeysInOrder() {
+  for (std::size_t i = 0; i < kAgentKeys.size(); ++i)
+    if (IndexOf(kAgentKeys[i].key) != i) return false;
   return true;
 }
-static_assert(TableInOrder(), "kTable rows must follow the order of enum Key");
+static_assert(AgentKeysInOrder(), "kAgentKeys rows must follow the order of enum Key");
+
+[[noreturn]] void Fail(const char* what, std::string_view detail = {}) {
+  std::fprintf(stderr, "infertel: key table: %s%.*s\n", what, static_cast<int>(detail.size()),
+               detail.data());
+  std::abort();
+}
+
+// Written only while open (AddKeys, under `mu`); read only once closed, without a lock.
+struct Table {
+  std::mutex mu;
+  std::atomic<bool> closed{false};
+  std::vector<KeySpec> by_key;   // index: the key
+  std::vector<KeySpec> listing;  // by group, then as added
+
+  Table() {
+    by_key.reserve(kMaxKeys);
+    by_key.assign(kAgentKeys.begin(), kAgentKeys.end());
+  }
+};
+
+Table& Instance() {
+  static Table t;
+  return t;
+}
+
+const Table& Closed() {
+  const Table& t = Instance();
+  if (!t.closed.load(std::memory_order_acquire))
+    Fail("read before the engines registered their keys (call engines::RegisterEngines() first)");
+  return t;
+}
 
 }  // namespace
 
-std::span<const KeySpec> AllKeys() { return kTable; }
-const KeySpec& Spec(Key key) { return kTable[static_cast<std::size_t>(key)]; }
+Key AddKeys(std::span<const KeySpec> specs) {
+  Table& t = Instance();
+  std::lock_guard lock(t.mu);
+  if (t.closed.load(std::memory_order_relaxed)) Fail("keys added once the table is closed");
+  if (t.by_key.size() + specs.size() > kMaxKeys) Fail("more keys than kMaxKeys");
+  const Key first = static_cast<Key>(t.by_key.size());
+  for (const KeySpec& spec : specs) {
+    for (const KeySpec& have : t.by_key)
+      if (have.console_key == spec.console_key) Fail("console key added twice: ", spec.console_key);
+    t.by_key.push_back(spec);
+    t.by_key.back().key = static_cast<Key>(t.by_key.size() - 1);
+  }
+  return first;
+}
+
+void CloseKeys() {
+  Table& t = Instance();
+  std::lock_guard lock(t.mu);
+  if (t.closed.load(std::memory_order_relaxed)) return;
+  t.listing = t.by_key;
+  std::stable_sort(t.listing.begin(), t.listing.end(),
+                   [](const KeySpec& a, const KeySpec& b) { return a.group < b.group; });
+  t.closed.store(true, std::memory_order_release);
+}
+
+bool KeysClosed() { return Instance().closed.load(std::memory_order_acquire); }
+
+std::span<const KeySpec> AllKeys() { return Closed().listing; }
+std::size_t KeyCount() { return Closed().by_key.size(); }
+
+const KeySpec& Spec(Key key) {
+  const Table& t = Closed();
+  if (IndexOf(key) >= t.by_key.size()) Fail("no such key");
+  return t.by_key[IndexOf(key)];
+}
 
 std::optional<Key> FindByConsoleKey(std::string_view console_key) {
-  for (const auto& s : kTable)
+  for (const auto& s : Closed().by_key)
     if (s.console_key == console_key) return s.key;
   return std::nullopt;
 }

@@ -1,8 +1,14 @@
 #pragma once
-// The key registry: every collection switch of spec C1-C4 (console key, env var, type,
-// default, live or restart), plus the few keys of infertel's own. This one table drives
-// parsing, validation, `infertel config`, the admin API and docs/configuration.md.
+// The key registry: every switch of infertel's collection (spec C1-C4: console key, env var,
+// type, default, live or restart), in one open table. This one table drives parsing,
+// validation, `infertel config`, the admin API and docs/configuration.md.
+//
+// The table starts with the keys of the agent as a whole (the enumerators of Key below);
+// each engine declares its own keys in its folder (engines/<name>/) and the engine registry
+// appends them at start-up (engines::RegisterEngines), before any Settings is built. After
+// that the table is closed and read-only: every lookup is lock-free and safe from any thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,42 +16,39 @@
 
 namespace infertel::config {
 
-enum class Key : std::uint8_t {
-  // C1: plugin switches (restart).
-  kVllmEnabled,
-  kSglangEnabled,
+// A dense index into the table. The enumerators are the agent-wide keys; an engine's keys are
+// the values AddKeys hands out after them (engines hold theirs in a struct of their own).
+enum class Key : std::uint16_t {
   // C2: AI application collection.
   kCaptureMessageContent,
   kMessageContentMaxLength,
   kMessageContentCaptureStrategy,
   kCaptureMultimodal,
-  // C3: vLLM engine switches.
-  kVllmMetricsEnabled,
-  kVllmTracingLevel,
-  kVllmLogRequests,
-  kVllmLogIterationDetails,
-  kVllmLogTraceContext,
-  kVllmLoggingLevel,
-  // C4: SGLang engine switches.
-  kSglangMetricsEnabled,
-  kSglangTracingLevel,
-  kSglangLogRequests,
-  kSglangLogRequestsLevel,
-  kSglangLoggingLevel,
   // infertel's own: upstream timeouts and shutdown (docs/operations.md).
   kUpstreamConnectTimeoutMs,
   kUpstreamFirstByteTimeoutMs,
   kUpstreamIdleTimeoutMs,
   kDrainTimeoutMs,
-  kCount,
 };
-inline constexpr std::size_t kKeyCount = static_cast<std::size_t>(Key::kCount);
+inline constexpr std::size_t kAgentKeyCount = 8;
+// The table's capacity: Settings hold this many values, and AddKeys refuses more.
+inline constexpr std::size_t kMaxKeys = 64;
+
+inline constexpr std::size_t IndexOf(Key key) { return static_cast<std::size_t>(key); }
 
 enum class ValueType : std::uint8_t { kBool, kInt, kEnum };
 enum class Apply : std::uint8_t { kLive, kRestart };
+// Where a key is listed (`infertel config`, docs/configuration.md): by group, then in the
+// order the keys were added.
+enum class KeyGroup : std::uint8_t {
+  kPlugin,       // C1: an engine's plugin switch
+  kApplication,  // C2 and its infertel companions: AI application collection
+  kEngine,       // C3, C4: an engine's own switches
+  kAgent,        // infertel's own: timeouts, shutdown
+};
 
 struct KeySpec {
-  Key key;
+  Key key;  // set by AddKeys: what an engine declares here is not read
   std::string_view console_key;
   std::string_view env_var;  // empty: the spec names no environment variable
   ValueType type;
@@ -61,9 +64,22 @@ struct KeySpec {
   bool engine_knob = false;       // applied through the engine's own endpoints
   std::string_view spec_section;  // C1..C4, or "infertel" for keys of our own
   std::string_view description;
+  KeyGroup group = KeyGroup::kAgent;
 };
 
+// ---- Registration, at start-up (engines/registry.cc), before any Settings is built.
+// Appends `specs` to the table and returns the key of the first (the others follow it, in
+// order). Aborts with a message once the table is closed, past kMaxKeys, or for a console key
+// the table has already.
+Key AddKeys(std::span<const KeySpec> specs);
+// Closes the table: no key is added after. Idempotent.
+void CloseKeys();
+bool KeysClosed();
+
+// ---- Lookups: each aborts with a message while the table is open (before registration).
+// Every key, in listing order (by group, then as added).
 std::span<const KeySpec> AllKeys();
+std::size_t KeyCount();
 const KeySpec& Spec(Key key);
 std::optional<Key> FindByConsoleKey(std::string_view console_key);
 

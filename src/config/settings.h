@@ -47,7 +47,7 @@ class Settings {
   Entry& Mutable(Key k) { return entries_[static_cast<std::size_t>(k)]; }
 
  private:
-  std::array<Entry, kKeyCount> entries_{};
+  std::array<Entry, kMaxKeys> entries_{};  // index: the key
 };
 
 using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;

@@ -168,7 +168,7 @@ std::vector<KeyState> LayeredConfig::Keys() const {
   std::lock_guard lock(mu_);
   Resolved r = ResolveLocked();
   std::vector<KeyState> out;
-  out.reserve(config::kKeyCount);
+  out.reserve(config::KeyCount());
   for (const auto& spec : config::AllKeys()) out.push_back(KeyStateLocked(r, spec.key));
   return out;
 }

@@ -89,7 +89,7 @@ class LayeredConfig {
  private:
   struct Resolved {
     config::Settings settings;
-    std::array<std::optional<Layer>, config::kKeyCount> layer{};
+    std::array<std::optional<Layer>, config::kMaxKeys> layer{};
   };
   Resolved ResolveLocked() const;
   KeyState KeyStateLocked(const Resolved& r, config::Key key) const;
@@ -101,7 +101,7 @@ class LayeredConfig {
   std::array<LayerStatus, kLayerCount> status_;
   std::shared_ptr<config::ConfigStore> store_;
   config::Settings frozen_;  // the running values of restart keys, from Attach
-  std::array<std::optional<Layer>, config::kKeyCount> frozen_layer_{};
+  std::array<std::optional<Layer>, config::kMaxKeys> frozen_layer_{};
 };
 
 // Unix time in milliseconds (for status fields).

@@ -7,14 +7,14 @@
 // A profile is immutable and shared by every thread: each function is const and thread-safe.
 // What it describes, by section:
 //   identity       how flags, files and logs name the engine
-//   switches       which keys of the key table (spec C1–C4) govern it
+//   switches       its rows of the key table (spec C1–C4), and which of them govern it
 //   OpenAI surface what its responses need from the gateway (token detail at a tracing level)
 //   entry spans    how its entry span differs from the common one (spec M2.1 / M4.1)
 //   facts          what the agent reads over HTTP beside the traffic (version, server info)
 //   spans          how its own spans are recognised, joined with the gateway's exchanges and
 //                  normalized (engine_spans.h)
-//   metrics        its /metrics translated into the model's families, and the families the
-//                  gateway measures for it
+//   metrics        its rows of the metric family table, its /metrics translated into the
+//                  model's families, and the families the gateway measures for it
 //   knobs          the switches the console can change on a running engine
 //   launch         how `infertel launch` recognises its command and adds telemetry to it
 
@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -166,6 +167,9 @@ class EngineProfile {
   virtual std::string_view display_name() const = 0;  // as people write it
 
   // ---- Switches.
+  // The engine's own rows of the key table (config/keys.h), which the registry adds at
+  // start-up; empty for an engine without keys of its own.
+  virtual std::span<const config::KeySpec> key_specs() const { return {}; }
   virtual EngineSwitches switches() const = 0;
 
   // ---- OpenAI surface. Whether requests at this tracing level want each streamed token's
@@ -194,6 +198,9 @@ class EngineProfile {
   virtual std::unique_ptr<NativeSpans> MakeNativeSpans() const { return nullptr; }
 
   // ---- Metrics.
+  // The engine's rows of the metric family table (core/metric_families.h), which the registry
+  // adds at start-up: its own families and the agent's that apply to it (AgentFamily).
+  virtual std::span<const metrics::MetricFamily> metric_family_rows() const { return {}; }
   // The labels of the engine-scope series the gateway measures, sorted by key: of the
   // exchange's model label and the engine index that served it (when known).
   virtual metrics::MetricLabels RequestLabels(std::string_view model,

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "config/keys.h"
+#include "core/metric_families.h"
 #include "engines/sglang/sglang_profile.h"
 #include "engines/vllm/vllm_profile.h"
 
@@ -20,8 +22,12 @@ struct Registry {
     // The built-in engines, in the order of their ids. The first is the default engine.
     Add(&vllm::Profile());
     Add(&sglang::Profile());
+    config::CloseKeys();
+    metrics::CloseMetricFamilies();
   }
   std::size_t Add(const EngineProfile* p) {
+    if (!p->key_specs().empty()) config::AddKeys(p->key_specs());
+    if (!p->metric_family_rows().empty()) metrics::AddMetricFamilies(p->metric_family_rows());
     std::size_t n = count.load(std::memory_order_relaxed);
     profiles[n] = p;
     count.store(n + 1, std::memory_order_release);
@@ -35,6 +41,8 @@ Registry& Instance() {
 }
 
 }  // namespace
+
+void RegisterEngines() { Instance(); }
 
 const EngineProfile& Profile(EngineId id) {
   Registry& r = Instance();
@@ -66,7 +74,9 @@ std::string EngineNames() {
 std::optional<EngineId> AddEngine(std::unique_ptr<const EngineProfile> profile) {
   Registry& r = Instance();
   std::lock_guard lock(r.add_mu);
-  if (!profile || FindEngine(profile->name()) || EngineCount() >= kMaxEngines) return std::nullopt;
+  if (!profile || FindEngine(profile->name()) || EngineCount() >= kMaxEngines ||
+      !profile->key_specs().empty() || !profile->metric_family_rows().empty())
+    return std::nullopt;
   return EngineId{static_cast<std::uint8_t>(r.Add(profile.release()))};
 }
 

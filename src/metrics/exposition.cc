@@ -38,7 +38,7 @@ void AppendValue(std::string* out, double v) {
 std::string RenderPrometheus(std::span<const MetricPoint> points) {
   std::string out;
   out.reserve(points.size() * 96);
-  MetricId current = MetricId::kCount;
+  MetricId current = MetricId::kNone;
   std::string name;
   for (const auto& p : points) {
     const MetricFamily& f = Family(p.id);
@@ -144,7 +144,7 @@ MetricsRequest BuildOtlpMetrics(std::span<const MetricPoint> points, const Resou
   auto* sm = rm->add_scope_metrics();
   sm->mutable_scope()->set_name("infertel");
   sm->mutable_scope()->set_version(std::string(scope_version));
-  MetricId current = MetricId::kCount;
+  MetricId current = MetricId::kNone;
   otlp_metrics::Metric* metric = nullptr;
   for (const auto& p : points) {
     const MetricFamily& f = Family(p.id);

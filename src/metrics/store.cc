@@ -126,6 +126,11 @@ std::vector<MetricPoint> MetricStore::Snapshot(
     double v = Family(key.first).merge == MergeRule::kMean ? a.sum / a.n : a.sum;
     out.push_back({key.first, key.second, v});
   }
+  // Families in the table's listing order (the engines' families follow the agent's ids, but
+  // an exposition lists them as the documentation does); a family's series stay by labels.
+  std::stable_sort(out.begin(), out.end(), [](const MetricPoint& a, const MetricPoint& b) {
+    return ListingRank(a.id) < ListingRank(b.id);
+  });
   return out;
 }
 

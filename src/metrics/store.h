@@ -25,7 +25,7 @@ namespace infertel::metrics {
 // A counter delta whose labels are one of a few label sets it shares with other deltas (one
 // exchange's measurements): `labels` indexes those sets.
 struct LabeledDelta {
-  MetricId id = MetricId::kCount;
+  MetricId id = MetricId::kNone;
   std::uint8_t labels = 0;
   double value = 0;
 };

@@ -14,11 +14,17 @@
 
 #include "config/keys.h"
 #include "console/api_body.h"
+#include "engine_keys.h"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  infertel::fuzz::RegisterEngineKeys();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace cfg = infertel::config;
   if (size == 0) return 0;
-  const auto key = static_cast<cfg::Key>(data[0] % cfg::kKeyCount);
+  const auto key = static_cast<cfg::Key>(data[0] % cfg::KeyCount());
   const cfg::KeySpec& spec = cfg::Spec(key);
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   const auto r = infertel::console::ValueFromBody(spec, body);

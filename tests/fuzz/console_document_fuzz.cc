@@ -14,6 +14,12 @@
 #include <string_view>
 
 #include "console/document.h"
+#include "engine_keys.h"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  infertel::fuzz::RegisterEngineKeys();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace con = infertel::console;

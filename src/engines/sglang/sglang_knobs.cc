@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engines/sglang/control.h"
+#include "engines/sglang/sglang_keys.h"
 
 namespace infertel::engines::sglang {
 namespace {
@@ -30,56 +31,51 @@ class SglangKnobs final : public EngineKnobs {
       return Original{std::move(v), std::string("not reported by /server_info; SGLang's default ") +
                                         std::string(what) + " assumed"};
     };
-    switch (key) {
-      case Key::kSglangTracingLevel:
-        // The level comes from SGLANG_TRACE_LEVEL or /set_trace_level, not a server argument.
-        if (info->trace_level) return Original{Value{*info->trace_level}, ""};
-        return assumed(Value{kDefaultTraceLevel}, "3");
-      case Key::kSglangLogRequests:
-        if (info->log_requests) return Original{Value{*info->log_requests}, ""};
-        return assumed(Value{false}, "false");
-      case Key::kSglangLogRequestsLevel:
-        if (info->log_requests_level) return Original{Value{*info->log_requests_level}, ""};
-        return assumed(Value{kDefaultLogRequestsLevel}, "2");
-      case Key::kSglangLoggingLevel:
-        if (info->log_level) {
-          // SGLang reports --log-level in lower case ("info"); keep the key's spelling.
-          auto parsed = config::ParseValue(config::Spec(key), *info->log_level);
-          if (auto* v = std::get_if<Value>(&parsed)) return Original{*v, ""};
-          *error = "server_info log_level '" + *info->log_level + "' is not a known level";
-          return std::nullopt;
-        }
-        return assumed(Value{std::string("INFO")}, "INFO");
-      default:
-        *error = "not an SGLang engine knob";
-        return std::nullopt;
+    const Keys& k = keys();
+    if (key == k.tracing_level) {
+      // The level comes from SGLANG_TRACE_LEVEL or /set_trace_level, not a server argument.
+      if (info->trace_level) return Original{Value{*info->trace_level}, ""};
+      return assumed(Value{kDefaultTraceLevel}, "3");
     }
+    if (key == k.log_requests) {
+      if (info->log_requests) return Original{Value{*info->log_requests}, ""};
+      return assumed(Value{false}, "false");
+    }
+    if (key == k.log_requests_level) {
+      if (info->log_requests_level) return Original{Value{*info->log_requests_level}, ""};
+      return assumed(Value{kDefaultLogRequestsLevel}, "2");
+    }
+    if (key == k.logging_level) {
+      if (info->log_level) {
+        // SGLang reports --log-level in lower case ("info"); keep the key's spelling.
+        auto parsed = config::ParseValue(config::Spec(key), *info->log_level);
+        if (auto* v = std::get_if<Value>(&parsed)) return Original{*v, ""};
+        *error = "server_info log_level '" + *info->log_level + "' is not a known level";
+        return std::nullopt;
+      }
+      return assumed(Value{std::string("INFO")}, "INFO");
+    }
+    *error = "not an SGLang engine knob";
+    return std::nullopt;
   }
 
   bool Apply(Key key, const Value& value, std::string* error) override {
     cached_.reset();  // what /server_info said is stale once we change something
-    switch (key) {
-      case Key::kSglangTracingLevel:
-        return sg::SetTraceLevel(base_, static_cast<int>(std::get<std::int64_t>(value)), error);
-      case Key::kSglangLogRequests: {
-        sg::LoggingConfig c;
-        c.log_requests = std::get<bool>(value);
-        return sg::ConfigureLogging(base_, c, error);
-      }
-      case Key::kSglangLogRequestsLevel: {
-        sg::LoggingConfig c;
-        c.log_requests_level = static_cast<int>(std::get<std::int64_t>(value));
-        return sg::ConfigureLogging(base_, c, error);
-      }
-      case Key::kSglangLoggingLevel: {
-        sg::LoggingConfig c;
-        c.log_level = std::get<std::string>(value);
-        return sg::ConfigureLogging(base_, c, error);
-      }
-      default:
-        *error = "not an SGLang engine knob";
-        return false;
+    const Keys& k = keys();
+    if (key == k.tracing_level)
+      return sg::SetTraceLevel(base_, static_cast<int>(std::get<std::int64_t>(value)), error);
+    sg::LoggingConfig c;
+    if (key == k.log_requests) {
+      c.log_requests = std::get<bool>(value);
+    } else if (key == k.log_requests_level) {
+      c.log_requests_level = static_cast<int>(std::get<std::int64_t>(value));
+    } else if (key == k.logging_level) {
+      c.log_level = std::get<std::string>(value);
+    } else {
+      *error = "not an SGLang engine knob";
+      return false;
     }
+    return sg::ConfigureLogging(base_, c, error);
   }
 
   // /server_info rather than /health: SGLang's /health runs a one-token generation. Read

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "engines/sglang/sglang_families.h"
+
 namespace infertel::engines::sglang {
 namespace {
 
@@ -13,21 +15,21 @@ using metrics::MetricId;
 
 struct Rule {
   std::string_view family;  // SGLang gauge as exposed
-  MetricId target;
+  SglangMetric target;
   int fallback = 0;  // 1: an older name, read only when the current one is absent
 };
 
 // clang-format off
 constexpr Rule kRules[] = {
-  {"sglang:num_running_reqs", MetricId::kSglangNumRunningReqs},
-  {"sglang:num_requests_running", MetricId::kSglangNumRunningReqs, 1},  // 0.3.x
-  {"sglang:num_queue_reqs", MetricId::kSglangNumQueueReqs},
-  {"sglang:num_requests_waiting", MetricId::kSglangNumQueueReqs, 1},    // 0.3.x
-  {"sglang:num_used_tokens", MetricId::kSglangNumUsedTokens},
-  {"sglang:token_usage", MetricId::kSglangTokenUsage},
-  {"sglang:gen_throughput", MetricId::kSglangGenThroughput},
-  {"sglang:cache_hit_rate", MetricId::kSglangCacheHitRate},
-  {"sglang:spec_accept_length", MetricId::kSglangSpecAcceptLength},
+  {"sglang:num_running_reqs", SglangMetric::kNumRunningReqs},
+  {"sglang:num_requests_running", SglangMetric::kNumRunningReqs, 1},  // 0.3.x
+  {"sglang:num_queue_reqs", SglangMetric::kNumQueueReqs},
+  {"sglang:num_requests_waiting", SglangMetric::kNumQueueReqs, 1},    // 0.3.x
+  {"sglang:num_used_tokens", SglangMetric::kNumUsedTokens},
+  {"sglang:token_usage", SglangMetric::kTokenUsage},
+  {"sglang:gen_throughput", SglangMetric::kGenThroughput},
+  {"sglang:cache_hit_rate", SglangMetric::kCacheHitRate},
+  {"sglang:spec_accept_length", SglangMetric::kSpecAcceptLength},
 };
 // clang-format on
 
@@ -57,14 +59,14 @@ bool ReadsFamily(std::string_view family) {
 std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& scrape,
                                                     std::size_t* invalid_values) {
   std::size_t invalid = 0;
-  bool has_primary[metrics::kMetricCount] = {};
+  bool has_primary[metrics::kMaxMetrics] = {};
   for (const auto& rule : kRules)
     if (rule.fallback == 0)
       if (const auto* f = scrape.Find(rule.family); f && !f->samples.empty())
         has_primary[static_cast<std::size_t>(rule.target)] = true;
 
   // target → dp_rank → (tp_rank, pp_rank, value) of the chosen scheduler.
-  std::map<MetricId, std::map<std::string, std::tuple<long, long, double>>> chosen;
+  std::map<SglangMetric, std::map<std::string, std::tuple<long, long, double>>> chosen;
   for (const auto& rule : kRules) {
     if (rule.fallback != 0 && has_primary[static_cast<std::size_t>(rule.target)]) continue;
     const auto* f = scrape.Find(rule.family);
@@ -77,7 +79,7 @@ std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& s
         continue;
       }
       double value = s.value;
-      if (rule.target == MetricId::kSglangCacheHitRate && IsFirstGeneration(s)) value /= 100.0;
+      if (rule.target == SglangMetric::kCacheHitRate && IsFirstGeneration(s)) value /= 100.0;
       const std::string* dp = s.Label("dp_rank");
       std::string dp_key = dp ? *dp : std::string();
       long tp = RankOf(s, "tp_rank"), pp = RankOf(s, "pp_rank");
@@ -99,9 +101,9 @@ std::vector<metrics::MetricPoint> TranslateSnapshot(const scrape::ParseResult& s
     double sum = 0;
     for (const auto& [dp, v] : per_dp) sum += std::get<2>(v);
     // Ratios (token usage, hit rate) and the per-step accept length average over dp ranks.
-    bool mean = target == MetricId::kSglangTokenUsage || target == MetricId::kSglangCacheHitRate ||
-                target == MetricId::kSglangSpecAcceptLength;
-    out.push_back({target, dims, mean ? sum / per_dp.size() : sum});
+    bool mean = target == SglangMetric::kTokenUsage || target == SglangMetric::kCacheHitRate ||
+                target == SglangMetric::kSpecAcceptLength;
+    out.push_back({Id(target), dims, mean ? sum / per_dp.size() : sum});
   }
   return out;
 }

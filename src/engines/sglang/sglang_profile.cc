@@ -7,6 +7,8 @@
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "engines/sglang/control.h"
+#include "engines/sglang/sglang_families.h"
+#include "engines/sglang/sglang_keys.h"
 #include "engines/sglang/sglang_knobs.h"
 #include "engines/sglang/sglang_metrics.h"
 #include "engines/sglang/sglang_spans.h"
@@ -104,11 +106,11 @@ class SglangProfile final : public EngineProfile {
   std::string_view name() const override { return "sglang"; }
   std::string_view display_name() const override { return "SGLang"; }
 
+  std::span<const config::KeySpec> key_specs() const override { return KeySpecs(); }
   // SGLang has no trace-context switch of its own: vLLM's governs the agent's request lines.
   EngineSwitches switches() const override {
-    using K = config::Key;
-    return {K::kSglangEnabled, K::kSglangMetricsEnabled, K::kSglangTracingLevel,
-            K::kSglangLogRequests, K::kVllmLogTraceContext};
+    const Keys& k = keys();
+    return {k.enabled, k.metrics_enabled, k.tracing_level, k.log_requests, k.log_trace_context};
   }
 
   // M4.1 has neither the user nor the session id, and the response model of a non-streamed
@@ -147,18 +149,21 @@ class SglangProfile final : public EngineProfile {
             {std::string(kDimCallType), std::string(kCallTypeGenAi)},
             {std::string(kDimRpcType), std::string(kRpcTypeLlm)}};
   }
+  std::span<const metrics::MetricFamily> metric_family_rows() const override {
+    return MetricFamilyRows();
+  }
   void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const override {
-    out->emplace_back(MetricId::kSglangNumRequestsTotal, 1);
+    out->emplace_back(Id(SglangMetric::kNumRequestsTotal), 1);
     if (f.input_tokens)
-      out->emplace_back(MetricId::kSglangPromptTokensTotal, double(*f.input_tokens));
+      out->emplace_back(Id(SglangMetric::kPromptTokensTotal), double(*f.input_tokens));
     if (f.output_tokens)
-      out->emplace_back(MetricId::kSglangGenerationTokensTotal, double(*f.output_tokens));
+      out->emplace_back(Id(SglangMetric::kGenerationTokensTotal), double(*f.output_tokens));
     if (f.cached_tokens)
-      out->emplace_back(MetricId::kSglangCachedTokensTotal, double(*f.cached_tokens));
-    if (f.ttft_s) out->emplace_back(MetricId::kTimeToFirstToken, *f.ttft_s);
+      out->emplace_back(Id(SglangMetric::kCachedTokensTotal), double(*f.cached_tokens));
+    if (f.ttft_s) out->emplace_back(Id(SglangMetric::kTimeToFirstToken), *f.ttft_s);
     // The true gaps between streamed tokens add up to last − first delta.
     if (f.ttft_s && f.stream_deltas > 1 && f.decode_s)
-      out->emplace_back(MetricId::kSglangInterTokenLatency, *f.decode_s);
+      out->emplace_back(Id(SglangMetric::kInterTokenLatency), *f.decode_s);
     if (!f.ok) return;
     out->emplace_back(MetricId::kRequestDuration, f.e2e_s);
     // M5: time per output token is the request average e2e / output tokens.
@@ -176,7 +181,7 @@ class SglangProfile final : public EngineProfile {
     ScrapedMetrics out;
     out.snapshot = TranslateSnapshot(scrape, &out.invalid_values);
     if (!out.snapshot.empty())
-      out.snapshot.push_back({MetricId::kSglangLogCount, out.snapshot.front().labels, 1});
+      out.snapshot.push_back({Id(SglangMetric::kLogCount), out.snapshot.front().labels, 1});
     return out;
   }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <string_view>
 
+#include "engines/vllm/vllm_families.h"
+
 namespace infertel::engines::vllm {
 namespace {
 
@@ -18,7 +20,7 @@ enum class Part { kValue, kSum, kCount };
 struct Rule {
   std::string_view family;  // vLLM family name as exposed in # TYPE (0.0.4 text)
   Part part;
-  MetricId target;
+  VllmMetric target;
   // 0: the current name; 1: a deprecated name read only when no sample of the current name
   // for the same target is present (so a scrape with both is never counted twice).
   int fallback = 0;
@@ -28,40 +30,40 @@ struct Rule {
 
 // clang-format off
 constexpr Rule kV1Rules[] = {
-  {"vllm:num_requests_running", Part::kValue, MetricId::kVllmNumRequestsRunning},
-  {"vllm:num_requests_waiting", Part::kValue, MetricId::kVllmNumRequestsWaiting},
-  {"vllm:kv_cache_usage_perc", Part::kValue, MetricId::kVllmKvCacheUsagePerc},
-  {"vllm:gpu_cache_usage_perc", Part::kValue, MetricId::kVllmKvCacheUsagePerc, 1},
-  {"vllm:prefix_cache_queries", Part::kValue, MetricId::kVllmPrefixCacheQueries},
-  {"vllm:gpu_prefix_cache_queries", Part::kValue, MetricId::kVllmPrefixCacheQueries, 1},
-  {"vllm:prefix_cache_hits", Part::kValue, MetricId::kVllmPrefixCacheHits},
-  {"vllm:gpu_prefix_cache_hits", Part::kValue, MetricId::kVllmPrefixCacheHits, 1},
-  {"vllm:num_preemptions", Part::kValue, MetricId::kVllmNumPreemptions},
-  {"vllm:prompt_tokens", Part::kValue, MetricId::kVllmPromptTokens},
-  {"vllm:generation_tokens", Part::kValue, MetricId::kVllmGenerationTokens},
-  {"vllm:request_params_n", Part::kSum, MetricId::kVllmRequestParamsN},
-  {"vllm:request_params_max_tokens", Part::kSum, MetricId::kVllmRequestParamsMaxTokens},
-  {"vllm:request_queue_time_seconds", Part::kSum, MetricId::kVllmRequestQueueTime},
-  {"vllm:request_prefill_time_seconds", Part::kSum, MetricId::kVllmRequestPrefillTime},
-  {"vllm:request_decode_time_seconds", Part::kSum, MetricId::kVllmRequestDecodeTime},
-  {"vllm:request_inference_time_seconds", Part::kSum, MetricId::kVllmRequestInferenceTime},
-  {"vllm:iteration_tokens_total", Part::kCount, MetricId::kVllmIterCount},
-  {"vllm:request_success", Part::kValue, MetricId::kVllmRequestSuccess, 0, true},
+  {"vllm:num_requests_running", Part::kValue, VllmMetric::kNumRequestsRunning},
+  {"vllm:num_requests_waiting", Part::kValue, VllmMetric::kNumRequestsWaiting},
+  {"vllm:kv_cache_usage_perc", Part::kValue, VllmMetric::kKvCacheUsagePerc},
+  {"vllm:gpu_cache_usage_perc", Part::kValue, VllmMetric::kKvCacheUsagePerc, 1},
+  {"vllm:prefix_cache_queries", Part::kValue, VllmMetric::kPrefixCacheQueries},
+  {"vllm:gpu_prefix_cache_queries", Part::kValue, VllmMetric::kPrefixCacheQueries, 1},
+  {"vllm:prefix_cache_hits", Part::kValue, VllmMetric::kPrefixCacheHits},
+  {"vllm:gpu_prefix_cache_hits", Part::kValue, VllmMetric::kPrefixCacheHits, 1},
+  {"vllm:num_preemptions", Part::kValue, VllmMetric::kNumPreemptions},
+  {"vllm:prompt_tokens", Part::kValue, VllmMetric::kPromptTokens},
+  {"vllm:generation_tokens", Part::kValue, VllmMetric::kGenerationTokens},
+  {"vllm:request_params_n", Part::kSum, VllmMetric::kRequestParamsN},
+  {"vllm:request_params_max_tokens", Part::kSum, VllmMetric::kRequestParamsMaxTokens},
+  {"vllm:request_queue_time_seconds", Part::kSum, VllmMetric::kRequestQueueTime},
+  {"vllm:request_prefill_time_seconds", Part::kSum, VllmMetric::kRequestPrefillTime},
+  {"vllm:request_decode_time_seconds", Part::kSum, VllmMetric::kRequestDecodeTime},
+  {"vllm:request_inference_time_seconds", Part::kSum, VllmMetric::kRequestInferenceTime},
+  {"vllm:iteration_tokens_total", Part::kCount, VllmMetric::kIterCount},
+  {"vllm:request_success", Part::kValue, VllmMetric::kRequestSuccess, 0, true},
 };
 
 constexpr Rule kV0Rules[] = {
-  {"vllm:gpu_cache_usage_perc", Part::kValue, MetricId::kGpuCacheUsageSys},
-  {"vllm:cpu_cache_usage_perc", Part::kValue, MetricId::kCpuCacheUsageSys},
-  {"vllm:num_requests_running", Part::kValue, MetricId::kNumRunningSys},
-  {"vllm:num_requests_waiting", Part::kValue, MetricId::kNumWaitingSys},
-  {"vllm:num_requests_swapped", Part::kValue, MetricId::kNumSwappedSys},
-  {"vllm:prompt_tokens", Part::kValue, MetricId::kNumPromptTokensIter},
-  {"vllm:prompt_tokens", Part::kValue, MetricId::kNumTokensIter},
-  {"vllm:generation_tokens", Part::kValue, MetricId::kNumGenerationTokensIter},
-  {"vllm:generation_tokens", Part::kValue, MetricId::kNumTokensIter},
-  {"vllm:num_preemptions", Part::kValue, MetricId::kNumPreemptionIter},
-  {"vllm:iteration_tokens_total", Part::kCount, MetricId::kVllmIterCount},
-  {"vllm:request_success", Part::kValue, MetricId::kVllmRequestSuccess, 0, true},
+  {"vllm:gpu_cache_usage_perc", Part::kValue, VllmMetric::kGpuCacheUsageSys},
+  {"vllm:cpu_cache_usage_perc", Part::kValue, VllmMetric::kCpuCacheUsageSys},
+  {"vllm:num_requests_running", Part::kValue, VllmMetric::kNumRunningSys},
+  {"vllm:num_requests_waiting", Part::kValue, VllmMetric::kNumWaitingSys},
+  {"vllm:num_requests_swapped", Part::kValue, VllmMetric::kNumSwappedSys},
+  {"vllm:prompt_tokens", Part::kValue, VllmMetric::kNumPromptTokensIter},
+  {"vllm:prompt_tokens", Part::kValue, VllmMetric::kNumTokensIter},
+  {"vllm:generation_tokens", Part::kValue, VllmMetric::kNumGenerationTokensIter},
+  {"vllm:generation_tokens", Part::kValue, VllmMetric::kNumTokensIter},
+  {"vllm:num_preemptions", Part::kValue, VllmMetric::kNumPreemptionIter},
+  {"vllm:iteration_tokens_total", Part::kCount, VllmMetric::kIterCount},
+  {"vllm:request_success", Part::kValue, VllmMetric::kRequestSuccess, 0, true},
 };
 // clang-format on
 
@@ -191,7 +193,7 @@ TranslatedMetrics TranslateMetrics(const scrape::ParseResult& scrape,
       v1 ? std::span<const Rule>(kV1Rules) : std::span<const Rule>(kV0Rules);
 
   // Targets that have a sample under their current name: deprecated names are then ignored.
-  bool has_primary[metrics::kMetricCount] = {};
+  bool has_primary[metrics::kMaxMetrics] = {};
   for (const auto& rule : rules) {
     if (rule.fallback != 0) continue;
     if (const auto* f = FindFamily(scrape, rule.family); f && !Select(*f, rule).empty())
@@ -204,13 +206,13 @@ TranslatedMetrics TranslateMetrics(const scrape::ParseResult& scrape,
     if (rule.fallback != 0 && has_primary[static_cast<std::size_t>(rule.target)]) continue;
     const auto* f = FindFamily(scrape, rule.family);
     if (!f) continue;
-    const bool counter = metrics::Family(rule.target).kind == metrics::MetricKind::kCounter;
+    const bool counter = metrics::Family(Id(rule.target)).kind == metrics::MetricKind::kCounter;
     for (const auto* s : Select(*f, rule)) {
       if (!std::isfinite(s->value) || (counter && s->value < 0)) {
         ++invalid;
         continue;
       }
-      Acc& a = acc[{rule.target, DimensionsFor(*s, rule, v1)}];
+      Acc& a = acc[{Id(rule.target), DimensionsFor(*s, rule, v1)}];
       a.sum += s->value;
       ++a.n;
     }

@@ -2,6 +2,8 @@
 
 #include "core/otel_env.h"
 #include "engines/vllm/version.h"
+#include "engines/vllm/vllm_families.h"
+#include "engines/vllm/vllm_keys.h"
 #include "engines/vllm/vllm_knobs.h"
 #include "engines/vllm/vllm_metrics.h"
 #include "engines/vllm/vllm_spans.h"
@@ -9,7 +11,6 @@
 namespace infertel::engines::vllm {
 namespace {
 
-using config::Key;
 using metrics::MetricId;
 
 // vLLM's `llm_request` spans (vllm_spans.h), joined by the X-Request-Id the gateway sent.
@@ -42,9 +43,10 @@ class VllmProfile final : public EngineProfile {
   std::string_view name() const override { return "vllm"; }
   std::string_view display_name() const override { return "vLLM"; }
 
+  std::span<const config::KeySpec> key_specs() const override { return KeySpecs(); }
   EngineSwitches switches() const override {
-    return {Key::kVllmEnabled, Key::kVllmMetricsEnabled, Key::kVllmTracingLevel,
-            Key::kVllmLogRequests, Key::kVllmLogTraceContext};
+    const Keys& k = keys();
+    return {k.enabled, k.metrics_enabled, k.tracing_level, k.log_requests, k.log_trace_context};
   }
 
   // Level 2's DECODE events carry each token's detail, which only logprobs give.
@@ -78,8 +80,11 @@ class VllmProfile final : public EngineProfile {
     out.emplace_back(std::string(kDimRpcType), std::string(kRpcTypeLlm));
     return out;
   }
+  std::span<const metrics::MetricFamily> metric_family_rows() const override {
+    return MetricFamilyRows();
+  }
   void MeasureRequest(const RequestFigures& f, RequestMeasures* out) const override {
-    if (f.ttft_s) out->emplace_back(MetricId::kFirstTokenSeconds, *f.ttft_s);
+    if (f.ttft_s) out->emplace_back(Id(VllmMetric::kFirstTokenSeconds), *f.ttft_s);
     if (!f.ok) return;
     out->emplace_back(MetricId::kRequestDuration, f.e2e_s);
     // vLLM's per-request TPOT: decode time over the tokens after the first.
@@ -91,7 +96,7 @@ class VllmProfile final : public EngineProfile {
   // vLLM measures TTFT and TPOT for every request, streamed or not: so does the agent, from
   // the request span when the gateway saw no tokens.
   void MeasureEngineSpan(const RequestFigures& f, RequestMeasures* out) const override {
-    if (f.ttft_s) out->emplace_back(MetricId::kFirstTokenSeconds, *f.ttft_s);
+    if (f.ttft_s) out->emplace_back(Id(VllmMetric::kFirstTokenSeconds), *f.ttft_s);
     if (f.decode_s && f.output_tokens && *f.output_tokens > 1)
       out->emplace_back(MetricId::kTimePerOutputToken,
                         *f.decode_s / static_cast<double>(*f.output_tokens - 1));

@@ -4,6 +4,8 @@
 
 #include "config/keys.h"
 #include "config/settings.h"
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 
 namespace infertel::config {
 namespace {
@@ -31,14 +33,39 @@ TEST(KeysTest, SpecNamesAndDefaults) {
   EXPECT_EQ(Spec(Key::kCaptureMessageContent).console_key,
             "otel.instrumentation.genai.capture-message-content");
   EXPECT_EQ(Spec(Key::kMessageContentMaxLength).default_value, "8192");
-  EXPECT_EQ(Spec(Key::kVllmTracingLevel).env_var, "OTEL_INSTRUMENTATION_VLLM_TRACING_LEVEL");
-  EXPECT_EQ(Spec(Key::kVllmTracingLevel).default_value, "1");
-  EXPECT_EQ(Spec(Key::kSglangTracingLevel).default_value, "3");
-  EXPECT_EQ(Spec(Key::kSglangEnabled).env_var, "SGLANG_INSTRUMENTATION_ENABLED");
-  EXPECT_EQ(Spec(Key::kVllmEnabled).apply, Apply::kRestart);
+  EXPECT_EQ(Spec(engines::vllm::keys().tracing_level).env_var,
+            "OTEL_INSTRUMENTATION_VLLM_TRACING_LEVEL");
+  EXPECT_EQ(Spec(engines::vllm::keys().tracing_level).default_value, "1");
+  EXPECT_EQ(Spec(engines::sglang::keys().tracing_level).default_value, "3");
+  EXPECT_EQ(Spec(engines::sglang::keys().enabled).env_var, "SGLANG_INSTRUMENTATION_ENABLED");
+  EXPECT_EQ(Spec(engines::vllm::keys().enabled).apply, Apply::kRestart);
   EXPECT_EQ(FindByConsoleKey("apsara.apm.inference.sglang.log_requests.level"),
-            Key::kSglangLogRequestsLevel);
+            engines::sglang::keys().log_requests_level);
   EXPECT_FALSE(FindByConsoleKey("otel.instrumentation.nope").has_value());
+}
+
+// The engines' keys (engines/NAME/NAME_keys.cc) follow the agent's in the table, which the
+// test main closed (engines::RegisterEngines); the listing keeps the documented order.
+TEST(KeysTest, EnginesAddTheirKeysAfterTheAgents) {
+  ASSERT_TRUE(KeysClosed());
+  EXPECT_EQ(KeyCount(),
+            kAgentKeyCount + engines::vllm::KeySpecs().size() + engines::sglang::KeySpecs().size());
+  EXPECT_EQ(IndexOf(engines::vllm::keys().enabled), kAgentKeyCount);
+  EXPECT_EQ(Spec(engines::vllm::keys().logging_level).console_key,
+            "apsara.apm.inference.vllm.logging.level");
+  EXPECT_EQ(Spec(engines::sglang::keys().log_trace_context).console_key,
+            "apsara.apm.inference.vllm.log_trace_context.enabled");
+  KeyGroup last = KeyGroup::kPlugin;
+  for (const KeySpec& spec : AllKeys()) {
+    EXPECT_EQ(Spec(spec.key).console_key, spec.console_key);
+    EXPECT_LT(IndexOf(spec.key), kMaxKeys);
+    EXPECT_LE(last, spec.group) << spec.console_key;
+    last = spec.group;
+  }
+}
+
+TEST(KeysDeathTest, NoKeyIsAddedOnceTheTableIsClosed) {
+  EXPECT_DEATH(AddKeys(engines::vllm::KeySpecs()), "keys added once the table is closed");
 }
 
 TEST(SettingsTest, EnvOverridesDefaultAndConsoleOverridesEnv) {
@@ -52,13 +79,13 @@ TEST(SettingsTest, EnvOverridesDefaultAndConsoleOverridesEnv) {
   };
   auto r = Resolve(lookup, {{Key::kMessageContentMaxLength, "50"}});
   ASSERT_TRUE(r.errors.empty());
-  EXPECT_EQ(r.settings.GetInt(Key::kVllmTracingLevel), 2);
-  EXPECT_EQ(r.settings.At(Key::kVllmTracingLevel).source, Source::kEnv);
+  EXPECT_EQ(r.settings.GetInt(engines::vllm::keys().tracing_level), 2);
+  EXPECT_EQ(r.settings.At(engines::vllm::keys().tracing_level).source, Source::kEnv);
   EXPECT_EQ(r.settings.GetInt(Key::kMessageContentMaxLength), 50);
   EXPECT_EQ(r.settings.At(Key::kMessageContentMaxLength).source, Source::kConsole);
   EXPECT_TRUE(r.settings.GetBool(Key::kCaptureMessageContent));
   EXPECT_EQ(r.settings.At(Key::kCaptureMessageContent).source, Source::kDefault);
-  EXPECT_FALSE(r.settings.IsSet(Key::kVllmLogRequests));
+  EXPECT_FALSE(r.settings.IsSet(engines::vllm::keys().log_requests));
 }
 
 TEST(SettingsTest, BadEnvValueIsReportedAndDefaultKept) {
@@ -70,7 +97,7 @@ TEST(SettingsTest, BadEnvValueIsReportedAndDefaultKept) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].find("otel.instrumentation.vllm.tracing.level"), std::string::npos);
   EXPECT_NE(r.errors[0].find("from 0 to 2"), std::string::npos);
-  EXPECT_EQ(r.settings.GetInt(Key::kVllmTracingLevel), 1);
+  EXPECT_EQ(r.settings.GetInt(engines::vllm::keys().tracing_level), 1);
 }
 
 TEST(SettingsTest, CaptureStrategyAliases) {
@@ -87,14 +114,14 @@ TEST(ConfigStoreTest, PublishNotifiesListeners) {
   int calls = 0;
   store.Subscribe([&](const Settings& o, const Settings& n) {
     ++calls;
-    EXPECT_EQ(o.GetInt(Key::kVllmTracingLevel), 1);
-    EXPECT_EQ(n.GetInt(Key::kVllmTracingLevel), 0);
+    EXPECT_EQ(o.GetInt(engines::vllm::keys().tracing_level), 1);
+    EXPECT_EQ(n.GetInt(engines::vllm::keys().tracing_level), 0);
   });
   Settings next = *store.Current();
-  next.Mutable(Key::kVllmTracingLevel) = {Value{std::int64_t{0}}, Source::kConsole};
+  next.Mutable(engines::vllm::keys().tracing_level) = {Value{std::int64_t{0}}, Source::kConsole};
   store.Publish(next);
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(store.Current()->GetInt(Key::kVllmTracingLevel), 0);
+  EXPECT_EQ(store.Current()->GetInt(engines::vllm::keys().tracing_level), 0);
 }
 
 }  // namespace

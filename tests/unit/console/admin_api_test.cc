@@ -5,6 +5,7 @@
 
 #include "common/env_lookup.h"
 #include "console/report.h"
+#include "engines/vllm/vllm_keys.h"
 
 namespace infertel::console {
 namespace {
@@ -53,7 +54,7 @@ TEST_F(ConfigApiTest, GetListsEveryKeyWithSourceEnvAndApply) {
   auto doc = Parse(res.body());
   simdjson::dom::array keys;
   ASSERT_FALSE(doc["keys"].get(keys));
-  EXPECT_EQ(keys.size(), config::kKeyCount);
+  EXPECT_EQ(keys.size(), config::KeyCount());
   bool seen = false;
   for (auto k : keys) {
     std::string_view name, source, apply;
@@ -141,7 +142,7 @@ TEST_F(ConfigApiTest, BadValuesAre400AndChangeNothing) {
     std::string_view message = doc["error"]["message"].get_string().value();
     EXPECT_NE(message.find(key), std::string_view::npos) << message;
   }
-  EXPECT_EQ(config_.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(config_.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_EQ(config_.Status(Layer::kApi).keys, 0u);
 }
 
@@ -171,7 +172,7 @@ TEST_F(ConfigApiTest, TokenIsRequiredWhenSet) {
   EXPECT_EQ(
       guarded.Handle(Req(bhttp::verb::put, kLevel, R"({"value":0})", "Basic s3cret")).result_int(),
       401u);
-  EXPECT_EQ(config_.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(config_.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_EQ(guarded.Handle(Req(bhttp::verb::get, "/api/config", "", "Bearer s3cret")).result_int(),
             200u);
   EXPECT_EQ(
@@ -180,7 +181,7 @@ TEST_F(ConfigApiTest, TokenIsRequiredWhenSet) {
 }
 
 TEST_F(ConfigApiTest, TextRowsFromTheJsonMatchTheLocalOnes) {
-  config_.SetApiValue(Key::kVllmEnabled, Value{false});  // no store: no pending restart
+  config_.SetApiValue(engines::vllm::keys().enabled, Value{false});  // no store: no pending restart
   config_.SetApiValue(Key::kMessageContentMaxLength, Value{std::int64_t{64}});
   auto reports = BuildReports(config_, nullptr);
   LayerStatuses statuses;
@@ -252,7 +253,7 @@ TEST_F(ConfigApiTest, TwoAuthorizationHeadersAreRefused) {
     EXPECT_EQ(api->stats().refused[static_cast<std::size_t>(ApiRefusal::kDuplicateAuthorization)],
               1u);
   }
-  EXPECT_EQ(config_.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(config_.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_EQ(guarded.Handle(Req(bhttp::verb::get, "/api/config")).result_int(), 401u);
   EXPECT_EQ(guarded.stats().refused[static_cast<std::size_t>(ApiRefusal::kUnauthorized)], 1u);
 }

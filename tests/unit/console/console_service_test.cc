@@ -2,6 +2,8 @@
 
 #include "common/env_lookup.h"
 #include "engines/registry.h"
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 
 #include <gtest/gtest.h>
 
@@ -62,8 +64,8 @@ TEST(ConsoleServiceTest, StartsFromTheFileAndAnUnreachableUrlIsOnlyReported) {
   EXPECT_EQ(svc->InitialSettings().GetInt(Key::kMessageContentMaxLength), 12);
   EXPECT_FALSE(svc->config().Status(Layer::kUrl).ok);
   // Both engines' plugins are on: one knob state per upstream of the key's engine.
-  EXPECT_EQ(svc->knobs().StateOf(Key::kSglangTracingLevel).size(), 1u);
-  EXPECT_EQ(svc->knobs().StateOf(Key::kVllmLoggingLevel).size(), 1u);
+  EXPECT_EQ(svc->knobs().StateOf(engines::sglang::keys().tracing_level).size(), 1u);
+  EXPECT_EQ(svc->knobs().StateOf(engines::vllm::keys().logging_level).size(), 1u);
 
   auto store = std::make_shared<config::ConfigStore>(svc->InitialSettings());
   svc->Start(store);
@@ -85,8 +87,8 @@ TEST(ConsoleServiceTest, NoKnobsForAnEngineWhosePluginIsOff) {
   auto svc = ConsoleService::Create({}, EnvOf({{"SGLANG_INSTRUMENTATION_ENABLED", "false"}}),
                                     Upstreams(), &error);
   ASSERT_NE(svc, nullptr) << error;
-  EXPECT_TRUE(svc->knobs().StateOf(Key::kSglangTracingLevel).empty());
-  EXPECT_EQ(svc->knobs().StateOf(Key::kVllmLoggingLevel).size(), 1u);
+  EXPECT_TRUE(svc->knobs().StateOf(engines::sglang::keys().tracing_level).empty());
+  EXPECT_EQ(svc->knobs().StateOf(engines::vllm::keys().logging_level).size(), 1u);
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 #include "console/document.h"
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 
 #include <gtest/gtest.h>
 
@@ -51,9 +53,9 @@ TEST(ConsoleDocumentTest, FlatYamlIsTyped) {
          "apsara.apm.inference.sglang.logging.level: debug\n"
          "otel.instrumentation.genai.message-content.capture-strategy: SPAN_AND_EVENT\n");
   ASSERT_EQ(v.size(), 4u);
-  EXPECT_EQ(v[Key::kVllmTracingLevel], Value{std::int64_t{2}});
+  EXPECT_EQ(v[engines::vllm::keys().tracing_level], Value{std::int64_t{2}});
   EXPECT_EQ(v[Key::kCaptureMessageContent], Value{false});
-  EXPECT_EQ(v[Key::kSglangLoggingLevel], Value{std::string("DEBUG")});
+  EXPECT_EQ(v[engines::sglang::keys().logging_level], Value{std::string("DEBUG")});
   EXPECT_EQ(v[Key::kMessageContentCaptureStrategy], Value{std::string("span_and_event")});
 }
 
@@ -68,8 +70,8 @@ TEST(ConsoleDocumentTest, NestedYamlIsJoinedWithDots) {
          "      message-content:\n"
          "        max-length: 100\n");
   ASSERT_EQ(v.size(), 3u);
-  EXPECT_EQ(v[Key::kVllmEnabled], Value{false});
-  EXPECT_EQ(v[Key::kVllmTracingLevel], Value{std::int64_t{0}});
+  EXPECT_EQ(v[engines::vllm::keys().enabled], Value{false});
+  EXPECT_EQ(v[engines::vllm::keys().tracing_level], Value{std::int64_t{0}});
   EXPECT_EQ(v[Key::kMessageContentMaxLength], Value{std::int64_t{100}});
 }
 
@@ -79,9 +81,9 @@ TEST(ConsoleDocumentTest, JsonWithTabsAndNestedObjects) {
          "\t\"apsara.apm.inference.sglang\": {\"log_requests.enabled\": true,"
          " \"log_requests.level\": \"3\"}\n}");
   ASSERT_EQ(v.size(), 3u);
-  EXPECT_EQ(v[Key::kSglangTracingLevel], Value{std::int64_t{1}});
-  EXPECT_EQ(v[Key::kSglangLogRequests], Value{true});
-  EXPECT_EQ(v[Key::kSglangLogRequestsLevel], Value{std::int64_t{3}});
+  EXPECT_EQ(v[engines::sglang::keys().tracing_level], Value{std::int64_t{1}});
+  EXPECT_EQ(v[engines::sglang::keys().log_requests], Value{true});
+  EXPECT_EQ(v[engines::sglang::keys().log_requests_level], Value{std::int64_t{3}});
 }
 
 TEST(ConsoleDocumentTest, NullLeavesTheKeyUnsetAndEmptyIsNoValues) {
@@ -89,7 +91,7 @@ TEST(ConsoleDocumentTest, NullLeavesTheKeyUnsetAndEmptyIsNoValues) {
       Ok("otel.instrumentation.vllm.tracing.level: ~\n"
          "otel.instrumentation.vllm.metrics.enabled: false\n");
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v.count(Key::kVllmTracingLevel), 0u);
+  EXPECT_EQ(v.count(engines::vllm::keys().tracing_level), 0u);
   EXPECT_TRUE(Ok("").empty());
   EXPECT_TRUE(Ok("# only a comment\n").empty());
   EXPECT_TRUE(Ok("{}").empty());
@@ -155,8 +157,8 @@ TEST(ConsoleDocumentTest, SmallAliasesAreStillRead) {
   auto v =
       Ok("otel.instrumentation.vllm.tracing.level: &lvl 1\n"
          "otel.instrumentation.sglang.tracing.level: *lvl\n");
-  EXPECT_EQ(v[Key::kVllmTracingLevel], Value{std::int64_t{1}});
-  EXPECT_EQ(v[Key::kSglangTracingLevel], Value{std::int64_t{1}});
+  EXPECT_EQ(v[engines::vllm::keys().tracing_level], Value{std::int64_t{1}});
+  EXPECT_EQ(v[engines::sglang::keys().tracing_level], Value{std::int64_t{1}});
   // Three levels of ten: 1,000 leaves with the aliases expanded, within the bound (all unknown).
   EXPECT_EQ(Refused(AliasBomb(3)).reason, Refusal::kInvalid);
 }

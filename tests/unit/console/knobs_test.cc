@@ -8,7 +8,9 @@
 #include "common/engine_ids.h"
 #include "console/engine_knobs.h"
 #include "engines/sglang/control.h"
+#include "engines/sglang/sglang_keys.h"
 #include "engines/sglang/sglang_knobs.h"
+#include "engines/vllm/vllm_keys.h"
 #include "engines/vllm/vllm_knobs.h"
 #include "http/simple_server.h"
 
@@ -90,37 +92,37 @@ std::unique_ptr<KnobController> StartOn(const std::shared_ptr<FakeKnobs::Shared>
 
 TEST(KnobControllerTest, RecordsTheOriginalAtTheFirstOverrideAndRestoresIt) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
-  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  shared->engine[engines::sglang::keys().tracing_level] = Value{std::int64_t{3}};
   auto controller = StartOn(shared, 50ms);
   KnobController& c = *controller;
 
   // Unset (default source): the engine is left alone.
-  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{3}}, Source::kDefault));
+  c.Update(With(engines::sglang::keys().tracing_level, Value{std::int64_t{3}}, Source::kDefault));
   ASSERT_TRUE(c.WaitIdle(2s));
   EXPECT_TRUE(shared->calls.empty());
-  EXPECT_EQ(StateOn(c, Key::kSglangTracingLevel).status, "engine");
+  EXPECT_EQ(StateOn(c, engines::sglang::keys().tracing_level).status, "engine");
 
-  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  c.Update(With(engines::sglang::keys().tracing_level, Value{std::int64_t{1}}));
   ASSERT_TRUE(c.WaitIdle(2s));
-  auto st = StateOn(c, Key::kSglangTracingLevel);
+  auto st = StateOn(c, engines::sglang::keys().tracing_level);
   EXPECT_EQ(st.status, "applied");
   EXPECT_EQ(st.original, Value{std::int64_t{3}});
   EXPECT_EQ(st.applied, Value{std::int64_t{1}});
-  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{1}});
+  EXPECT_EQ(shared->engine[engines::sglang::keys().tracing_level], Value{std::int64_t{1}});
 
   // A second override does not read again: the original stays the engine's own.
-  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{0}}));
+  c.Update(With(engines::sglang::keys().tracing_level, Value{std::int64_t{0}}));
   ASSERT_TRUE(c.WaitIdle(2s));
-  EXPECT_EQ(StateOn(c, Key::kSglangTracingLevel).original, Value{std::int64_t{3}});
-  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{0}});
+  EXPECT_EQ(StateOn(c, engines::sglang::keys().tracing_level).original, Value{std::int64_t{3}});
+  EXPECT_EQ(shared->engine[engines::sglang::keys().tracing_level], Value{std::int64_t{0}});
 
   // Removed from the console: restored.
   c.Update(config::Settings{});
   ASSERT_TRUE(c.WaitIdle(2s));
-  st = StateOn(c, Key::kSglangTracingLevel);
+  st = StateOn(c, engines::sglang::keys().tracing_level);
   EXPECT_EQ(st.status, "engine");
   EXPECT_FALSE(st.applied.has_value());
-  EXPECT_EQ(shared->engine[Key::kSglangTracingLevel], Value{std::int64_t{3}});
+  EXPECT_EQ(shared->engine[engines::sglang::keys().tracing_level], Value{std::int64_t{3}});
   EXPECT_EQ(shared->calls,
             (std::vector<std::string>{"read otel.instrumentation.sglang.tracing.level", "apply 1",
                                       "apply 0", "apply 3"}));
@@ -129,13 +131,13 @@ TEST(KnobControllerTest, RecordsTheOriginalAtTheFirstOverrideAndRestoresIt) {
 
 TEST(KnobControllerTest, FailuresAreShownAndRetried) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
-  shared->engine[Key::kSglangLogRequests] = Value{false};
+  shared->engine[engines::sglang::keys().log_requests] = Value{false};
   shared->fail_reads = true;
   auto controller = StartOn(shared, 30ms);
   KnobController& c = *controller;
-  c.Update(With(Key::kSglangLogRequests, Value{true}));
+  c.Update(With(engines::sglang::keys().log_requests, Value{true}));
   EXPECT_FALSE(c.WaitIdle(200ms));  // still retrying
-  auto st = StateOn(c, Key::kSglangLogRequests);
+  auto st = StateOn(c, engines::sglang::keys().log_requests);
   EXPECT_EQ(st.status, "error");
   EXPECT_NE(st.error.find("engine down"), std::string::npos);
   {
@@ -143,7 +145,7 @@ TEST(KnobControllerTest, FailuresAreShownAndRetried) {
     shared->fail_reads = false;
   }
   ASSERT_TRUE(c.WaitIdle(2s));
-  st = StateOn(c, Key::kSglangLogRequests);
+  st = StateOn(c, engines::sglang::keys().log_requests);
   EXPECT_EQ(st.status, "applied");
   EXPECT_TRUE(st.error.empty());
   EXPECT_EQ(st.original, Value{false});
@@ -165,23 +167,23 @@ bool Eventually(FakeKnobs::Shared& s, F done) {
 
 TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
-  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  shared->engine[engines::sglang::keys().tracing_level] = Value{std::int64_t{3}};
   auto controller = StartOn(shared, 30ms, 40ms);
   KnobController& c = *controller;
-  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  c.Update(With(engines::sglang::keys().tracing_level, Value{std::int64_t{1}}));
   ASSERT_TRUE(c.WaitIdle(2s));
-  ASSERT_EQ(StateOn(c, Key::kSglangTracingLevel).status, "applied");
+  ASSERT_EQ(StateOn(c, engines::sglang::keys().tracing_level).status, "applied");
 
   // The engine goes away and comes back with its own level, as a restarted SGLang does.
   {
     std::lock_guard lock(shared->mu);
     shared->down = true;
-    shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+    shared->engine[engines::sglang::keys().tracing_level] = Value{std::int64_t{3}};
   }
   KnobState st;
   for (int i = 0; i < 300 && st.status != "error"; ++i) {
     std::this_thread::sleep_for(10ms);
-    st = StateOn(c, Key::kSglangTracingLevel);
+    st = StateOn(c, engines::sglang::keys().tracing_level);
   }
   EXPECT_EQ(st.status, "error");
   EXPECT_NE(st.error.find("does not answer (connection refused)"), std::string::npos) << st.error;
@@ -191,10 +193,10 @@ TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
     shared->down = false;
   }
   ASSERT_TRUE(Eventually(*shared, [&] {
-    return shared->engine[Key::kSglangTracingLevel] == Value{std::int64_t{1}};
+    return shared->engine[engines::sglang::keys().tracing_level] == Value{std::int64_t{1}};
   })) << "the console's level is applied again";
   ASSERT_TRUE(c.WaitIdle(2s));
-  st = StateOn(c, Key::kSglangTracingLevel);
+  st = StateOn(c, engines::sglang::keys().tracing_level);
   EXPECT_EQ(st.status, "applied");
   EXPECT_TRUE(st.error.empty());
   EXPECT_EQ(st.applied, Value{std::int64_t{1}});
@@ -218,10 +220,10 @@ TEST(KnobControllerTest, AnEngineThatRestartsGetsTheConsoleValuesAgain) {
 
 TEST(KnobControllerTest, AnOriginalUnsetWhileTheEngineIsAwayIsRestoredWhenItAnswers) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
-  shared->engine[Key::kSglangLogRequests] = Value{false};
+  shared->engine[engines::sglang::keys().log_requests] = Value{false};
   auto controller = StartOn(shared, 30ms, 40ms);
   KnobController& c = *controller;
-  c.Update(With(Key::kSglangLogRequests, Value{true}));
+  c.Update(With(engines::sglang::keys().log_requests, Value{true}));
   ASSERT_TRUE(c.WaitIdle(2s));
   {
     std::lock_guard lock(shared->mu);
@@ -229,22 +231,22 @@ TEST(KnobControllerTest, AnOriginalUnsetWhileTheEngineIsAwayIsRestoredWhenItAnsw
   }
   c.Update(config::Settings{});     // the console lets go of the key meanwhile
   EXPECT_FALSE(c.WaitIdle(200ms));  // the restore is retried
-  EXPECT_EQ(StateOn(c, Key::kSglangLogRequests).status, "error");
+  EXPECT_EQ(StateOn(c, engines::sglang::keys().log_requests).status, "error");
   {
     std::lock_guard lock(shared->mu);
     shared->down = false;
   }
   ASSERT_TRUE(c.WaitIdle(2s));
-  auto st = StateOn(c, Key::kSglangLogRequests);
+  auto st = StateOn(c, engines::sglang::keys().log_requests);
   EXPECT_EQ(st.status, "engine");
   std::lock_guard lock(shared->mu);
-  EXPECT_EQ(shared->engine[Key::kSglangLogRequests], Value{false});
+  EXPECT_EQ(shared->engine[engines::sglang::keys().log_requests], Value{false});
   c.Stop();
 }
 
 TEST(KnobControllerTest, OnlyEnginesHoldingAConsoleValueAreAsked) {
   auto shared = std::make_shared<FakeKnobs::Shared>();
-  shared->engine[Key::kSglangTracingLevel] = Value{std::int64_t{3}};
+  shared->engine[engines::sglang::keys().tracing_level] = Value{std::int64_t{3}};
   auto controller = StartOn(shared, 30ms, 20ms);
   KnobController& c = *controller;
   c.Update(config::Settings{});
@@ -253,7 +255,7 @@ TEST(KnobControllerTest, OnlyEnginesHoldingAConsoleValueAreAsked) {
     std::lock_guard lock(shared->mu);
     EXPECT_EQ(shared->answers_asked, 0);
   }
-  c.Update(With(Key::kSglangTracingLevel, Value{std::int64_t{1}}));
+  c.Update(With(engines::sglang::keys().tracing_level, Value{std::int64_t{1}}));
   ASSERT_TRUE(Eventually(*shared, [&] { return shared->answers_asked >= 2; }));
   c.Update(config::Settings{});  // restored: nothing of ours left on the engine
   ASSERT_TRUE(c.WaitIdle(2s));
@@ -273,18 +275,18 @@ TEST(KnobControllerTest, VllmKnobsAreUnsupportedWithAReason) {
   targets.push_back({"v", "http://127.0.0.1:1", engines::vllm::MakeKnobs()});
   KnobController c(std::move(targets));
   c.Start();
-  c.Update(With(Key::kVllmLoggingLevel, Value{std::string("DEBUG")}));
+  c.Update(With(engines::vllm::keys().logging_level, Value{std::string("DEBUG")}));
   ASSERT_TRUE(c.WaitIdle(2s));
-  for (Key k : {Key::kVllmLogRequests, Key::kVllmLogIterationDetails, Key::kVllmLogTraceContext,
-                Key::kVllmLoggingLevel}) {
+  for (Key k : {engines::vllm::keys().log_requests, engines::vllm::keys().log_iteration_details,
+                engines::vllm::keys().log_trace_context, engines::vllm::keys().logging_level}) {
     auto st = StateOn(c, k);
     EXPECT_EQ(st.status, "unsupported") << config::Spec(k).console_key;
     EXPECT_FALSE(st.reason.empty());
     EXPECT_FALSE(engines::vllm::UnsupportedReason(k).empty());
   }
-  EXPECT_TRUE(c.StateOf(Key::kSglangTracingLevel).empty());  // not a vLLM key
-  EXPECT_TRUE(
-      engines::vllm::UnsupportedReason(Key::kVllmTracingLevel).empty());  // applied by infertel
+  EXPECT_TRUE(c.StateOf(engines::sglang::keys().tracing_level).empty());  // not a vLLM key
+  EXPECT_TRUE(engines::vllm::UnsupportedReason(engines::vllm::keys().tracing_level)
+                  .empty());  // applied by infertel
 }
 
 // SGLang's control surface as facts/sglang.md describes it.
@@ -404,18 +406,19 @@ TEST(SglangKnobsTest, AppliesAndRestoresOverHttp) {
   KnobController c(std::move(targets), 50ms);
   c.Start();
   config::Settings s;
-  s.Mutable(Key::kSglangTracingLevel) = {Value{std::int64_t{1}}, Source::kConsole};
-  s.Mutable(Key::kSglangLoggingLevel) = {Value{std::string("DEBUG")}, Source::kConsole};
+  s.Mutable(engines::sglang::keys().tracing_level) = {Value{std::int64_t{1}}, Source::kConsole};
+  s.Mutable(engines::sglang::keys().logging_level) = {Value{std::string("DEBUG")},
+                                                      Source::kConsole};
   c.Update(s);
   ASSERT_TRUE(c.WaitIdle(5s));
   EXPECT_EQ(sg.trace_level(), 1);
   EXPECT_EQ(sg.log_level(), "DEBUG");
-  auto tl = c.StateOf(Key::kSglangTracingLevel).at(0);
+  auto tl = c.StateOf(engines::sglang::keys().tracing_level).at(0);
   EXPECT_EQ(tl.status, "applied");
   // This server does not report its level: SGLang's default is assumed, and said so.
   EXPECT_EQ(tl.original, Value{std::int64_t{3}});
   EXPECT_NE(tl.original_note.find("not reported"), std::string::npos);
-  auto ll = c.StateOf(Key::kSglangLoggingLevel).at(0);
+  auto ll = c.StateOf(engines::sglang::keys().logging_level).at(0);
   EXPECT_EQ(ll.original, Value{std::string("INFO")});
   EXPECT_TRUE(ll.original_note.empty());
 
@@ -440,7 +443,7 @@ TEST(SglangKnobsTest, ReportedTraceLevelIsTheOriginal) {
   FakeSglang sg(false, /*report_trace_level=*/true);
   auto knobs = engines::sglang::MakeKnobs(sg.url());
   std::string error;
-  auto o = knobs->ReadOriginal(Key::kSglangTracingLevel, &error);
+  auto o = knobs->ReadOriginal(engines::sglang::keys().tracing_level, &error);
   ASSERT_TRUE(o) << error;
   EXPECT_EQ(o->value, Value{std::int64_t{2}});
   EXPECT_TRUE(o->note.empty());

@@ -10,6 +10,8 @@
 #include <future>
 #include <mutex>
 
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 #include "http/simple_server.h"
 
 namespace infertel::console {
@@ -49,15 +51,15 @@ TEST(FileSourceTest, LoadsChangesAndKeepsTheLastGoodValues) {
   LayeredConfig lc(NoEnv(), nullptr);
   FileSource src(f.path(), &lc);
   ASSERT_TRUE(src.PollOnce());
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_EQ(lc.Status(Layer::kFile).origin, f.path());
 
   f.Write(
       "otel.instrumentation.vllm.tracing.level: 0\notel.instrumentation.vllm.metrics.enabled: "
       "false\n");
   ASSERT_TRUE(src.PollOnce());
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{0}});
-  EXPECT_EQ(lc.KeyOf(Key::kVllmMetricsEnabled).value, Value{false});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{0}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().metrics_enabled).value, Value{false});
 
   // Invalid: bad syntax, unknown key, bad value. Each keeps the last good values.
   for (std::string_view bad : {"otel.instrumentation.vllm.tracing.level: [2\n",
@@ -68,20 +70,20 @@ TEST(FileSourceTest, LoadsChangesAndKeepsTheLastGoodValues) {
     auto st = lc.Status(Layer::kFile);
     EXPECT_FALSE(st.ok);
     EXPECT_FALSE(st.error.empty());
-    EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{0}}) << bad;
-    EXPECT_EQ(lc.KeyOf(Key::kVllmMetricsEnabled).value, Value{false});
+    EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{0}}) << bad;
+    EXPECT_EQ(lc.KeyOf(engines::vllm::keys().metrics_enabled).value, Value{false});
   }
 
   // Gone: an error too, values kept; back: read again.
   std::filesystem::remove(f.path());
   EXPECT_FALSE(src.PollOnce());
   EXPECT_NE(lc.Status(Layer::kFile).error.find("cannot read"), std::string::npos);
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{0}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{0}});
   f.Write("otel.instrumentation.vllm.tracing.level: 1\n");
   ASSERT_TRUE(src.PollOnce());
   EXPECT_TRUE(lc.Status(Layer::kFile).ok);
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{1}});
-  EXPECT_EQ(lc.KeyOf(Key::kVllmMetricsEnabled).source, config::Source::kDefault);
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{1}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().metrics_enabled).source, config::Source::kDefault);
 }
 
 TEST(FileSourceTest, SameSizeAndMtimeEditIsFoundByTheContentHash) {
@@ -96,11 +98,12 @@ TEST(FileSourceTest, SameSizeAndMtimeEditIsFoundByTheContentHash) {
   timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, f.path().c_str(), times, 0), 0);
   int polls = 0;
-  while (lc.KeyOf(Key::kVllmTracingLevel).value != Value{std::int64_t{2}} && polls < 10) {
+  while (lc.KeyOf(engines::vllm::keys().tracing_level).value != Value{std::int64_t{2}} &&
+         polls < 10) {
     src.PollOnce();
     ++polls;
   }
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_LE(polls, 3);
   EXPECT_GE(polls, 2);  // not at the first poll: stat said nothing changed
 }
@@ -138,12 +141,12 @@ TEST(FileSourceTest, ReadNowReadsAtOnceWhateverTheMtime) {
   ASSERT_EQ(::utimensat(AT_FDCWD, f.path().c_str(), times, 0), 0);
   src.ReadNow();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (lc.KeyOf(Key::kVllmTracingLevel).value != Value{std::int64_t{2}} &&
+  while (lc.KeyOf(engines::vllm::keys().tracing_level).value != Value{std::int64_t{2}} &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   src.Stop();
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{2}});
 }
 
 // A console peer: serves `doc` with ETag "v<version>", 304 on a matching If-None-Match.
@@ -243,7 +246,7 @@ TEST(FileSourceTest, RefusedDocumentsAreCountedByReasonAndKeepTheLastGoodValues)
   EXPECT_FALSE(src.PollOnce());
   EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kTooManyNodes)], 1u);
   EXPECT_FALSE(lc.Status(Layer::kFile).ok);
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{1}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{1}});
   f.Write(std::string(kMaxDocumentBytes + 1, '#'));
   EXPECT_FALSE(src.PollOnce());
   EXPECT_EQ(stats.file[static_cast<std::size_t>(Refusal::kTooLarge)], 1u);
@@ -256,8 +259,8 @@ TEST(UrlSourceTest, EtagAndNotModified) {
   UrlSource src(peer.url(), &lc);
   ASSERT_TRUE(src.PollOnce());
   EXPECT_EQ(src.etag(), "\"v2\"");
-  EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).value, Value{std::int64_t{1}});
-  EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).layer, Layer::kUrl);
+  EXPECT_EQ(lc.KeyOf(engines::sglang::keys().tracing_level).value, Value{std::int64_t{1}});
+  EXPECT_EQ(lc.KeyOf(engines::sglang::keys().tracing_level).layer, Layer::kUrl);
 
   // Unchanged: 304, nothing to do.
   ASSERT_TRUE(src.PollOnce());
@@ -266,7 +269,7 @@ TEST(UrlSourceTest, EtagAndNotModified) {
 
   peer.Set(R"({"otel.instrumentation.sglang.tracing.level": 2})");
   ASSERT_TRUE(src.PollOnce());
-  EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::sglang::keys().tracing_level).value, Value{std::int64_t{2}});
   EXPECT_EQ(peer.not_modified(), 1);
 
   // Invalid document: last good values stay, and stay through the 304s that follow.
@@ -277,7 +280,7 @@ TEST(UrlSourceTest, EtagAndNotModified) {
   auto st = lc.Status(Layer::kUrl);
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.error.find("otel.instrumentation.sglang.tracing.level"), std::string::npos);
-  EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::sglang::keys().tracing_level).value, Value{std::int64_t{2}});
 
   // A server error is an error too.
   peer.Set("oops", 500);
@@ -288,7 +291,7 @@ TEST(UrlSourceTest, EtagAndNotModified) {
   peer.Stop();
   EXPECT_FALSE(src.PollOnce());
   EXPECT_NE(lc.Status(Layer::kUrl).error.find("unreachable"), std::string::npos);
-  EXPECT_EQ(lc.KeyOf(Key::kSglangTracingLevel).value, Value{std::int64_t{2}});
+  EXPECT_EQ(lc.KeyOf(engines::sglang::keys().tracing_level).value, Value{std::int64_t{2}});
 }
 
 // The client stops reading at the limit and says so with a typed error, which the source
@@ -317,7 +320,7 @@ TEST(UrlSourceTest, RecoversAfterAnOutage) {
   UrlSource up(peer.url(), &lc);
   EXPECT_TRUE(up.PollOnce());
   EXPECT_TRUE(lc.Status(Layer::kUrl).ok);
-  EXPECT_EQ(lc.KeyOf(Key::kVllmTracingLevel).value, Value{std::int64_t{0}});
+  EXPECT_EQ(lc.KeyOf(engines::vllm::keys().tracing_level).value, Value{std::int64_t{0}});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "common/sglang_fixture.h"
 #include "core/semconv.h"
 #include "engines/assembler.h"
+#include "engines/sglang/sglang_keys.h"
 #include "engines/sglang/sglang_spans.h"
 #include "engines/sglang/tracker.h"
 
@@ -461,7 +462,7 @@ TEST(SglangAssembler, NativeSpansTakeTheAgentsResourceAndTheExchangesLevel) {
 TEST(SglangAssembler, CurrentLevelForUnknownTracesAndPluginOff) {
   {
     CollectingSink sink;
-    Assembler a({}, &sink, Store({{config::Key::kSglangTracingLevel, "1"}}));
+    Assembler a({}, &sink, Store({{engines::sglang::keys().tracing_level, "1"}}));
     FixtureTree t = LoadFixture();
     a.Submit(FixtureRequest(&t));
     EXPECT_EQ(sink.Items().size(), 7u + 1u);  // level 1: 7 of the fixture, and the shop's span
@@ -473,9 +474,9 @@ TEST(SglangAssembler, CurrentLevelForUnknownTracesAndPluginOff) {
   }
   {
     CollectingSink sink;
-    Assembler a(
-        {}, &sink,
-        Store({{config::Key::kSglangTracingLevel, "1"}, {config::Key::kSglangEnabled, "false"}}));
+    Assembler a({}, &sink,
+                Store({{engines::sglang::keys().tracing_level, "1"},
+                       {engines::sglang::keys().enabled, "false"}}));
     FixtureTree t = LoadFixture();
     a.Submit(FixtureRequest(&t));
     // Spec C1: off is no traces for the engine. Its native spans are dropped and counted; the

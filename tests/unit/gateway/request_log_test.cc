@@ -16,6 +16,8 @@
 
 #include "common/engine_ids.h"
 #include "core/semconv.h"
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 #include "exchange_recorder.h"
 #include "gateway/content_events.h"
 #include "gateway/gateway.h"
@@ -209,7 +211,7 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
   EXPECT_FALSE(first.log_requests);  // unset: the engine's own default (off)
   EXPECT_EQ(LogText(), "");
 
-  Set(Key::kVllmLogRequests, true);
+  Set(engines::vllm::keys().log_requests, true);
   ASSERT_EQ(Post(), 200u);
   openai::Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
@@ -226,7 +228,7 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
             0u)
       << lines[2];
 
-  Set(Key::kVllmLogTraceContext, true);
+  Set(engines::vllm::keys().log_trace_context, true);
   ASSERT_EQ(Post(), 200u);
   ex = recorder_.WaitOne(2);
   lines = Lines(LogText());
@@ -235,11 +237,11 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
       "info [trace_id=" + ToHex(ex.trace_id) + " span_id=" + ToHex(ex.span_id) + "] ";
   for (std::size_t i = 3; i < 6; ++i) EXPECT_EQ(lines[i].rfind(prefix, 0), 0u) << lines[i];
 
-  Set(Key::kVllmLogRequests, false);
+  Set(engines::vllm::keys().log_requests, false);
   ASSERT_EQ(Post(), 200u);
   recorder_.WaitOne(3);
   EXPECT_EQ(Lines(LogText()).size(), 6u);
-  Set(Key::kSglangLogRequests, true);  // another engine's key changes nothing here
+  Set(engines::sglang::keys().log_requests, true);  // another engine's key changes nothing here
   ASSERT_EQ(Post(), 200u);
   recorder_.WaitOne(4);
   EXPECT_EQ(Lines(LogText()).size(), 6u);
@@ -247,12 +249,13 @@ TEST_F(LiveSwitchTest, RequestLogFollowsTheVllmKeyLive) {
 
 TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
   Start(SglangEngineId());
-  Set(Key::kVllmLogRequests, true);
+  Set(engines::vllm::keys().log_requests, true);
   ASSERT_EQ(Post(), 200u);
   recorder_.WaitOne(0);
   EXPECT_EQ(LogText(), "");
-  Set(Key::kSglangLogRequests, true);
-  Set(Key::kVllmLogTraceContext, true);  // SGLang has none of its own: the vLLM key applies
+  Set(engines::sglang::keys().log_requests, true);
+  Set(engines::vllm::keys().log_trace_context,
+      true);  // SGLang has none of its own: the vLLM key applies
   ASSERT_EQ(Post(), 200u);
   openai::Exchange ex = recorder_.WaitOne(1);
   auto lines = Lines(LogText());
@@ -263,7 +266,7 @@ TEST_F(LiveSwitchTest, SglangUpstreamFollowsTheSglangKey) {
 
 TEST_F(LiveSwitchTest, FailedRequestIsAWarning) {
   Start(VllmEngineId(), /*upstream_up=*/false);
-  Set(Key::kVllmLogRequests, true);
+  Set(engines::vllm::keys().log_requests, true);
   ASSERT_EQ(Post(), 502u);
   openai::Exchange ex = recorder_.WaitOne(0);
   auto lines = Lines(LogText());

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/engine_ids.h"
+#include "engines/vllm/vllm_families.h"
 #include "metrics/label_bound.h"
 #include "metrics/request_metrics.h"
 #include "metrics/served_models.h"
@@ -16,6 +17,8 @@
 
 namespace infertel::metrics {
 namespace {
+
+using engines::vllm::VllmMetric;
 
 using std::chrono::milliseconds;
 using testing::LabelOf;
@@ -119,10 +122,10 @@ TEST(RequestMetrics, RequestsThatAreNotMeasuredTakeNoRoom) {
 }
 
 MetricPoint Counter(std::string engine, double v) {
-  return {MetricId::kVllmPromptTokens, {{"engine_index", std::move(engine)}}, v};
+  return {Id(VllmMetric::kPromptTokens), {{"engine_index", std::move(engine)}}, v};
 }
 MetricPoint Gauge(std::string engine, double v) {
-  return {MetricId::kVllmNumRequestsRunning, {{"engine_index", std::move(engine)}}, v};
+  return {Id(VllmMetric::kNumRequestsRunning), {{"engine_index", std::move(engine)}}, v};
 }
 
 TEST(ScrapedSeries, NewSeriesBeyondTheCapAreRefusedKeptOnesStillUpdate) {
@@ -176,7 +179,7 @@ TEST(MetricStore, ScrapedCountersAreReplacedGatewayCountersAreNot) {
   scraped.pop_back();
   store.ReplaceScrapedCounters("u", scraped);
   auto pts = store.Snapshot();
-  EXPECT_EQ(Of(pts, MetricId::kVllmPromptTokens).size(), 1u);  // the expired one is gone
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kPromptTokens)).size(), 1u);  // the expired one is gone
   EXPECT_EQ(Of(pts, MetricId::kRequestDuration).size(), 1u);
 }
 

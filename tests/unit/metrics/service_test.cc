@@ -6,12 +6,17 @@
 #include <mutex>
 
 #include "common/engine_ids.h"
+#include "engines/sglang/sglang_families.h"
+#include "engines/vllm/vllm_families.h"
 #include "http/simple_server.h"
 #include "metrics/service.h"
 #include "testutil.h"
 
 namespace infertel::metrics {
 namespace {
+
+using engines::sglang::SglangMetric;
+using engines::vllm::VllmMetric;
 
 using testing::Of;
 using testing::ReadFixture;
@@ -81,14 +86,14 @@ TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
   engine.Serve(200, V1Text(100, 0.5));
   svc.ScrapeOnce();
   auto pts = svc.Snapshot();
-  EXPECT_EQ(Of(pts, MetricId::kVllmPromptTokens).at(0).value, 100);
-  EXPECT_EQ(Of(pts, MetricId::kVllmKvCacheUsagePerc).at(0).value, 0.5);
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kPromptTokens)).at(0).value, 100);
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kKvCacheUsagePerc)).at(0).value, 0.5);
 
   engine.Serve(200, V1Text(30, 0.1));  // the engine restarted
   svc.ScrapeOnce();
   pts = svc.Snapshot();
-  EXPECT_EQ(Of(pts, MetricId::kVllmPromptTokens).at(0).value, 130);
-  EXPECT_EQ(Of(pts, MetricId::kVllmKvCacheUsagePerc).at(0).value, 0.1);
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kPromptTokens)).at(0).value, 130);
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kKvCacheUsagePerc)).at(0).value, 0.1);
 
   // Prometheus text on the admin endpoint.
   std::string text = svc.RenderPrometheus();
@@ -98,8 +103,8 @@ TEST(MetricsService, ScrapesTranslatesAndCarriesCountersAcrossRestarts) {
   engine.Serve(503, "down");
   svc.ScrapeOnce();
   pts = svc.Snapshot();
-  EXPECT_TRUE(Of(pts, MetricId::kVllmKvCacheUsagePerc).empty());
-  EXPECT_EQ(Of(pts, MetricId::kVllmPromptTokens).at(0).value, 130);
+  EXPECT_TRUE(Of(pts, Id(VllmMetric::kKvCacheUsagePerc)).empty());
+  EXPECT_EQ(Of(pts, Id(VllmMetric::kPromptTokens)).at(0).value, 130);
   EXPECT_EQ(svc.LastError("u"), "HTTP 503");
 
   svc.ExportOnce();
@@ -119,7 +124,7 @@ TEST(MetricsService, MalformedLinesAreSkippedAndCounted) {
   engine.Serve(200, V1Text(7, 0.2) + "vllm:num_requests_running{engine=\"0\" 12\n!!!\n" +
                         "other_family{ 12\n");
   svc.ScrapeOnce();
-  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).at(0).value, 7);
+  EXPECT_EQ(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).at(0).value, 7);
   std::string self = stats.Render();
   EXPECT_NE(self.find("infertel_scrape_malformed_lines_total{upstream=\"u\"} 2"), std::string::npos)
       << self;
@@ -144,7 +149,7 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
   svc.RegisterStats(&stats);
   engine.Serve(200, ManyEngines(0, 20));
   svc.ScrapeOnce();
-  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).size(), 5u);
+  EXPECT_EQ(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).size(), 5u);
   std::string self = stats.Render();
   EXPECT_NE(self.find("infertel_scrape_refused_samples_total{upstream=\"u\",reason=\"series_"
                       "limit\"} 15"),
@@ -155,7 +160,7 @@ TEST(MetricsService, SeriesPerTargetAreCappedAndVanishedCountersExpire) {
   // room, and the target never holds more than the cap.
   engine.Serve(200, ManyEngines(100, 20));
   svc.ScrapeOnce();
-  auto pts = Of(svc.Snapshot(), MetricId::kVllmPromptTokens);
+  auto pts = Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens));
   ASSERT_EQ(pts.size(), 5u);
   EXPECT_EQ(testing::LabelOf(pts[0], "engine_index"), "100");
   self = stats.Render();
@@ -174,7 +179,7 @@ TEST(MetricsService, NegativeScrapedCounterIsRefusedAndTheTotalKept) {
   engine.Serve(200, V1Text(-7, 0.5));
   svc.ScrapeOnce();
   // Not a restart to -7 (which would carry 40 + -7 = 33): the value is refused.
-  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).at(0).value, 40);
+  EXPECT_EQ(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).at(0).value, 40);
   std::string self = stats.Render();
   EXPECT_NE(self.find("infertel_scrape_refused_samples_total{upstream=\"u\",reason=\"invalid_"
                       "value\"} 1"),
@@ -192,12 +197,12 @@ TEST(MetricsService, SglangSnapshotsAddOnePerScrape) {
   svc.ScrapeOnce();
   svc.ScrapeOnce();
   auto pts = svc.Snapshot();
-  EXPECT_EQ(Of(pts, MetricId::kSglangLogCount).at(0).value, 2);
-  EXPECT_EQ(Of(pts, MetricId::kSglangNumRunningReqs).at(0).value, 2 * 162.0);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kLogCount)).at(0).value, 2);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kNumRunningReqs)).at(0).value, 2 * 162.0);
   // Without --enable-metrics SGLang has no /metrics: nothing is added, nothing breaks.
   engine.Serve(404, "Not Found");
   svc.ScrapeOnce();
-  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kSglangLogCount).at(0).value, 2);
+  EXPECT_EQ(Of(svc.Snapshot(), Id(SglangMetric::kLogCount)).at(0).value, 2);
 }
 
 TEST(MetricsService, CollectSwitchStopsReporting) {
@@ -235,10 +240,10 @@ TEST(MetricsService, ThreadsStartAndStop) {
   MetricsService svc(o, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
                      "t");
   svc.Start();
-  for (int i = 0; i < 200 && Of(svc.Snapshot(), MetricId::kVllmPromptTokens).empty(); ++i)
+  for (int i = 0; i < 200 && Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   svc.Stop();
-  EXPECT_EQ(Of(svc.Snapshot(), MetricId::kVllmPromptTokens).at(0).value, 9);
+  EXPECT_EQ(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).at(0).value, 9);
   EXPECT_FALSE(sink.requests.empty());
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "common/engine_ids.h"
+#include "engines/sglang/sglang_families.h"
+#include "engines/vllm/vllm_families.h"
 #include "metrics/exposition.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
@@ -11,6 +13,9 @@
 
 namespace infertel::metrics {
 namespace {
+
+using engines::sglang::SglangMetric;
+using engines::vllm::VllmMetric;
 
 using testing::LabelOf;
 using testing::Of;
@@ -24,17 +29,18 @@ MetricLabels L(std::initializer_list<std::pair<std::string, std::string>> l) {
 TEST(Families, NamesUniqueAndPrometheusNames) {
   std::set<std::string_view> names;
   for (const auto& f : AllMetricFamilies()) EXPECT_TRUE(names.insert(f.name).second) << f.name;
-  EXPECT_EQ(PrometheusName(Family(MetricId::kVllmPromptTokens)), "gen_ai_vllm_prompt_tokens_total");
-  EXPECT_EQ(PrometheusName(Family(MetricId::kSglangPromptTokensTotal)), "prompt_tokens_total");
-  EXPECT_EQ(PrometheusName(Family(MetricId::kVllmNumRequestsRunning)),
+  EXPECT_EQ(PrometheusName(Family(Id(VllmMetric::kPromptTokens))),
+            "gen_ai_vllm_prompt_tokens_total");
+  EXPECT_EQ(PrometheusName(Family(Id(SglangMetric::kPromptTokensTotal))), "prompt_tokens_total");
+  EXPECT_EQ(PrometheusName(Family(Id(VllmMetric::kNumRequestsRunning))),
             "gen_ai_vllm_num_requests_running");
-  EXPECT_EQ(FindMetric("sglang_log_count"), MetricId::kSglangLogCount);
+  EXPECT_EQ(FindMetric("sglang_log_count"), Id(SglangMetric::kLogCount));
   EXPECT_FALSE(FindMetric("nope"));
 }
 
 TEST(CounterTracker, CarriesTotalsAcrossEngineRestarts) {
   CounterTracker t;
-  MetricPoint p{MetricId::kVllmPromptTokens, L({{"a", "1"}}), 100};
+  MetricPoint p{Id(VllmMetric::kPromptTokens), L({{"a", "1"}}), 100};
   EXPECT_EQ(t.Observe(p), 100);  // the engine's value as is
   p.value = 150;
   EXPECT_EQ(t.Observe(p), 150);
@@ -43,7 +49,7 @@ TEST(CounterTracker, CarriesTotalsAcrossEngineRestarts) {
   EXPECT_EQ(t.resets(), 1u);
   p.value = 25;
   EXPECT_EQ(t.Observe(p), 175);
-  MetricPoint other{MetricId::kVllmPromptTokens, L({{"a", "2"}}), 5};
+  MetricPoint other{Id(VllmMetric::kPromptTokens), L({{"a", "2"}}), 5};
   EXPECT_EQ(t.Observe(other), 5);  // series are separate
 }
 
@@ -53,23 +59,23 @@ TEST(MetricStore, MergesSourcesAndFiltersThem) {
   s.AddSource("b", VllmEngineId());
   s.AddSource("c", SglangEngineId());
   auto kv = L({{"callType", "gen_ai"}});
-  s.ReplaceGauges("a", {{MetricId::kVllmKvCacheUsagePerc, kv, 0.2},
-                        {MetricId::kVllmNumRequestsRunning, kv, 3}});
-  s.ReplaceGauges("b", {{MetricId::kVllmKvCacheUsagePerc, kv, 0.4},
-                        {MetricId::kVllmNumRequestsRunning, kv, 4}});
-  std::vector<MetricPoint> add{{MetricId::kSglangNumRequestsTotal, kv, 1}};
+  s.ReplaceGauges("a", {{Id(VllmMetric::kKvCacheUsagePerc), kv, 0.2},
+                        {Id(VllmMetric::kNumRequestsRunning), kv, 3}});
+  s.ReplaceGauges("b", {{Id(VllmMetric::kKvCacheUsagePerc), kv, 0.4},
+                        {Id(VllmMetric::kNumRequestsRunning), kv, 4}});
+  std::vector<MetricPoint> add{{Id(SglangMetric::kNumRequestsTotal), kv, 1}};
   s.Add("c", add);
   s.Add("c", add);
   s.Add("unknown", add);  // ignored
   auto all = s.Snapshot();
-  EXPECT_DOUBLE_EQ(Of(all, MetricId::kVllmKvCacheUsagePerc).at(0).value, 0.3);  // mean
-  EXPECT_EQ(Of(all, MetricId::kVllmNumRequestsRunning).at(0).value, 7);         // sum
-  EXPECT_EQ(Of(all, MetricId::kSglangNumRequestsTotal).at(0).value, 2);
+  EXPECT_DOUBLE_EQ(Of(all, Id(VllmMetric::kKvCacheUsagePerc)).at(0).value, 0.3);  // mean
+  EXPECT_EQ(Of(all, Id(VllmMetric::kNumRequestsRunning)).at(0).value, 7);         // sum
+  EXPECT_EQ(Of(all, Id(SglangMetric::kNumRequestsTotal)).at(0).value, 2);
   auto vllm_only = s.Snapshot([](std::string_view, EngineId e) { return e == VllmEngineId(); });
-  EXPECT_TRUE(Of(vllm_only, MetricId::kSglangNumRequestsTotal).empty());
+  EXPECT_TRUE(Of(vllm_only, Id(SglangMetric::kNumRequestsTotal)).empty());
   s.ReplaceGauges("a", {});
   s.ReplaceGauges("b", {});
-  EXPECT_TRUE(Of(s.Snapshot(), MetricId::kVllmNumRequestsRunning).empty());  // no stale gauges
+  EXPECT_TRUE(Of(s.Snapshot(), Id(VllmMetric::kNumRequestsRunning)).empty());  // no stale gauges
   // In family order.
   auto again = s.Snapshot();
   for (std::size_t i = 1; i < again.size(); ++i) EXPECT_LE(again[i - 1].id, again[i].id);
@@ -132,11 +138,11 @@ TEST(MeasureExchange, Vllm) {
   EXPECT_EQ(LabelOf(in[0], "spanKind"), "LLM");
   EXPECT_EQ(LabelOf(in[0], "callKind"), "custom_entry");
   EXPECT_EQ(Of(pts, MetricId::kUsageTokens, "usageType", "output").at(0).value, 5);
-  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kFirstTokenSeconds).at(0).value, 0.2);
+  EXPECT_DOUBLE_EQ(Of(pts, Id(VllmMetric::kFirstTokenSeconds)).at(0).value, 0.2);
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kRequestDuration).at(0).value, 1.0);
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 0.4 / 4);
   EXPECT_EQ(LabelOf(Of(pts, MetricId::kRequestDuration)[0], "model_name"), "m");
-  EXPECT_TRUE(Of(pts, MetricId::kSglangNumRequestsTotal).empty());
+  EXPECT_TRUE(Of(pts, Id(SglangMetric::kNumRequestsTotal)).empty());
 }
 
 // vLLM labels its request families with the engine index: the gateway's do too, when the
@@ -145,8 +151,8 @@ TEST(MeasureExchange, VllmSeriesCarryTheEngineIndexWhereKnown) {
   auto ex = StreamExchange(VllmEngineId());
   ex.engine_index = 3;
   auto pts = MeasureExchange(ex).Points();
-  for (MetricId id :
-       {MetricId::kFirstTokenSeconds, MetricId::kRequestDuration, MetricId::kTimePerOutputToken})
+  for (MetricId id : {Id(VllmMetric::kFirstTokenSeconds), MetricId::kRequestDuration,
+                      MetricId::kTimePerOutputToken})
     EXPECT_EQ(LabelOf(Of(pts, id).at(0), "engine_index"), "3") << Family(id).name;
   ex.engine_index.reset();
   pts = MeasureExchange(ex).Points();
@@ -169,10 +175,10 @@ TEST(MeasureEngineSpan, VllmResponsesNotStreamedTakeTheEnginesTimings) {
   t.decode_s = 0.5;
   auto pts = MeasureEngineSpan(r, t, "m").Points();
   ASSERT_EQ(pts.size(), 2u);
-  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kFirstTokenSeconds).at(0).value, 0.05);
+  EXPECT_DOUBLE_EQ(Of(pts, Id(VllmMetric::kFirstTokenSeconds)).at(0).value, 0.05);
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 0.5 / 10);
-  EXPECT_EQ(LabelOf(Of(pts, MetricId::kFirstTokenSeconds)[0], "engine_index"), "1");
-  EXPECT_EQ(LabelOf(Of(pts, MetricId::kFirstTokenSeconds)[0], "model_name"), "m");
+  EXPECT_EQ(LabelOf(Of(pts, Id(VllmMetric::kFirstTokenSeconds))[0], "engine_index"), "1");
+  EXPECT_EQ(LabelOf(Of(pts, Id(VllmMetric::kFirstTokenSeconds))[0], "model_name"), "m");
   r.streamed = true;
   EXPECT_TRUE(MeasureEngineSpan(r, t, "m").empty());
   r.streamed = false;
@@ -185,16 +191,16 @@ TEST(MeasureEngineSpan, VllmResponsesNotStreamedTakeTheEnginesTimings) {
 
 TEST(MeasureExchange, Sglang) {
   auto pts = MeasureExchange(StreamExchange(SglangEngineId())).Points();
-  EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
-  EXPECT_EQ(Of(pts, MetricId::kSglangPromptTokensTotal).at(0).value, 10);
-  EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 5);
-  EXPECT_EQ(Of(pts, MetricId::kSglangCachedTokensTotal).at(0).value, 4);
-  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimeToFirstToken).at(0).value, 0.2);
-  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kSglangInterTokenLatency).at(0).value, 0.4);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kNumRequestsTotal)).at(0).value, 1);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kPromptTokensTotal)).at(0).value, 10);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kGenerationTokensTotal)).at(0).value, 5);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kCachedTokensTotal)).at(0).value, 4);
+  EXPECT_DOUBLE_EQ(Of(pts, Id(SglangMetric::kTimeToFirstToken)).at(0).value, 0.2);
+  EXPECT_DOUBLE_EQ(Of(pts, Id(SglangMetric::kInterTokenLatency)).at(0).value, 0.4);
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 1.0 / 5);  // e2e / out
   EXPECT_DOUBLE_EQ(Of(pts, MetricId::kRequestDuration).at(0).value, 1.0);
   EXPECT_FALSE(LabelOf(Of(pts, MetricId::kRequestDuration)[0], "model_name"));
-  EXPECT_TRUE(Of(pts, MetricId::kFirstTokenSeconds).empty());
+  EXPECT_TRUE(Of(pts, Id(VllmMetric::kFirstTokenSeconds)).empty());
 }
 
 TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
@@ -203,10 +209,10 @@ TEST(MeasureExchange, AbortsCountAsRequestsNotAsCompletedDurations) {
   ex.response.usage = {};
   ex.stream_deltas = 3;
   auto pts = MeasureExchange(ex).Points();
-  EXPECT_EQ(Of(pts, MetricId::kSglangNumRequestsTotal).at(0).value, 1);
-  EXPECT_EQ(Of(pts, MetricId::kSglangGenerationTokensTotal).at(0).value, 3);  // what streamed
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kNumRequestsTotal)).at(0).value, 1);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kGenerationTokensTotal)).at(0).value, 3);  // what streamed
   EXPECT_TRUE(Of(pts, MetricId::kRequestDuration).empty());
-  EXPECT_TRUE(Of(pts, MetricId::kSglangPromptTokensTotal).empty());  // unknown, not 0
+  EXPECT_TRUE(Of(pts, Id(SglangMetric::kPromptTokensTotal)).empty());  // unknown, not 0
 
   for (auto outcome : {openai::Outcome::kRejected, openai::Outcome::kUpstreamUnavailable,
                        openai::Outcome::kEngineError}) {
@@ -247,8 +253,8 @@ TEST(MetricsEnabled, PluginAndMetricsSwitches) {
 TEST(Exposition, PrometheusTextReadsBack) {
   std::vector<MetricPoint> pts{
       {MetricId::kUsageTokens, L({{"modelName", "a\"b\\c\nd"}, {"usageType", "input"}}), 12},
-      {MetricId::kVllmNumRequestsRunning, L({{"engine_index", "0"}}), 3},
-      {MetricId::kSglangPromptTokensTotal, L({{"callType", "gen_ai"}}), 1e6},
+      {Id(VllmMetric::kNumRequestsRunning), L({{"engine_index", "0"}}), 3},
+      {Id(SglangMetric::kPromptTokensTotal), L({{"callType", "gen_ai"}}), 1e6},
   };
   std::string text = RenderPrometheus(pts);
   auto parsed = scrape::ParsePrometheusText(text);
@@ -271,7 +277,7 @@ TEST(Exposition, OtlpCumulativeSumsAndGauges) {
   std::vector<MetricPoint> pts{
       {MetricId::kUsageTokens, L({{"usageType", "input"}}), 12},
       {MetricId::kUsageTokens, L({{"usageType", "output"}}), 5},
-      {MetricId::kVllmKvCacheUsagePerc, L({{"engine_index", "0"}}), 0.5},
+      {Id(VllmMetric::kKvCacheUsagePerc), L({{"engine_index", "0"}}), 0.5},
   };
   Resource res;
   AddAttr(res.mutable_attributes(), "service.name", "svc");

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "engines/sglang/sglang_families.h"
 #include "engines/sglang/sglang_metrics.h"
 #include "testutil.h"
 
 namespace infertel::metrics {
 namespace {
+
+using engines::sglang::SglangMetric;
 
 using engines::sglang::TranslateSnapshot;
 using testing::LabelOf;
@@ -25,11 +28,11 @@ double One(const std::vector<MetricPoint>& points, MetricId id) {
 
 TEST(SglangTranslate, FirstGenerationNamesAndPercentHitRate) {
   auto out = FromFixture("sglang-metrics-0.3.5-docs.txt");
-  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 0.0);  // num_requests_running
-  EXPECT_EQ(One(out, MetricId::kSglangNumQueueReqs), 0.0);    // num_requests_waiting
-  EXPECT_EQ(One(out, MetricId::kSglangTokenUsage), 0.01);
-  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangCacheHitRate), 0.1061);  // 10.61 %
-  EXPECT_TRUE(Of(out, MetricId::kSglangNumUsedTokens).empty());       // 0.3.5 had none
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumRunningReqs)), 0.0);  // num_requests_running
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumQueueReqs)), 0.0);    // num_requests_waiting
+  EXPECT_EQ(One(out, Id(SglangMetric::kTokenUsage)), 0.01);
+  EXPECT_DOUBLE_EQ(One(out, Id(SglangMetric::kCacheHitRate)), 0.1061);  // 10.61 %
+  EXPECT_TRUE(Of(out, Id(SglangMetric::kNumUsedTokens)).empty());       // 0.3.5 had none
   for (const auto& p : out) {
     EXPECT_EQ(LabelOf(p, "callType"), "gen_ai");
     EXPECT_EQ(LabelOf(p, "callKind"), "custom_entry");
@@ -40,17 +43,17 @@ TEST(SglangTranslate, FirstGenerationNamesAndPercentHitRate) {
 
 TEST(SglangTranslate, ModelNameEra) {
   auto out = FromFixture("sglang-metrics-0.4.3-docs.txt");
-  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 162.0);
-  EXPECT_EQ(One(out, MetricId::kSglangNumQueueReqs), 2826.0);
-  EXPECT_EQ(One(out, MetricId::kSglangNumUsedTokens), 123859.0);
-  EXPECT_EQ(One(out, MetricId::kSglangTokenUsage), 0.28);
-  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangGenThroughput), 86.50814177726902);
-  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangCacheHitRate), 0.007507552643049313);
-  EXPECT_TRUE(Of(out, MetricId::kSglangSpecAcceptLength).empty());
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumRunningReqs)), 162.0);
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumQueueReqs)), 2826.0);
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumUsedTokens)), 123859.0);
+  EXPECT_EQ(One(out, Id(SglangMetric::kTokenUsage)), 0.28);
+  EXPECT_DOUBLE_EQ(One(out, Id(SglangMetric::kGenThroughput)), 86.50814177726902);
+  EXPECT_DOUBLE_EQ(One(out, Id(SglangMetric::kCacheHitRate)), 0.007507552643049313);
+  EXPECT_TRUE(Of(out, Id(SglangMetric::kSpecAcceptLength)).empty());
 
   auto v040 = FromFixture("sglang-metrics-0.4.0-docs.txt");
-  EXPECT_EQ(One(v040, MetricId::kSglangNumUsedTokens), 0.0);
-  EXPECT_EQ(One(v040, MetricId::kSglangCacheHitRate), 0.0);
+  EXPECT_EQ(One(v040, Id(SglangMetric::kNumUsedTokens)), 0.0);
+  EXPECT_EQ(One(v040, Id(SglangMetric::kCacheHitRate)), 0.0);
 }
 
 TEST(SglangTranslate, DataParallelFragmentHasNoSnapshotFamilies) {
@@ -80,9 +83,9 @@ TEST(SglangTranslate, RecentLabelsOneSchedulerPerDpRank) {
       "\"0\"} 2.5\n");
   auto out = TranslateSnapshot(parsed);
   // TP rank 1 repeats rank 0's state; the priority breakdown repeats the total.
-  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 12.0);
-  EXPECT_DOUBLE_EQ(One(out, MetricId::kSglangTokenUsage), 0.3);  // a ratio: averaged
-  EXPECT_EQ(One(out, MetricId::kSglangSpecAcceptLength), 2.5);
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumRunningReqs)), 12.0);
+  EXPECT_DOUBLE_EQ(One(out, Id(SglangMetric::kTokenUsage)), 0.3);  // a ratio: averaged
+  EXPECT_EQ(One(out, Id(SglangMetric::kSpecAcceptLength)), 2.5);
 }
 
 TEST(SglangTranslate, NegativeAndNonFiniteValuesAreRefusedAndCounted) {
@@ -94,8 +97,8 @@ TEST(SglangTranslate, NegativeAndNonFiniteValuesAreRefusedAndCounted) {
       "sglang:gen_throughput{model_name=\"m\"} NaN\n");
   std::size_t invalid = 0;
   auto out = TranslateSnapshot(parsed, &invalid);
-  EXPECT_EQ(One(out, MetricId::kSglangNumRunningReqs), 4.0);  // never below what was counted
-  EXPECT_TRUE(Of(out, MetricId::kSglangGenThroughput).empty());
+  EXPECT_EQ(One(out, Id(SglangMetric::kNumRunningReqs)), 4.0);  // never below what was counted
+  EXPECT_TRUE(Of(out, Id(SglangMetric::kGenThroughput)).empty());
   EXPECT_EQ(invalid, 2u);
   EXPECT_TRUE(engines::sglang::ReadsFamily("sglang:num_running_reqs"));
   EXPECT_FALSE(engines::sglang::ReadsFamily("sglang:e2e_request_latency_seconds_bucket"));

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "engines/vllm/vllm_families.h"
 #include "engines/vllm/vllm_metrics.h"
 #include "testutil.h"
 
 namespace infertel::metrics {
 namespace {
+
+using engines::vllm::VllmMetric;
 
 using engines::vllm::DetectMetricsGeneration;
 using engines::vllm::MetricsGeneration;
@@ -31,7 +34,7 @@ TEST_F(VllmV1Fixture, DetectedAsV1) {
 }
 
 TEST_F(VllmV1Fixture, GaugesCarryTheV1Dimensions) {
-  auto running = Of(out.gauges, MetricId::kVllmNumRequestsRunning);
+  auto running = Of(out.gauges, Id(VllmMetric::kNumRequestsRunning));
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(LabelOf(running[0], "callType"), "gen_ai");
   EXPECT_EQ(LabelOf(running[0], "rpcType"), "2100");
@@ -44,37 +47,38 @@ TEST_F(VllmV1Fixture, GaugesCarryTheV1Dimensions) {
 TEST_F(VllmV1Fixture, OldAndNewNamesAreNeverCountedTwice) {
   // The sample has gpu_cache_usage_perc and kv_cache_usage_perc, gpu_prefix_cache_* and
   // prefix_cache_*: one series each, with the value of one source, not their sum.
-  auto kv = Of(out.gauges, MetricId::kVllmKvCacheUsagePerc);
+  auto kv = Of(out.gauges, Id(VllmMetric::kKvCacheUsagePerc));
   ASSERT_EQ(kv.size(), 1u);
   EXPECT_DOUBLE_EQ(kv[0].value, 0.0011764705882353343);
-  auto q = Of(out.counters, MetricId::kVllmPrefixCacheQueries);
+  auto q = Of(out.counters, Id(VllmMetric::kPrefixCacheQueries));
   ASSERT_EQ(q.size(), 1u);
   EXPECT_EQ(q[0].value, 246.0);
-  auto h = Of(out.counters, MetricId::kVllmPrefixCacheHits);
+  auto h = Of(out.counters, Id(VllmMetric::kPrefixCacheHits));
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].value, 80.0);
 }
 
 TEST_F(VllmV1Fixture, CountersAndHistogramSums) {
-  EXPECT_EQ(Of(out.counters, MetricId::kVllmPromptTokens).at(0).value, 246.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kVllmIterCount).at(0).value, 1739.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kVllmRequestParamsN).at(0).value, 6.0);
-  EXPECT_DOUBLE_EQ(Of(out.counters, MetricId::kVllmRequestQueueTime).at(0).value,
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kPromptTokens)).at(0).value, 246.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kIterCount)).at(0).value, 1739.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kRequestParamsN)).at(0).value, 6.0);
+  EXPECT_DOUBLE_EQ(Of(out.counters, Id(VllmMetric::kRequestQueueTime)).at(0).value,
                    0.0003117750002274988);
-  for (MetricId id : {MetricId::kVllmGenerationTokens, MetricId::kVllmNumPreemptions,
-                      MetricId::kVllmRequestParamsMaxTokens, MetricId::kVllmRequestPrefillTime,
-                      MetricId::kVllmRequestDecodeTime, MetricId::kVllmRequestInferenceTime})
+  for (MetricId id : {Id(VllmMetric::kGenerationTokens), Id(VllmMetric::kNumPreemptions),
+                      Id(VllmMetric::kRequestParamsMaxTokens), Id(VllmMetric::kRequestPrefillTime),
+                      Id(VllmMetric::kRequestDecodeTime), Id(VllmMetric::kRequestInferenceTime)})
     EXPECT_EQ(Of(out.counters, id).size(), 1u) << Family(id).name;
   // Nothing of V0's families.
-  EXPECT_TRUE(Of(out.gauges, MetricId::kGpuCacheUsageSys).empty());
-  EXPECT_TRUE(Of(out.counters, MetricId::kNumTokensIter).empty());
+  EXPECT_TRUE(Of(out.gauges, Id(VllmMetric::kGpuCacheUsageSys)).empty());
+  EXPECT_TRUE(Of(out.counters, Id(VllmMetric::kNumTokensIter)).empty());
 }
 
 TEST_F(VllmV1Fixture, RequestSuccessKeepsFinishedReason) {
-  auto success = Of(out.counters, MetricId::kVllmRequestSuccess);
+  auto success = Of(out.counters, Id(VllmMetric::kRequestSuccess));
   ASSERT_EQ(success.size(), 3u);
-  EXPECT_EQ(Of(success, MetricId::kVllmRequestSuccess, "finished_reason", "stop").at(0).value, 6.0);
-  EXPECT_EQ(Of(success, MetricId::kVllmRequestSuccess, "finished_reason", "abort").at(0).value,
+  EXPECT_EQ(Of(success, Id(VllmMetric::kRequestSuccess), "finished_reason", "stop").at(0).value,
+            6.0);
+  EXPECT_EQ(Of(success, Id(VllmMetric::kRequestSuccess), "finished_reason", "abort").at(0).value,
             0.0);
 }
 
@@ -87,10 +91,10 @@ TEST(VllmV1Translate, DeprecatedNamesAloneStillCount) {
       "vllm:gpu_prefix_cache_queries_total{engine=\"1\",model_name=\"m\"} 40\n"
       "vllm:gpu_prefix_cache_queries_created{engine=\"1\",model_name=\"m\"} 1.7e9\n");
   auto out = TranslateMetrics(parsed, MetricsGeneration::kV1);
-  ASSERT_EQ(Of(out.gauges, MetricId::kVllmKvCacheUsagePerc).size(), 1u);
-  EXPECT_EQ(Of(out.gauges, MetricId::kVllmKvCacheUsagePerc)[0].value, 0.25);
+  ASSERT_EQ(Of(out.gauges, Id(VllmMetric::kKvCacheUsagePerc)).size(), 1u);
+  EXPECT_EQ(Of(out.gauges, Id(VllmMetric::kKvCacheUsagePerc))[0].value, 0.25);
   EXPECT_EQ(LabelOf(out.gauges[0], "engine_index"), "1");
-  auto q = Of(out.counters, MetricId::kVllmPrefixCacheQueries);
+  auto q = Of(out.counters, Id(VllmMetric::kPrefixCacheQueries));
   ASSERT_EQ(q.size(), 1u);
   EXPECT_EQ(q[0].value, 40.0);  // the _created sample is not a value
 }
@@ -104,9 +108,9 @@ TEST(VllmV1Translate, OpenMetricsCountersAndDataParallelEngines) {
       "# EOF\n",
       scrape::ParseOptions{.openmetrics = true});
   auto out = TranslateMetrics(parsed, MetricsGeneration::kV1);
-  auto p = Of(out.counters, MetricId::kVllmPromptTokens);
+  auto p = Of(out.counters, Id(VllmMetric::kPromptTokens));
   ASSERT_EQ(p.size(), 2u);
-  EXPECT_EQ(Of(p, MetricId::kVllmPromptTokens, "engine_index", "1").at(0).value, 32.0);
+  EXPECT_EQ(Of(p, Id(VllmMetric::kPromptTokens), "engine_index", "1").at(0).value, 32.0);
 }
 
 TEST(VllmV0Translate, RealSample) {
@@ -114,25 +118,27 @@ TEST(VllmV0Translate, RealSample) {
       scrape::ParsePrometheusText(ReadFixture("vllm-metrics-v0-0.7.x-aibrix-docs-partial.txt"));
   EXPECT_EQ(DetectMetricsGeneration(parsed), MetricsGeneration::kV0);
   auto out = TranslateMetrics(parsed, MetricsGeneration::kV0);
-  for (MetricId id : {MetricId::kGpuCacheUsageSys, MetricId::kCpuCacheUsageSys,
-                      MetricId::kNumRunningSys, MetricId::kNumWaitingSys, MetricId::kNumSwappedSys})
+  for (MetricId id : {Id(VllmMetric::kGpuCacheUsageSys), Id(VllmMetric::kCpuCacheUsageSys),
+                      Id(VllmMetric::kNumRunningSys), Id(VllmMetric::kNumWaitingSys),
+                      Id(VllmMetric::kNumSwappedSys)})
     ASSERT_EQ(Of(out.gauges, id).size(), 1u) << Family(id).name;
-  auto g = Of(out.gauges, MetricId::kNumRunningSys)[0];
+  auto g = Of(out.gauges, Id(VllmMetric::kNumRunningSys))[0];
   // M3.2: no engine_index/model_name dimensions.
   EXPECT_FALSE(LabelOf(g, "model_name"));
   EXPECT_FALSE(LabelOf(g, "engine_index"));
   EXPECT_EQ(LabelOf(g, "callType"), "gen_ai");
-  EXPECT_EQ(Of(out.counters, MetricId::kNumPromptTokensIter).at(0).value, 148.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kNumGenerationTokensIter).at(0).value, 955.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kNumTokensIter).at(0).value, 148.0 + 955.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kNumPreemptionIter).at(0).value, 0.0);
-  EXPECT_EQ(Of(out.counters, MetricId::kVllmRequestSuccess, "finished_reason", "stop").at(0).value,
-            4.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kNumPromptTokensIter)).at(0).value, 148.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kNumGenerationTokensIter)).at(0).value, 955.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kNumTokensIter)).at(0).value, 148.0 + 955.0);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kNumPreemptionIter)).at(0).value, 0.0);
+  EXPECT_EQ(
+      Of(out.counters, Id(VllmMetric::kRequestSuccess), "finished_reason", "stop").at(0).value,
+      4.0);
   // The published sample lacks iteration_tokens_total's _count and +Inf bucket: no
   // vllm_iter_count rather than a made-up one.
-  EXPECT_TRUE(Of(out.counters, MetricId::kVllmIterCount).empty());
+  EXPECT_TRUE(Of(out.counters, Id(VllmMetric::kIterCount)).empty());
   // Nothing of V1's families.
-  EXPECT_TRUE(Of(out.gauges, MetricId::kVllmNumRequestsRunning).empty());
+  EXPECT_TRUE(Of(out.gauges, Id(VllmMetric::kNumRequestsRunning)).empty());
 }
 
 TEST(VllmV0Translate, IterCountFromInfBucketWhenCountIsMissing) {
@@ -142,8 +148,8 @@ TEST(VllmV0Translate, IterCountFromInfBucketWhenCountIsMissing) {
       "vllm:iteration_tokens_total_bucket{le=\"+Inf\",model_name=\"m\"} 17\n"
       "vllm:iteration_tokens_total_sum{model_name=\"m\"} 400\n");
   auto out = TranslateMetrics(parsed, MetricsGeneration::kV0);
-  ASSERT_EQ(Of(out.counters, MetricId::kVllmIterCount).size(), 1u);
-  EXPECT_EQ(Of(out.counters, MetricId::kVllmIterCount)[0].value, 17.0);
+  ASSERT_EQ(Of(out.counters, Id(VllmMetric::kIterCount)).size(), 1u);
+  EXPECT_EQ(Of(out.counters, Id(VllmMetric::kIterCount))[0].value, 17.0);
 }
 
 TEST(VllmTranslate, UnknownGenerationAndNonFinite) {
@@ -170,12 +176,12 @@ TEST(VllmTranslate, NegativeOrNonFiniteCountersAndNonFiniteGaugesAreRefusedAndCo
       "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} -Inf\n"
       "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} -1\n");
   auto out = TranslateMetrics(parsed, MetricsGeneration::kV1);
-  auto prompt = Of(out.counters, MetricId::kVllmPromptTokens);
+  auto prompt = Of(out.counters, Id(VllmMetric::kPromptTokens));
   ASSERT_EQ(prompt.size(), 1u);
   EXPECT_EQ(LabelOf(prompt[0], "engine_index"), "2");
-  EXPECT_TRUE(Of(out.counters, MetricId::kVllmRequestQueueTime).empty());
+  EXPECT_TRUE(Of(out.counters, Id(VllmMetric::kRequestQueueTime)).empty());
   // A negative gauge is a value (a gauge may go below zero); an infinite one is not.
-  ASSERT_EQ(Of(out.gauges, MetricId::kVllmNumRequestsRunning).size(), 1u);
+  ASSERT_EQ(Of(out.gauges, Id(VllmMetric::kNumRequestsRunning)).size(), 1u);
   EXPECT_EQ(out.invalid_values, 4u);
 }
 
