@@ -286,6 +286,23 @@ EngineTimings Timings(const AttrIndex& idx) {
           seconds(kSlotE2e)};
 }
 
+// Under PD disaggregation, where the transfer is what the split costs: a decode node (consumer)
+// pulls the KV before it is scheduled (WAITING_FOR_REMOTE_KVS), so the transfer ends where its
+// first token is; a prefill node (producer) sends it once prefill is done. Each is a child of
+// the request span (the node has no `wait` to nest it in).
+void DerivePdTransfer(const Span& span, const AttrIndex& idx, bool producer, std::uint64_t kv,
+                      std::uint64_t first, google::protobuf::Arena* arena,
+                      std::vector<Span*>* phases) {
+  const std::uint64_t s = span.start_time_unix_nano(), e = span.end_time_unix_nano();
+  Span* k = producer ? MakePhase(arena, span, idx, Key<sc::kSpanKvTransfer>(), first,
+                                 std::min(e, first + kv))
+                     : MakePhase(arena, span, idx, Key<sc::kSpanKvTransfer>(),
+                                 first - std::min(first - s, kv), first);
+  AddAttr(k->mutable_attributes(), Key<sc::kGenAiKvTransferDirection>(),
+          producer ? "send" : "recv");
+  phases->push_back(k);
+}
+
 void DerivePhases(const Span& span, const AttrIndex& idx, std::string_view pd_role,
                   google::protobuf::Arena* arena, std::vector<Span*>* phases) {
   const std::uint64_t s = span.start_time_unix_nano(), e = span.end_time_unix_nano();
@@ -320,6 +337,8 @@ void DerivePhases(const Span& span, const AttrIndex& idx, std::string_view pd_ro
     phases->push_back(
         MakePhase(arena, span, idx, Key<sc::kSpanDecode>(), first, std::min(e, first + *decode)));
   }
+  if ((producer || consumer) && kv && *kv > 0)
+    DerivePdTransfer(span, idx, producer, *kv, first, arena, phases);
 }
 
 void AddTokenEvent(Span* span, std::string_view name, std::uint64_t time,

@@ -174,6 +174,43 @@ TEST(VllmSpansTest, LevelZeroMakesNoPhasesAndPdRolesKeepTheirPhaseOnly) {
   EXPECT_EQ(Attr(d, sc::kGenAiLatencyTimeInModelPrefill).int_value(), 0);
 }
 
+// Under PD the KV transfer is what the split costs: a decode node's pull ends at its first
+// token (it waits in WAITING_FOR_REMOTE_KVS before it is scheduled), a prefill node's push
+// starts when its prefill ends; both are children of the request span.
+TEST(VllmSpansTest, PdNodesDeriveTheirKvTransferWhenTheEngineTimesIt) {
+  vllm::NormalizeContext ctx;
+  ctx.level = 1;
+  for (std::string_view role : {"consumer", "producer"}) {
+    Span s = V1Span("chatcmpl-kv");
+    AddAttr(s.mutable_attributes(), sc::kGenAiLatencyTimeInKvTransfer, 0.03);
+    ctx.pd_role = role;
+    std::vector<Span> phases;
+    vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+    ASSERT_EQ(phases.size(), 2u) << role;
+    const Span& kv = phases[1];
+    EXPECT_EQ(kv.name(), "kv_transfer");
+    EXPECT_EQ(kv.parent_span_id(), s.span_id());
+    const std::uint64_t first = s.start_time_unix_nano() + 100'000'000;  // TTFT 0.1 s
+    if (role == "consumer") {
+      EXPECT_EQ(phases[0].name(), "decode");
+      EXPECT_EQ(Attr(kv, sc::kGenAiKvTransferDirection).string_value(), "recv");
+      EXPECT_EQ(kv.start_time_unix_nano(), first - 30'000'000);
+      EXPECT_EQ(kv.end_time_unix_nano(), first);
+    } else {
+      EXPECT_EQ(phases[0].name(), "prefill");
+      EXPECT_EQ(Attr(kv, sc::kGenAiKvTransferDirection).string_value(), "send");
+      EXPECT_EQ(kv.start_time_unix_nano(), first);
+      EXPECT_EQ(kv.end_time_unix_nano(), first + 30'000'000);
+    }
+  }
+  // Without the engine's timing no transfer is made up.
+  Span s = V1Span("chatcmpl-nokv");
+  ctx.pd_role = "consumer";
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  EXPECT_EQ(phases.size(), 1u);
+}
+
 TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
   Span s = V1Span("chatcmpl-e");
   JoinRecord r;
