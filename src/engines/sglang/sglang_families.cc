@@ -38,7 +38,8 @@ constexpr std::array<metrics::MetricFamily, 16> kRows{{
    "`sglang:spec_accept_length` (only with speculative decoding)"},
   {{}, "sglang_log_count", K::kCounter, "count", "sglang", "", "M5",
    kSglangDims, "Stats periods added to the snapshot counters (divide by it to average them)",
-   "one per successful scrape of the engine's /metrics"},
+   "one per successful scrape of the engine's /metrics that has the scheduler's state (a "
+   "data-parallel fragment without it adds none, so that the averages stay averages)"},
   {{}, "prompt_tokens_total", K::kCounter, "tokens", "sglang", "", "M5",
    kSglangDims, "Cumulative input tokens", kGateway},
   {{}, "generation_tokens_total", K::kCounter, "tokens", "sglang", "",

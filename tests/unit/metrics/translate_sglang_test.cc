@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engines/registry.h"
 #include "engines/sglang/sglang_families.h"
 #include "engines/sglang/sglang_metrics.h"
 #include "testutil.h"
@@ -60,6 +61,20 @@ TEST(SglangTranslate, DataParallelFragmentHasNoSnapshotFamilies) {
   // The recent DP=8 fragment holds only num_retracted_reqs/num_paused_reqs: nothing of M5's
   // snapshot families is there, so nothing is made up.
   EXPECT_TRUE(FromFixture("sglang-metrics-dp8-aibrix-issue1614-FRAGMENT.txt").empty());
+}
+
+// sglang_log_count counts the stats periods the snapshot counters were added for: a scrape
+// without any of the scheduler's state adds none (docs/telemetry-reference.md), one with it
+// adds one.
+TEST(SglangTranslate, LogCountOnlyForScrapesWithTheSchedulersState) {
+  const engines::EngineProfile& p = engines::Profile(*engines::FindEngine("sglang"));
+  auto fragment = p.TranslateScrape(
+      scrape::ParsePrometheusText(ReadFixture("sglang-metrics-dp8-aibrix-issue1614-FRAGMENT.txt")),
+      "");
+  EXPECT_TRUE(Of(fragment.snapshot, Id(SglangMetric::kLogCount)).empty());
+  auto full = p.TranslateScrape(
+      scrape::ParsePrometheusText(ReadFixture("sglang-metrics-0.4.3-docs.txt")), "");
+  EXPECT_EQ(One(full.snapshot, Id(SglangMetric::kLogCount)), 1.0);
 }
 
 TEST(SglangTranslate, RecentLabelsOneSchedulerPerDpRank) {
