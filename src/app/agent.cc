@@ -127,8 +127,8 @@ struct Agent::Impl {
 namespace {
 
 // What each engine says about itself beside its traffic (its profile's facts), followed on a
-// probe of its own and handed to the assembler and the entry spans. A generation given in the
-// configuration is taken as is, and wins over the one the engine reports.
+// probe of its own and handed to the assembler, the entry spans and the metrics. A generation given
+// in the configuration is taken as is, and wins over the one the engine reports.
 void StartFactProbes(Agent::Impl& im, const std::vector<gateway::UpstreamConfig>& upstreams) {
   for (const auto& u : upstreams) {
     const bool pinned = u.engine_version == "v0" || u.engine_version == "v1";
@@ -138,13 +138,14 @@ void StartFactProbes(Agent::Impl& im, const std::vector<gateway::UpstreamConfig>
     if (!probe || (pinned && probe->generation_only)) continue;
     im.probes.push_back(std::make_unique<EngineProbe>(
         std::string(probe->thread_name), u.name, std::string(probe->what), ProbeSchedule{},
-        [&engine, assembler = im.assembler.get(), emitter = im.entry_spans.get(), u,
-         pinned](std::string* err) {
+        [&engine, assembler = im.assembler.get(), emitter = im.entry_spans.get(),
+         metrics = im.metrics.get(), u, pinned](std::string* err) {
           auto facts = engine.ReadFacts(u.url, err);
           if (!facts) return false;
           if (pinned) facts->span_generation = u.engine_version;
           assembler->SetEngineFacts(u.name, *facts);
           emitter->SetEngineFacts(u.name, *facts);
+          metrics->SetEngineFacts(u.name, *facts);
           return true;
         }));
   }

@@ -24,7 +24,8 @@ constexpr std::string_view kApiDims =
 constexpr std::array<MetricFamily, kAgentMetricCount> kAgentFamilies{{
   {MetricId::kUsageTokens, "genai_llm_usage_tokens", K::kCounter, "tokens", "", "", "M3.1, M5",
    kApiDims, "Input and output tokens of API requests, by usageType",
-   "gateway measurement: the response's usage (or, for a stream without usage, the streamed tokens)"},
+   "gateway measurement: the response's usage (or, for a stream without usage, the streamed tokens, "
+   "as the entry span counts them: the deltas times the engine's stream interval)"},
   {MetricId::kTimePerOutputToken, "gen_ai_server_time_per_output_token", K::kCounter, "s", "", "",
    "M3.1, M5", "", "Cumulative time per output token",
    "gateway measurement: "},

@@ -182,6 +182,12 @@ class EngineProfile {
   virtual void AddEntryAttributes(const openai::Exchange& ex, const EngineFacts& facts,
                                   google::protobuf::RepeatedPtrField<KeyValue>* a) const {}
 
+  // The output tokens a stream carried, for a stream without usage: the entry span's and the
+  // metrics' one source (an engine may stream several tokens per delta).
+  virtual std::int64_t StreamedTokens(const openai::Exchange& ex, const EngineFacts& facts) const {
+    return ex.stream_deltas;
+  }
+
   // ---- Facts. nullopt: the engine has nothing to follow.
   virtual std::optional<FactsProbe> facts_probe() const { return std::nullopt; }
   // Blocking (a probe's thread): asks the engine at `base`.

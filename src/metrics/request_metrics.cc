@@ -53,7 +53,8 @@ std::string_view ModelOf(const openai::Exchange& ex) {
                             : std::string_view();
 }
 
-ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model) {
+ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
+                                 const engines::EngineFacts& facts) {
   using M = ExchangeMeasures;
   ExchangeMeasures out;
   if (!Measurable(ex)) return out;
@@ -62,8 +63,10 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   const auto& usage = ex.response.usage;
   std::optional<std::int64_t> input = usage.input_tokens;
   std::optional<std::int64_t> output = usage.output_tokens;
-  // A stream cut short has no usage chunk: what was streamed is what was generated.
-  if (!output && ex.streamed && ex.op != Operation::kEmbeddings) output = ex.stream_deltas;
+  // A stream cut short has no usage chunk: what was streamed is what was generated, counted
+  // as the entry span counts it.
+  if (!output && ex.streamed && ex.op != Operation::kEmbeddings)
+    output = engines::Profile(ex.engine).StreamedTokens(ex, facts);
 
   std::string_view span_kind = openai::SpanKindFor(ex.op);
   auto& d = out.deltas;
@@ -170,6 +173,22 @@ void RequestMetrics::ObserveEngineSpan(const engines::JoinRecord& r,
 void RequestMetrics::AddUpstream(const std::string& upstream) {
   if (!models_.contains(upstream))
     models_.emplace(upstream, std::make_unique<BoundedLabelValues>(model_bound_));
+  if (!intervals_.contains(upstream))
+    intervals_.emplace(upstream, std::make_unique<std::atomic<std::int64_t>>(0));
+}
+
+void RequestMetrics::SetEngineFacts(std::string_view upstream, const engines::EngineFacts& facts) {
+  auto it = intervals_.find(upstream);
+  if (it != intervals_.end()) it->second->store(facts.stream_interval.value_or(0));
+}
+
+engines::EngineFacts RequestMetrics::FactsOf(std::string_view upstream) const {
+  engines::EngineFacts f;
+  auto it = intervals_.find(upstream);
+  if (it == intervals_.end()) return f;
+  if (const std::int64_t v = it->second->load(std::memory_order_relaxed); v > 0)
+    f.stream_interval = v;
+  return f;
 }
 
 BoundedLabelValues& RequestMetrics::Models(std::string_view upstream) {
@@ -185,7 +204,7 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     std::string_view model = ModelOf(ex);
     // The model is whatever the client named, and some engines answer any name.
     if (!Models(ex.upstream_name).Admit(model)) model = kLabelValueOther;
-    const ExchangeMeasures m = MeasureExchange(ex, model);
+    const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name));
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
     if (histograms_ != nullptr) ObserveExchange(ex, model);
   } catch (const std::exception&) {

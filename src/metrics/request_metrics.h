@@ -12,6 +12,7 @@
 // call.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "config/settings.h"
 #include "core/metric_families.h"
 #include "engines/engine_spans.h"
+#include "engines/profile.h"
 #include "metrics/label_bound.h"
 #include "metrics/latency_histograms.h"
 #include "metrics/store.h"
@@ -56,7 +58,10 @@ std::string_view ModelOf(const openai::Exchange& ex);
 // an aborted request counts as a request and with the tokens it streamed, but not in the
 // durations of completed requests. `model` is the model label value (ModelOf, or
 // kLabelValueOther when the bound folded it).
-ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model);
+// `facts`: what the engine says of itself (its stream interval), for the output tokens of a
+// stream without usage (EngineProfile::StreamedTokens).
+ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
+                                 const engines::EngineFacts& facts = {});
 inline ExchangeMeasures MeasureExchange(const openai::Exchange& ex) {
   return MeasureExchange(ex, ModelOf(ex));
 }
@@ -81,6 +86,8 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   void AddUpstream(const std::string& upstream);
   // The model bound of `upstream` (the shared one when it was never added).
   BoundedLabelValues& Models(std::string_view upstream);
+  // What `upstream`'s engine says of itself (its stream interval); thread-safe (a probe).
+  void SetEngineFacts(std::string_view upstream, const engines::EngineFacts& facts);
 
   void OnExchangeFinished(const openai::Exchange& ex) noexcept override;
   // From the assembler's threads.
@@ -98,6 +105,9 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   LatencyHistograms* histograms_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
+  // Each upstream's stream interval as its facts say (0: not known), read per exchange.
+  std::map<std::string, std::unique_ptr<std::atomic<std::int64_t>>, std::less<>> intervals_;
+  engines::EngineFacts FactsOf(std::string_view upstream) const;
   BoundedLabelValues unknown_models_{model_bound_};
 };
 

@@ -89,6 +89,10 @@ class MetricsService {
   // The models `upstream` serves (its GET /v1/models): their model label values are never
   // folded into `other`. Thread-safe; called by a probe thread.
   void SetServedModels(std::string_view upstream, const std::vector<std::string>& models);
+  // What `upstream`'s engine says of itself (EngineProfile::ReadFacts). Thread-safe.
+  void SetEngineFacts(std::string_view upstream, const engines::EngineFacts& facts) {
+    request_metrics_.SetEngineFacts(upstream, facts);
+  }
 
   void RegisterStats(StatsRegistry* stats);
 

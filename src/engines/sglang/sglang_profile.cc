@@ -20,6 +20,16 @@ namespace {
 namespace sc = semconv;
 using metrics::MetricId;
 
+// SGLang streams one chunk per --stream-interval tokens (1 unless the server says more; a
+// request's own stream_interval wins).
+std::int64_t StreamedTokensOf(const openai::Exchange& ex, const EngineFacts& engine) {
+  std::int64_t interval = engine.stream_interval.value_or(1);
+  if (interval <= 0) interval = 1;
+  if (ex.request.stream_interval && *ex.request.stream_interval > 0)
+    interval = *ex.request.stream_interval;
+  return ex.stream_deltas * interval;
+}
+
 // M4.1's SGLang-only attributes: request id (chat streaming), cached tokens, e2e latency in
 // seconds, the streamed-token estimate, and the tool calls of a chat stream.
 void AddEntryAttributes(const openai::Exchange& ex, const EngineFacts& engine,
@@ -42,11 +52,7 @@ void AddEntryAttributes(const openai::Exchange& ex, const EngineFacts& engine,
   const std::uint64_t end = std::max(ex.end_mono_ns, ex.start.mono_start_ns);
   AddAttr(a, Key<sc::kGenAiLatencyE2e>(), static_cast<double>(end - ex.start.mono_start_ns) / 1e9);
   if (ex.streamed) {
-    // SGLang streams one chunk per --stream-interval tokens (1 unless the server says more).
-    std::int64_t interval = engine.stream_interval.value_or(1);
-    if (interval <= 0) interval = 1;
-    if (rq.stream_interval && *rq.stream_interval > 0) interval = *rq.stream_interval;
-    const std::int64_t streamed = ex.stream_deltas * interval;
+    const std::int64_t streamed = StreamedTokensOf(ex, engine);
     AddAttr(a, Key<sc::kGenAiResponseTokensStreamed>(), streamed);
     if (!rs.usage.output_tokens) AddAttr(a, Key<sc::kGenAiUsageOutputTokens>(), streamed);
   }
@@ -119,6 +125,9 @@ class SglangProfile final : public EngineProfile {
   void AddEntryAttributes(const openai::Exchange& ex, const EngineFacts& facts,
                           google::protobuf::RepeatedPtrField<KeyValue>* a) const override {
     sglang::AddEntryAttributes(ex, facts, a);
+  }
+  std::int64_t StreamedTokens(const openai::Exchange& ex, const EngineFacts& facts) const override {
+    return StreamedTokensOf(ex, facts);
   }
 
   // --stream-interval (for gen_ai.response.tokens_streamed) from /server_info: followed, since

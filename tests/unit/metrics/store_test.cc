@@ -189,6 +189,29 @@ TEST(MeasureEngineSpan, VllmResponsesNotStreamedTakeTheEnginesTimings) {
   EXPECT_TRUE(MeasureEngineSpan(r, t, "m").empty());
 }
 
+// A stream without usage counts what it streamed as the entry span does: with SGLang's
+// --stream-interval 2, 18 deltas are 36 tokens in every family (they were 18).
+TEST(MeasureExchange, SglangStreamWithoutUsageCountsTheStreamIntervalsTokens) {
+  auto ex = StreamExchange(SglangEngineId());
+  ex.response.usage.output_tokens.reset();
+  ex.stream_deltas = 18;
+  engines::EngineFacts facts;
+  facts.stream_interval = 2;
+  auto pts = MeasureExchange(ex, "m", facts).Points();
+  EXPECT_EQ(Of(pts, MetricId::kUsageTokens, "usageType", "output").at(0).value, 36);
+  EXPECT_EQ(Of(pts, Id(SglangMetric::kGenerationTokensTotal)).at(0).value, 36);
+  EXPECT_DOUBLE_EQ(Of(pts, MetricId::kTimePerOutputToken).at(0).value, 1.0 / 36);
+  ex.request.stream_interval = 3;  // the request's own interval wins
+  pts = MeasureExchange(ex, "m", facts).Points();
+  EXPECT_EQ(Of(pts, MetricId::kUsageTokens, "usageType", "output").at(0).value, 54);
+  // vLLM streams a token per delta.
+  auto v = StreamExchange(VllmEngineId());
+  v.response.usage.output_tokens.reset();
+  v.stream_deltas = 18;
+  pts = MeasureExchange(v, "m", facts).Points();
+  EXPECT_EQ(Of(pts, MetricId::kUsageTokens, "usageType", "output").at(0).value, 18);
+}
+
 TEST(MeasureExchange, Sglang) {
   auto pts = MeasureExchange(StreamExchange(SglangEngineId())).Points();
   EXPECT_EQ(Of(pts, Id(SglangMetric::kNumRequestsTotal)).at(0).value, 1);
