@@ -177,11 +177,18 @@ bool Agent::StartSpanPath(std::string* error) {
   Impl& im = *impl_;
   engines::AssemblerOptions aopts = options_.assembler;
   aopts.agent_resource = im.resource;  // engine spans joined by trace id join the application
+  // What an engine span that matches no exchange can be told: the upstream's, when only one
+  // upstream's engine sends request spans.
+  const gateway::UpstreamConfig* single = nullptr;
+  std::size_t request_span_upstreams = 0;
   for (const auto& u : options_.upstreams) {
     if (engines::Profile(u.engine).span_join() != engines::SpanJoin::kRequestId) continue;
-    aopts.default_pd_role = u.pd_role;  // for spans that match no exchange
-    break;
+    if (++request_span_upstreams == 1) single = &u;
   }
+  if (single != nullptr) aopts.default_pd_role = single->pd_role;
+  if (request_span_upstreams == 1 && single->data_parallel_size == 1)
+    aopts.default_engine_index = 0;
+  if (request_span_upstreams == 1) single_span_upstream_ = single->name;
   if (const char* limit = std::getenv(otel_env::kSpanEventCountLimit.data())) {
     try {
       aopts.max_span_events = std::stoul(limit);
@@ -241,9 +248,13 @@ void Agent::StartMetrics() {
     // The models the engine serves keep their own series whatever clients name.
     im.probes.push_back(std::make_unique<EngineProbe>(
         "models-probe", u.name, "the served models (GET /v1/models)", ProbeSchedule{},
-        [metrics = im.metrics.get(), u](std::string* err) {
+        [metrics = im.metrics.get(), assembler = im.assembler.get(),
+         single = u.name == single_span_upstream_, u](std::string* err) {
           auto models = metrics::FetchServedModels(u.url, err);
           if (models) metrics->SetServedModels(u.name, *models);
+          // An engine span that matches no exchange is of this upstream's one model.
+          if (models && single)
+            assembler->SetDefaultModel(models->size() == 1 ? models->front() : "");
           return models.has_value();
         }));
   }

@@ -97,6 +97,9 @@ class Agent {
   StatsRegistry stats_;
   std::vector<openai::ExchangeListener*> extra_listeners_;
   std::vector<std::pair<std::string, http::Handler>> admin_routes_;
+  // The one upstream whose engine sends request spans, if only one does: unmatched engine
+  // spans are given its served model (empty: none, or several).
+  std::string single_span_upstream_;
   std::unique_ptr<Impl> impl_;
   std::optional<std::chrono::steady_clock::time_point> drain_deadline_;
 };

@@ -180,12 +180,19 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     SpanContext ctx;
     ctx.record = record;
     std::string generation;  // the upstream's, as its facts say
-    if (record != nullptr) {
+    std::string model;       // unmatched: the single upstream's one model
+    {
       std::lock_guard lock(hints_mu_);
-      auto it = generations_.find(record->upstream);
-      if (it != generations_.end()) generation = it->second;
+      if (record != nullptr) {
+        auto it = generations_.find(record->upstream);
+        if (it != generations_.end()) generation = it->second;
+      } else {
+        model = default_model_;
+      }
     }
     ctx.generation = generation;
+    ctx.model = model;
+    ctx.engine_index = options_.default_engine_index;
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
     ctx.level = static_cast<int>(SwitchValue(*out->settings, w.engine->tracing_level, 1));
@@ -484,6 +491,11 @@ void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   BeginOutput(&out);
   for (auto& w : matched) Emit(std::move(w), record.get(), &out);
   out_->SubmitReserved(std::move(out.held), room);
+}
+
+void Assembler::SetDefaultModel(std::string model) {
+  std::lock_guard lock(hints_mu_);
+  default_model_ = std::move(model);
 }
 
 void Assembler::SetEngineFacts(const std::string& upstream, const EngineFacts& facts) {

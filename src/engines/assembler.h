@@ -50,9 +50,11 @@ struct AssemblerOptions {
   // of it on the assembler is saturated (see Saturated).
   std::size_t max_waiting_spans = 50'000;
   std::size_t max_span_events = 128;  // OTEL_SPAN_EVENT_COUNT_LIMIT
-  // When an engine span matches no exchange: the PD role of the (single) upstream, if there
-  // is exactly one.
+  // When an engine span matches no exchange: the PD role and engine index of the upstream,
+  // when there is exactly one whose engine sends request spans (and, for the index, it runs
+  // one engine).
   std::string default_pd_role = "none";
+  std::optional<std::int64_t> default_engine_index;
   // Native spans are exported with this resource (the agent's own, so that they and the entry
   // spans are one application; see NativeSpans::MergeResource). Empty: the engine's resource
   // is kept.
@@ -131,6 +133,9 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   void SetSpanListener(EngineSpanListener* listener) {
     span_listener_.store(listener, std::memory_order_release);
   }
+  // The model an engine span that matches no exchange is named after: the one model the
+  // single upstream serves (its /v1/models); empty: none is added.
+  void SetDefaultModel(std::string model);
   // Releases every waiting span now (shutdown, tests).
   void FlushWaiting();
   const AssemblerStats& stats() const { return stats_; }
@@ -257,6 +262,7 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   std::condition_variable cv_;
   std::mutex hints_mu_;                             // guards generations_
   std::map<std::string, std::string> generations_;  // upstream → span generation
+  std::string default_model_;                       // guarded by hints_mu_
   const std::vector<RequestEngine> request_engines_;
   std::vector<NativeEngine> native_engines_;  // each processor locks its own state
   std::thread timer_;

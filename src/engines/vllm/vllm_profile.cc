@@ -33,6 +33,7 @@ class VllmRequestSpans final : public RequestSpans {
     c.level = ctx.level;
     c.pd_role = ctx.pd_role;
     c.engine_index = ctx.engine_index;
+    c.model = ctx.model;
     c.max_events = ctx.max_events;
     return vllm::Normalize(span, scope_name, c, arena, phases);
   }

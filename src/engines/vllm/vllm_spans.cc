@@ -482,8 +482,12 @@ NormalizeReport Normalize(Span* span, std::string_view scope_name, const Normali
     // vLLM's durations are seconds. An SDK that encodes whole numbers as integers (the
     // OpenTelemetry JS SDK does) sends 1.0 s as intValue 1: seconds as well.
     ConvertLatencies(&idx, already_normalized, &report);
-    if (r != nullptr && r->model && !idx.at(kSlotModelName)) {
-      Set(span, &idx, kSlotModelName, std::string_view(*r->model));
+    if (!idx.at(kSlotModelName)) {
+      if (r != nullptr && r->model) {
+        Set(span, &idx, kSlotModelName, std::string_view(*r->model));
+      } else if (r == nullptr && !ctx.model.empty()) {
+        Set(span, &idx, kSlotModelName, ctx.model);
+      }
     }
     if (r != nullptr && r->cached_tokens) Set(span, &idx, kSlotCacheRead, *r->cached_tokens);
     if (engine_index) Set(span, &idx, kSlotEngineIndex, *engine_index);

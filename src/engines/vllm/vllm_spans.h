@@ -51,6 +51,7 @@ struct NormalizeContext {
   int level = 1;                             // tracing level when unmatched (matched: the record's)
   std::string_view pd_role = "none";         // when unmatched (matched: the record's)
   std::optional<std::int64_t> engine_index;  // when unmatched
+  std::string_view model;                    // when unmatched (matched: the record's)
   std::size_t max_events = 128;              // OTEL_SPAN_EVENT_COUNT_LIMIT
 };
 

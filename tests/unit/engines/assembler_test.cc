@@ -574,5 +574,28 @@ TEST_F(AssemblerTest, RequestSpansOfAPluginSwitchedOffAreDropped) {
   EXPECT_EQ(sink_.WaitFor(2, std::chrono::milliseconds(100)).size(), 1u);  // nothing waited
 }
 
+// An engine span that matches no exchange still gets the model and engine index where the
+// engine's own data names them: the single upstream's one served model and its one engine.
+TEST_F(AssemblerTest, UnmatchedSpansGetTheSingleUpstreamsModelAndEngineIndex) {
+  AssemblerOptions o;
+  o.join_window = std::chrono::milliseconds(20);
+  o.default_engine_index = 0;
+  Assembler a(o, &sink_, config_);
+  a.SetDefaultModel("served-model");
+  a.Submit(EngineRequest("nobody-sent-this"));
+  a.FlushWaiting();
+  const auto items = sink_.WaitFor(1);
+  ASSERT_GE(items.size(), 1u);
+  const Span& s = items[0].span;
+  ASSERT_EQ(s.name(), "llm_request");
+  const AnyValue* model = FindAttr(s.attributes(), sc::kGenAiRequestModelName);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->string_value(), "served-model");
+  const AnyValue* index = FindAttr(s.attributes(), sc::kGenAiEngineIndex);
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->int_value(), 0);
+  EXPECT_EQ(a.stats().unmatched.load(), 1u);
+}
+
 }  // namespace
 }  // namespace infertel::engines
