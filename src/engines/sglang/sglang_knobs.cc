@@ -8,7 +8,6 @@ namespace infertel::engines::sglang {
 namespace {
 
 namespace sg = engines::sglang;
-using config::Key;
 using config::Value;
 
 // SGLang's documented defaults (facts/sglang.md §1.1, §3.2), assumed when /server_info does
@@ -21,9 +20,9 @@ class SglangKnobs final : public EngineKnobs {
   explicit SglangKnobs(http::Url base) : base_(std::move(base)) {}
 
   std::string_view engine() const override { return "sglang"; }
-  std::string Unsupported(Key) const override { return ""; }
+  std::string Unsupported(config::Key) const override { return ""; }
 
-  std::optional<Original> ReadOriginal(Key key, std::string* error) override {
+  std::optional<Original> ReadOriginal(config::Key key, std::string* error) override {
     const sg::ServerInfo* info = Info(error);
     if (info == nullptr) return std::nullopt;
     auto assumed = [](Value v, std::string_view what) {
@@ -31,17 +30,17 @@ class SglangKnobs final : public EngineKnobs {
                                         std::string(what) + " assumed"};
     };
     switch (key) {
-      case Key::kSglangTracingLevel:
+      case config::Key::kSglangTracingLevel:
         // The level comes from SGLANG_TRACE_LEVEL or /set_trace_level, not a server argument.
         if (info->trace_level) return Original{Value{*info->trace_level}, ""};
         return assumed(Value{kDefaultTraceLevel}, "3");
-      case Key::kSglangLogRequests:
+      case config::Key::kSglangLogRequests:
         if (info->log_requests) return Original{Value{*info->log_requests}, ""};
         return assumed(Value{false}, "false");
-      case Key::kSglangLogRequestsLevel:
+      case config::Key::kSglangLogRequestsLevel:
         if (info->log_requests_level) return Original{Value{*info->log_requests_level}, ""};
         return assumed(Value{kDefaultLogRequestsLevel}, "2");
-      case Key::kSglangLoggingLevel:
+      case config::Key::kSglangLoggingLevel:
         if (info->log_level) {
           // SGLang reports --log-level in lower case ("info"); keep the key's spelling.
           auto parsed = config::ParseValue(config::Spec(key), *info->log_level);
@@ -56,22 +55,22 @@ class SglangKnobs final : public EngineKnobs {
     }
   }
 
-  bool Apply(Key key, const Value& value, std::string* error) override {
+  bool Apply(config::Key key, const Value& value, std::string* error) override {
     cached_.reset();  // what /server_info said is stale once we change something
     switch (key) {
-      case Key::kSglangTracingLevel:
+      case config::Key::kSglangTracingLevel:
         return sg::SetTraceLevel(base_, static_cast<int>(std::get<std::int64_t>(value)), error);
-      case Key::kSglangLogRequests: {
+      case config::Key::kSglangLogRequests: {
         sg::LoggingConfig c;
         c.log_requests = std::get<bool>(value);
         return sg::ConfigureLogging(base_, c, error);
       }
-      case Key::kSglangLogRequestsLevel: {
+      case config::Key::kSglangLogRequestsLevel: {
         sg::LoggingConfig c;
         c.log_requests_level = static_cast<int>(std::get<std::int64_t>(value));
         return sg::ConfigureLogging(base_, c, error);
       }
-      case Key::kSglangLoggingLevel: {
+      case config::Key::kSglangLoggingLevel: {
         sg::LoggingConfig c;
         c.log_level = std::get<std::string>(value);
         return sg::ConfigureLogging(base_, c, error);

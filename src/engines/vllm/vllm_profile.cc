@@ -8,7 +8,6 @@
 namespace infertel::engines::vllm {
 namespace {
 
-using config::Key;
 using metrics::MetricId;
 
 class VllmProfile final : public EngineProfile {
@@ -17,8 +16,9 @@ class VllmProfile final : public EngineProfile {
   std::string_view display_name() const override { return "vLLM"; }
 
   EngineSwitches switches() const override {
-    return {Key::kVllmEnabled, Key::kVllmMetricsEnabled, Key::kVllmTracingLevel,
-            Key::kVllmLogRequests, Key::kVllmLogTraceContext};
+    return {config::Key::kVllmEnabled, config::Key::kVllmMetricsEnabled,
+            config::Key::kVllmTracingLevel, config::Key::kVllmLogRequests,
+            config::Key::kVllmLogTraceContext};
   }
 
   // Level 2's DECODE events carry each token's detail, which only logprobs give.
