@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations format clean
+.PHONY: all deps build benches demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations format clean
 
 all: build
 
@@ -16,6 +16,10 @@ $(BUILD_DIR)/build.ninja: CMakeLists.txt
 build: deps
 	@test -f $(BUILD_DIR)/build.ninja || cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The benches and their tools (bench/CMakeLists.txt), outside the default build.
+benches: build
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target benches
 
 demo: build
 	./$(BUILD_DIR)/infertel demo $(DEMO_ARGS)
@@ -42,31 +46,31 @@ sanitize: deps
 sanitize-thread: deps
 	bash scripts/sanitize.sh thread
 
-bench: build
+bench: benches
 	bash bench/run.sh $(BUILD_DIR)
 
-bench-streams: build
+bench-streams: benches
 	bash bench/streams_memory.sh $(BUILD_DIR)
 
-bench-visibility: build
+bench-visibility: benches
 	bash bench/span_visibility.sh $(BUILD_DIR)
 
-bench-allocations: build
+bench-allocations: benches
 	bash bench/allocations.sh $(BUILD_DIR)
 
-bench-store-tail: build
+bench-store-tail: benches
 	bash bench/store_tail.sh $(BUILD_DIR)
 
-bench-saturation: build
+bench-saturation: benches
 	bash bench/saturation.sh $(BUILD_DIR)
 
 # The store's bytes per span, write rate and query times (bench/store_format.sh).
-bench-store-format: build
+bench-store-format: benches
 	bash bench/store_format.sh $(BUILD_DIR)
 
 # Issue 38's items 2-4 in one run: the store's format, then the tail, throughput and CPU per
 # request against nginx with the store on and off (bench/saturation.sh).
-bench-store: build
+bench-store: benches
 	bash bench/store_format.sh $(BUILD_DIR)
 	bash bench/saturation.sh $(BUILD_DIR)
 

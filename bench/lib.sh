@@ -20,7 +20,7 @@ use_build() {
   LOADGEN=$BUILD/infertel-loadgen
   OTB=$BUILD/infertel-otlp-bench
   for t in "$@"; do
-    [[ -x $BUILD/$t ]] || { echo "$name: $BUILD/$t not built (make build)" >&2; exit 1; }
+    [[ -x $BUILD/$t ]] || { echo "$name: $BUILD/$t not built (make benches)" >&2; exit 1; }
   done
 }
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 use_build "${1:-build}" "store format bench" infertel
 BENCH=$BUILD/bench/store_format_bench
-[[ -x $BENCH ]] || { echo "store format bench: $BENCH not built" >&2; exit 1; }
+[[ -x $BENCH ]] || { echo "store format bench: $BENCH not built (make benches)" >&2; exit 1; }
 SPANS=${BENCH_SF_SPANS:-10000000}
 OLD_BYTES_PER_SPAN=870  # the single-file store, demo traffic (issue 38)
 bench_init "store format bench" storefmt

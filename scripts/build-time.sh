@@ -18,7 +18,7 @@ awk -F'\t' '
 function kind(o,   m) {
   if (o ~ /\.grpc\.pb\.cc\.o$/) return "compile generated .grpc.pb.cc"
   if (o ~ /\.pb\.cc\.o$/) return "compile generated .pb.cc"
-  if (o ~ /\/unit\/[a-z_]+\/.*\.o$/) return "compile tests/unit"
+  if (o ~ /\/unit\/[a-z_]+\/.*\.o$/ || o ~ /unit_[a-z_]+\.dir\/.*\.o$/) return "compile tests/unit"
   if (o ~ /^bench\/.*\.o$/) return "compile bench"
   if (match(o, /src\/[a-z_]+\//) && o ~ /\.o$/) return "compile " substr(o, RSTART, RLENGTH - 1)
   if (o ~ /\.a$/) return "archive (.a)"

@@ -32,7 +32,7 @@ namespace {
 
 std::string g_who = "infertel agent";  // prefix of messages: the running command
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailAgent(int code, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", g_who.c_str(), message.c_str());
   throw CLI::RuntimeError(code);
 }
@@ -44,13 +44,14 @@ void AddUpstreamFlag(const AgentFlags& f, AgentOptions* opts) {
   if (f.upstream.empty()) return;
   gateway::UpstreamConfig uc;
   auto engine = engines::FindEngine(f.engine);
-  if (!engine) Fail(2, fmt::format("--engine: expected {}", engines::EngineNames()));
+  if (!engine) FailAgent(2, fmt::format("--engine: expected {}", engines::EngineNames()));
   uc.engine = *engine;
   auto url = http::ParseUrl(f.upstream);
-  if (!url) Fail(2, fmt::format("--upstream: expected http://HOST:PORT, got '{}'", f.upstream));
+  if (!url)
+    FailAgent(2, fmt::format("--upstream: expected http://HOST:PORT, got '{}'", f.upstream));
   uc.url = *url;
   auto listen = http::ParseHostPort(f.listen);
-  if (!listen) Fail(2, fmt::format("--listen: expected HOST:PORT, got '{}'", f.listen));
+  if (!listen) FailAgent(2, fmt::format("--listen: expected HOST:PORT, got '{}'", f.listen));
   uc.listen = *listen;
   uc.pd_role = f.pd_role;
   uc.engine_version = f.engine_version;
@@ -94,8 +95,9 @@ void ApplyMetricFlags(const AgentFlags& f, metrics::MetricsOptions* m) {
     auto d = exporting::ParseDuration(text);
     const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
     if (!d || d->count() <= 0 || !has_unit)
-      Fail(2, fmt::format("{}: expected a duration with its unit, such as 5s or 500ms, got '{}'",
-                          flag, text));
+      FailAgent(2,
+                fmt::format("{}: expected a duration with its unit, such as 5s or 500ms, got '{}'",
+                            flag, text));
     return *d;
   };
   m->scrape_interval = duration("--scrape-interval", f.scrape_interval);
@@ -107,8 +109,8 @@ void ApplyMetricFlags(const AgentFlags& f, metrics::MetricsOptions* m) {
   if (!f.metric_export_interval.empty()) {
     m->export_interval = duration("--metric-export-interval", f.metric_export_interval);
     if (m->export_interval < kMinExport || m->export_interval > kMaxExport)
-      Fail(2, fmt::format("--metric-export-interval: expected from 100ms to 24h, got '{}'",
-                          f.metric_export_interval));
+      FailAgent(2, fmt::format("--metric-export-interval: expected from 100ms to 24h, got '{}'",
+                               f.metric_export_interval));
   } else if (const char* v = std::getenv(otel_env::kMetricExportInterval.data())) {
     // The SDK variable is in milliseconds.
     std::int64_t ms = 0;
@@ -116,8 +118,8 @@ void ApplyMetricFlags(const AgentFlags& f, metrics::MetricsOptions* m) {
     auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), ms);
     if (err != std::errc() || end != text.data() + text.size() || ms < kMinExport.count() ||
         ms > kMaxExport.count()) {
-      Fail(2, fmt::format("{}: expected milliseconds from 100 to 86400000, got '{}'",
-                          otel_env::kMetricExportInterval, v));
+      FailAgent(2, fmt::format("{}: expected milliseconds from 100 to 86400000, got '{}'",
+                               otel_env::kMetricExportInterval, v));
     }
     m->export_interval = std::chrono::milliseconds(ms);
   }
@@ -133,9 +135,9 @@ console::ConsoleOptions ConsoleOptionsFrom(const AgentFlags& f, const config::En
   copts.admin_token = f.admin_token;
   if (copts.admin_token.empty()) copts.admin_token = env("INFERTEL_ADMIN_TOKEN").value_or("");
   if (!http::IsLoopbackHost(admin.host) && copts.admin_token.empty()) {
-    Fail(2, fmt::format("the admin address {} is not loopback: give --admin-token or "
-                        "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
-                        admin.host));
+    FailAgent(2, fmt::format("the admin address {} is not loopback: give --admin-token or "
+                             "INFERTEL_ADMIN_TOKEN (the config API needs a bearer token there)",
+                             admin.host));
   }
   return copts;
 }
@@ -145,13 +147,13 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   g_who = std::string(who);
   AgentOptions opts;
   std::string error;
-  if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) Fail(2, error);
+  if (!f.config_file.empty() && !LoadAgentFile(f.config_file, &opts, &error)) FailAgent(2, error);
   auto env = KeyFlagsOverEnv(config::ProcessEnv(), f);
   opts.exports = f.exports;
   // Where the store goes, said before anything is written there.
   auto store_line =
       exporting::ResolveStorePath(&opts.exports, config::ProcessEnv(), ::geteuid() == 0, &error);
-  if (!store_line) Fail(2, error);
+  if (!store_line) FailAgent(2, error);
   if (!store_line->empty()) {
     std::printf("%s: %s\n", g_who.c_str(), store_line->c_str());
     std::fflush(stdout);
@@ -160,30 +162,30 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
     opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
   const std::string& proto = opts.exports.otlp_protocol;
   if (proto != "grpc" && proto != "http/protobuf" && proto != "http/json") {
-    Fail(2, fmt::format("--otlp-protocol: expected grpc, http/protobuf or http/json, got '{}'",
-                        proto));
+    FailAgent(2, fmt::format("--otlp-protocol: expected grpc, http/protobuf or http/json, got '{}'",
+                             proto));
   }
 
   AddUpstreamFlag(f, &opts);
   if (adjust) adjust(opts);
   if (opts.upstreams.empty())
-    Fail(2, "no upstream: give --upstream URL or a --config file with upstreams");
+    FailAgent(2, "no upstream: give --upstream URL or a --config file with upstreams");
   // Flag over the agent file over the default.
   if (!ApplyAdminFlag(f.admin, &opts.admin))
-    Fail(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
+    FailAgent(2, fmt::format("--admin: expected HOST:PORT, got '{}'", f.admin));
   ApplyServingFlags(f, &opts);
   ApplyMetricFlags(f, &opts.metrics);
   const console::ConsoleOptions copts = ConsoleOptionsFrom(f, env, opts.admin);
   std::vector<console::KnobUpstream> knob_upstreams;
   for (const auto& u : opts.upstreams) knob_upstreams.push_back({u.name, u.engine, u.url});
   auto console = console::ConsoleService::Create(copts, env, knob_upstreams, &error);
-  if (!console) Fail(2, error);
+  if (!console) FailAgent(2, error);
 
   auto run = std::make_unique<AgentRun>();
   run->agent = std::make_unique<Agent>(std::move(opts), console->InitialSettings());
   Agent& agent = *run->agent;
   agent.AddAdminRoute(std::string(console::kApiPrefix), console->AdminHandler());
-  if (!agent.Start(&error)) Fail(1, error);
+  if (!agent.Start(&error)) FailAgent(1, error);
   console->RegisterStats(&agent.stats());
   console->Start(agent.config());
   run->console = std::move(console);

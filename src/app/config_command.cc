@@ -32,14 +32,14 @@ struct ConfigFlags {
 };
 
 // Messages quote URLs, answers and console documents: printed escaped (core/printable.h).
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailConfig(int code, const std::string& message) {
   std::fprintf(stderr, "infertel config: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
 
 void FromAgent(const ConfigFlags& f) {
   auto url = http::ParseUrl(f.agent);
-  if (!url) Fail(2, fmt::format("--agent: expected http://HOST:PORT, got '{}'", f.agent));
+  if (!url) FailConfig(2, fmt::format("--agent: expected http://HOST:PORT, got '{}'", f.agent));
   url->path = std::string(console::kApiPrefix);
   std::string token = f.admin_token;
   if (token.empty()) token = config::ProcessEnv()("INFERTEL_ADMIN_TOKEN").value_or("");
@@ -50,11 +50,11 @@ void FromAgent(const ConfigFlags& f) {
   http::SyncResponse res;
   std::string error;
   if (!client.Send("GET", *url, headers, "", "", &res, &error)) {
-    Fail(1, fmt::format("{}: {}", url->ToString(), error));
+    FailConfig(1, fmt::format("{}: {}", url->ToString(), error));
   }
   if (res.status != 200) {
-    Fail(1, fmt::format("GET {} answered {}: {}", url->ToString(), res.status,
-                        Excerpt(res.body, 512)));
+    FailConfig(1, fmt::format("GET {} answered {}: {}", url->ToString(), res.status,
+                              Excerpt(res.body, 512)));
   }
   if (f.json) {
     // Valid JSON has no raw control characters, so an agent's answer passes unchanged.
@@ -65,7 +65,7 @@ void FromAgent(const ConfigFlags& f) {
   std::vector<console::TextRow> rows;
   std::vector<std::string> footer;
   if (!console::RowsFromConfigJson(res.body, &rows, &footer, &error)) {
-    Fail(1, fmt::format("{}: {}", url->ToString(), error));
+    FailConfig(1, fmt::format("{}: {}", url->ToString(), error));
   }
   std::fputs(console::DescribeRows(rows, footer).c_str(), stdout);
 }

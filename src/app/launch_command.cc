@@ -37,7 +37,7 @@ struct LaunchFlags {
   int stop_timeout_s = 30;
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailLaunch(int code, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", std::string(kWho).c_str(), message.c_str());
   throw CLI::RuntimeError(code);
 }
@@ -168,7 +168,7 @@ void Run(const LaunchFlags& f) {
   BlockHandledSignals();  // before any thread starts: threads inherit the mask
   std::string why;
   auto cmd = launch::Recognise(f.command, &why);
-  if (!cmd) Fail(2, why);
+  if (!cmd) FailLaunch(2, why);
   const auto environment = Environment();
 
   // Where the user wanted the engine: the gateway takes that address.
@@ -181,7 +181,7 @@ void Run(const LaunchFlags& f) {
     ro.engine_port = FreeLoopbackPort();
     probe = launch::Rewrite(f.command, *cmd, ro, environment, &why);
   }
-  if (!probe) Fail(2, why);
+  if (!probe) FailLaunch(2, why);
 
   AgentFlags af = f.agent;
   // A launch has its own receivers on free ports unless the user chose addresses.
@@ -216,7 +216,7 @@ void Run(const LaunchFlags& f) {
   if (ro.otlp_grpc_endpoint.ends_with(":0") && ro.otlp_http_endpoint.ends_with(":0"))
     ro.instrument = false;  // no receiver: nowhere to send engine spans
   auto rewritten = launch::Rewrite(f.command, *cmd, ro, environment, &why);
-  if (!rewritten) Fail(2, why);
+  if (!rewritten) FailLaunch(2, why);
 
   PrintAgentAddresses(agent, kWho);
   PrintMoved(*cmd, ro, *probe, *rewritten);
@@ -227,7 +227,7 @@ void Run(const LaunchFlags& f) {
   launch::ChildProcess child;
   if (!child.Start(rewritten->argv, rewritten->env, &why)) {
     run->Stop();
-    Fail(127, why);
+    FailLaunch(127, why);
   }
   state.starts = 1;
 

@@ -27,7 +27,7 @@ struct MetricsFlags {
   bool markdown = false;  // print the documented families (docs/telemetry-reference.md)
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailMetrics(int code, const std::string& message) {
   std::fprintf(stderr, "infertel metrics: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
@@ -48,18 +48,19 @@ void Run(const MetricsFlags& f) {
   }
   std::string where, error;
   const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
-  if (!path) Fail(1, error);
+  if (!path) FailMetrics(1, error);
   if (!std::filesystem::exists(*path))
-    Fail(1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
+    FailMetrics(
+        1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
   exporting::SqliteStore check;  // refuses a store of the old format with what to do
-  if (!check.Open(*path, &error)) Fail(1, error);
+  if (!check.Open(*path, &error)) FailMetrics(1, error);
   const std::string file = exporting::MetricsFilePath(*path);
-  if (!std::filesystem::exists(file)) Fail(1, "no metrics in " + *path);
+  if (!std::filesystem::exists(file)) FailMetrics(1, "no metrics in " + *path);
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     std::string why = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    Fail(1, *path + ": " + why);
+    FailMetrics(1, *path + ": " + why);
   }
   std::unique_ptr<sqlite3, decltype(&sqlite3_close)> guard(db, &sqlite3_close);
   sqlite3_busy_timeout(db, 5000);
@@ -68,7 +69,7 @@ void Run(const MetricsFlags& f) {
       "SELECT name, type, unit, labels, value, count, time_unix_nano, service_name FROM metrics "
       "WHERE instr(name, ?1) > 0 ORDER BY service_name, name, labels";
   if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK)
-    Fail(1, std::string("cannot read metrics: ") + sqlite3_errmsg(db));
+    FailMetrics(1, std::string("cannot read metrics: ") + sqlite3_errmsg(db));
   std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(st, &sqlite3_finalize);
   sqlite3_bind_text(st, 1, f.name.c_str(), -1, SQLITE_TRANSIENT);
   int rows = 0;

@@ -26,7 +26,7 @@ struct TracesFlags {
   std::string service;
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailTraces(int code, const std::string& message) {
   std::fprintf(stderr, "infertel traces: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
 }
@@ -47,19 +47,20 @@ void PrintRemoved(exporting::SqliteStore& store) {
 void Run(const TracesFlags& f) {
   std::string where, error;
   const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
-  if (!path) Fail(1, error);
+  if (!path) FailTraces(1, error);
   if (!std::filesystem::exists(*path))
-    Fail(1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
+    FailTraces(
+        1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
   exporting::TraceQuery q;
   q.limit = f.limit;
   q.service = f.service;
   if (!f.trace.empty()) {
     auto id = TraceIdFromHex(f.trace);
-    if (!id) Fail(2, "--trace: expected 32 hex characters, got '" + f.trace + "'");
+    if (!id) FailTraces(2, "--trace: expected 32 hex characters, got '" + f.trace + "'");
     q.trace_id = ToHex(*id);  // lowercase, as stored
   }
   exporting::SqliteStore store;
-  if (!store.Open(*path, &error)) Fail(1, error);
+  if (!store.Open(*path, &error)) FailTraces(1, error);
   const std::string out = exporting::RenderTraceTrees(store, q);
   if (out.empty()) {
     std::printf("no traces in %s%s\n", path->c_str(),
@@ -83,22 +84,23 @@ struct SpansFlags {
 // `infertel spans`: every stored span (or log record) matching, one JSON object per line, for
 // scripts and tests (the fields of docs/store.md, "Reading the store").
 void RunSpans(const SpansFlags& f) {
-  if (!f.json) Fail(2, "spans: only --json output exists; pass --json");
+  if (!f.json) FailTraces(2, "spans: only --json output exists; pass --json");
   std::string where, error;
   const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
-  if (!path) Fail(1, error);
+  if (!path) FailTraces(1, error);
   if (!std::filesystem::exists(*path))
-    Fail(1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
+    FailTraces(
+        1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
   exporting::SpanFilter filter;
   filter.name = f.name;
   filter.limit = f.limit;
   if (!f.trace.empty()) {
     auto id = TraceIdFromHex(f.trace);
-    if (!id) Fail(2, "--trace: expected 32 hex characters, got '" + f.trace + "'");
+    if (!id) FailTraces(2, "--trace: expected 32 hex characters, got '" + f.trace + "'");
     filter.trace_id = ToHex(*id);
   }
   exporting::SqliteStore store;
-  if (!store.Open(*path, &error)) Fail(1, error);
+  if (!store.Open(*path, &error)) FailTraces(1, error);
   std::string out;
   if (f.logs) {
     for (const auto& l : store.Logs(filter)) {

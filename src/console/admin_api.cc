@@ -63,7 +63,7 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-constexpr std::size_t kMaxEchoBytes = 64;  // of a key quoted back in a 404
+constexpr std::size_t kMaxEchoedKeyBytes = 64;  // of a key quoted back in a 404
 
 std::string_view ApiRefusalName(ApiRefusal reason) {
   switch (reason) {
@@ -160,7 +160,7 @@ http::StringResponse ConfigApi::Handle(const http::StringRequest& req) const {
   const std::string name = PercentDecode(rest.substr(1));
   auto key = config::FindByConsoleKey(name);
   if (!key) {
-    const std::string shown = Excerpt(name, kMaxEchoBytes);
+    const std::string shown = Excerpt(name, kMaxEchoedKeyBytes);
     return Refuse(ApiRefusal::kUnknownKey,
                   Error(404, "unknown_key", fmt::format("unknown key '{}'", shown), shown));
   }

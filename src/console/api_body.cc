@@ -8,7 +8,7 @@
 namespace infertel::console {
 namespace {
 
-constexpr std::size_t kMaxEchoBytes = 64;  // of a value quoted back in a 400
+constexpr std::size_t kMaxEchoedValueBytes = 64;  // of a value quoted back in a 400
 
 }  // namespace
 
@@ -31,7 +31,7 @@ std::variant<config::Value, std::string> ValueFromBody(const config::KeySpec& sp
   }
   auto mismatch = [&] {
     return fmt::format("invalid value {} for {}: expected {}",
-                       Excerpt(simdjson::minify(v), kMaxEchoBytes), spec.console_key,
+                       Excerpt(simdjson::minify(v), kMaxEchoedValueBytes), spec.console_key,
                        config::AcceptedValues(spec));
   };
   std::string text;

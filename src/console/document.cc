@@ -30,7 +30,7 @@ struct Flat {
 };
 
 constexpr std::size_t kMaxErrors = 8;
-constexpr std::size_t kMaxEchoBytes = 64;  // of a key or value quoted in a message
+constexpr std::size_t kMaxQuotedBytes = 64;  // of a key or value quoted in a message
 
 std::string Join(const std::string& prefix, std::string_view key) {
   return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
@@ -121,13 +121,13 @@ class YamlBounds : public YAML::EventHandler {
 
 void FlattenYaml(const YAML::Node& node, const std::string& prefix, int depth, Flat* out) {
   if (depth > kMaxDocumentDepth) {
-    out->errors.push_back(fmt::format("{}: nested too deeply", Excerpt(prefix, kMaxEchoBytes)));
+    out->errors.push_back(fmt::format("{}: nested too deeply", Excerpt(prefix, kMaxQuotedBytes)));
     return;
   }
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) {
-      out->errors.push_back(fmt::format("{}: keys must be strings",
-                                        prefix.empty() ? "(top)" : Excerpt(prefix, kMaxEchoBytes)));
+      out->errors.push_back(fmt::format(
+          "{}: keys must be strings", prefix.empty() ? "(top)" : Excerpt(prefix, kMaxQuotedBytes)));
       continue;
     }
     std::string key = Join(prefix, kv.first.Scalar());
@@ -140,14 +140,14 @@ void FlattenYaml(const YAML::Node& node, const std::string& prefix, int depth, F
       out->leaves.push_back({key, v.Scalar()});
     } else {
       out->errors.push_back(
-          fmt::format("{}: expected a single value, got a list", Excerpt(key, kMaxEchoBytes)));
+          fmt::format("{}: expected a single value, got a list", Excerpt(key, kMaxQuotedBytes)));
     }
   }
 }
 
 void FlattenJson(simdjson::dom::object obj, const std::string& prefix, int depth, Flat* out) {
   if (depth > kMaxDocumentDepth) {
-    out->errors.push_back(fmt::format("{}: nested too deeply", Excerpt(prefix, kMaxEchoBytes)));
+    out->errors.push_back(fmt::format("{}: nested too deeply", Excerpt(prefix, kMaxQuotedBytes)));
     return;
   }
   for (auto field : obj) {
@@ -166,7 +166,7 @@ void FlattenJson(simdjson::dom::object obj, const std::string& prefix, int depth
         break;
       case simdjson::dom::element_type::ARRAY:
         out->errors.push_back(
-            fmt::format("{}: expected a single value, got a list", Excerpt(key, kMaxEchoBytes)));
+            fmt::format("{}: expected a single value, got a list", Excerpt(key, kMaxQuotedBytes)));
         break;
       default:  // numbers and booleans: their JSON text is what ParseValue reads
         out->leaves.push_back({key, simdjson::minify(v)});
@@ -234,7 +234,7 @@ std::variant<ConsoleValues, DocumentError> TypeLeaves(Flat flat) {
   for (const Leaf& leaf : flat.leaves) {
     auto key = config::FindByConsoleKey(leaf.key);
     if (!key) {
-      errors.push_back(fmt::format("unknown key '{}'", Excerpt(leaf.key, kMaxEchoBytes)));
+      errors.push_back(fmt::format("unknown key '{}'", Excerpt(leaf.key, kMaxQuotedBytes)));
       continue;
     }
     if (!leaf.text) {

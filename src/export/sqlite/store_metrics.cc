@@ -51,7 +51,7 @@ void BindU64(sqlite3_stmt* s, int i, std::uint64_t v) {
   sqlite3_bind_int64(s, i, static_cast<sqlite3_int64>(v));
 }
 
-std::string ServiceName(const Resource& r) {
+std::string MetricsServiceName(const Resource& r) {
   const AnyValue* v = FindAttr(r.attributes(), semconv::kServiceName);
   return v != nullptr && v->has_string_value() ? v->string_value() : std::string();
 }
@@ -77,7 +77,7 @@ std::string SortedLabels(const google::protobuf::RepeatedPtrField<KeyValue>& att
   return out;
 }
 
-bool IsBusy(int rc) {
+bool IsMetricsBusy(int rc) {
   rc &= 0xff;
   return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
 }
@@ -93,7 +93,7 @@ bool InTransaction(sqlite3* db, std::string* error, bool* busy, Body&& body) {
     if (rc != SQLITE_OK) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   if (rc != SQLITE_OK) {
-    if (busy) *busy = IsBusy(rc);
+    if (busy) *busy = IsMetricsBusy(rc);
     *error = fmt::format("store metrics: {}", sqlite3_errmsg(db));
     LogStoreProblem(*error);
     return false;
@@ -219,7 +219,7 @@ bool SqliteStore::UpsertMetrics(const MetricsRequest& request, std::string* erro
     };
     for (const auto& rm : request.resource_metrics()) {
       const std::string resource = otlp_json::PlainAttributes(rm.resource().attributes());
-      const std::string service = ServiceName(rm.resource());
+      const std::string service = MetricsServiceName(rm.resource());
       for (const auto& sm : rm.scope_metrics()) {
         for (const auto& m : sm.metrics()) {
           auto bind_common = [&](std::string_view type, const auto& point) {

@@ -39,11 +39,11 @@ class GrpcSpanExporter : public SpanExporter {
 
 class HttpSpanExporter : public SpanExporter {
  public:
-  HttpSpanExporter(http::Url url, std::chrono::milliseconds timeout)
-      : url_(std::move(url)), client_(http::SyncTimeouts{timeout, timeout, timeout}) {}
+  HttpSpanExporter(infertel::http::Url url, std::chrono::milliseconds timeout)
+      : url_(std::move(url)), client_(infertel::http::SyncTimeouts{timeout, timeout, timeout}) {}
 
   bool Export(const TracesRequest& request, std::string* error) override {
-    http::SyncResponse res;
+    infertel::http::SyncResponse res;
     if (!client_.Send("POST", url_, {}, "application/x-protobuf", request.SerializeAsString(), &res,
                       error)) {
       return false;
@@ -56,8 +56,8 @@ class HttpSpanExporter : public SpanExporter {
   }
 
  private:
-  http::Url url_;
-  http::SyncClient client_;
+  infertel::http::Url url_;
+  infertel::http::SyncClient client_;
 };
 
 std::optional<std::int64_t> EnvInt(const SimEnvFn& env, std::string_view name) {
@@ -104,7 +104,7 @@ std::unique_ptr<SpanExporter> MakeGrpcSpanExporter(std::string_view endpoint,
 std::unique_ptr<SpanExporter> MakeHttpSpanExporter(std::string_view url,
                                                    std::chrono::milliseconds timeout,
                                                    std::string* error) {
-  auto parsed = http::ParseUrl(url);
+  auto parsed = infertel::http::ParseUrl(url);
   if (!parsed || parsed->scheme != "http") {
     *error = "OTLP HTTP endpoint must be an http:// URL, got '" + std::string(url) + "'";
     return nullptr;
