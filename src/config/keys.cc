@@ -211,4 +211,10 @@ std::optional<Key> FindByConsoleKey(std::string_view console_key) {
   return std::nullopt;
 }
 
+Key KeyOf(std::string_view console_key) {
+  const auto key = FindByConsoleKey(console_key);
+  if (!key) Fail("no such key: ", console_key);
+  return *key;
+}
+
 }  // namespace infertel::config

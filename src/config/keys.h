@@ -82,5 +82,8 @@ std::span<const KeySpec> AllKeys();
 std::size_t KeyCount();
 const KeySpec& Spec(Key key);
 std::optional<Key> FindByConsoleKey(std::string_view console_key);
+// The key of the console key `console_key`, which must be in the table: aborts with a message
+// otherwise (an engine's keys resolved before engines::RegisterEngines added them).
+Key KeyOf(std::string_view console_key);
 
 }  // namespace infertel::config

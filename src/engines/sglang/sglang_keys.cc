@@ -1,8 +1,6 @@
 #include "engines/sglang/sglang_keys.h"
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
 namespace infertel::engines::sglang {
 namespace {
@@ -106,22 +104,15 @@ constexpr std::array<config::KeySpec, 6> kKeys{{
 std::span<const config::KeySpec> KeySpecs() { return kKeys; }
 
 const Keys& keys() {
-  static const Keys k = [] {
-    // The rows were added together, in order: the first one's key gives the others.
-    const auto first = config::FindByConsoleKey(kKeys[0].console_key);
-    if (!first) {
-      std::fputs("infertel: SGLang's keys are not in the key table\n", stderr);
-      std::abort();
-    }
-    auto at = [&](std::size_t i) { return static_cast<config::Key>(config::IndexOf(*first) + i); };
-    const auto trace_context =
-        config::FindByConsoleKey("apsara.apm.inference.vllm.log_trace_context.enabled");
-    if (!trace_context) {
-      std::fputs("infertel: the log trace context key is not in the key table\n", stderr);
-      std::abort();
-    }
-    return Keys{at(0), at(1), at(2), at(3), at(4), at(5), *trace_context};
-  }();
+  // SGLang's request lines take vLLM's trace-context switch (the folders do not include each
+  // other: it is found by its console key).
+  static const Keys k{config::KeyOf(kKeys[0].console_key),
+                      config::KeyOf(kKeys[1].console_key),
+                      config::KeyOf(kKeys[2].console_key),
+                      config::KeyOf(kKeys[3].console_key),
+                      config::KeyOf(kKeys[4].console_key),
+                      config::KeyOf(kKeys[5].console_key),
+                      config::KeyOf("apsara.apm.inference.vllm.log_trace_context.enabled")};
   return k;
 }
 

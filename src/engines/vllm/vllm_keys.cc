@@ -1,8 +1,6 @@
 #include "engines/vllm/vllm_keys.h"
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
 namespace infertel::engines::vllm {
 namespace {
@@ -119,16 +117,10 @@ constexpr std::array<config::KeySpec, 7> kKeys{{
 std::span<const config::KeySpec> KeySpecs() { return kKeys; }
 
 const Keys& keys() {
-  static const Keys k = [] {
-    // The rows were added together, in order: the first one's key gives the others.
-    const auto first = config::FindByConsoleKey(kKeys[0].console_key);
-    if (!first) {
-      std::fputs("infertel: vLLM's keys are not in the key table\n", stderr);
-      std::abort();
-    }
-    auto at = [&](std::size_t i) { return static_cast<config::Key>(config::IndexOf(*first) + i); };
-    return Keys{at(0), at(1), at(2), at(3), at(4), at(5), at(6)};
-  }();
+  static const Keys k{config::KeyOf(kKeys[0].console_key), config::KeyOf(kKeys[1].console_key),
+                      config::KeyOf(kKeys[2].console_key), config::KeyOf(kKeys[3].console_key),
+                      config::KeyOf(kKeys[4].console_key), config::KeyOf(kKeys[5].console_key),
+                      config::KeyOf(kKeys[6].console_key)};
   return k;
 }
 
