@@ -206,6 +206,10 @@ inline constexpr std::string_view kInfertelInvalidUsage = "infertel.response.inv
 // infertel's own (not in the spec): on a received span whose times, kind or status the receiver
 // set right, the reasons, comma-separated (receiver/ingest.h NormalizeSpans).
 inline constexpr std::string_view kInfertelNormalized = "infertel.normalized";
+// infertel's own (not in the spec): on an engine span joined to its exchange whose clock was
+// evidently off (it started before the gateway sent the request, or ended after the gateway had
+// the whole response), the nanoseconds its times were moved by to the gateway's clock.
+inline constexpr std::string_view kInfertelClockCorrection = "infertel.clock.correction_ns";
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";
 

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/semconv.h"
+#include "core/static_key.h"
 #include "core/thread_name.h"
 #include "engines/registry.h"
 
@@ -13,9 +14,36 @@ namespace infertel::engines {
 
 namespace {
 
+namespace sc = semconv;
+
 // The records table's key for a request id.
 std::uint64_t RecordKey(std::string_view request_id) {
   return std::hash<std::string_view>{}(request_id);
+}
+
+// How far an engine span's clock may be from the gateway's before its times are moved: clocks
+// read a few milliseconds apart on one host, and NTP keeps hosts closer than this.
+constexpr std::int64_t kClockTolerance = 5'000'000;
+
+// A joined engine span's request cannot start before the gateway sent it, nor end after the
+// gateway had the whole response: when it evidently does, its engine's clock is off, and the
+// span (before its phases are derived from it) moves to start where the gateway sent the
+// request, keeping its length; the move is recorded on it. Returns the move (0: none).
+std::int64_t AlignToGateway(Span* span, const JoinRecord& r) {
+  if (r.dispatch_wall_ns == 0 || r.end_wall_ns < r.dispatch_wall_ns) return 0;
+  const auto start = static_cast<std::int64_t>(span->start_time_unix_nano());
+  const auto end = static_cast<std::int64_t>(span->end_time_unix_nano());
+  const auto sent = static_cast<std::int64_t>(r.dispatch_wall_ns);
+  const auto done = static_cast<std::int64_t>(r.end_wall_ns);
+  if (start >= sent - kClockTolerance && end <= done + kClockTolerance) return 0;
+  const std::int64_t move = sent - start;
+  span->set_start_time_unix_nano(static_cast<std::uint64_t>(start + move));
+  span->set_end_time_unix_nano(static_cast<std::uint64_t>(std::max(end, start) + move));
+  for (auto& e : *span->mutable_events())
+    e.set_time_unix_nano(
+        static_cast<std::uint64_t>(static_cast<std::int64_t>(e.time_unix_nano()) + move));
+  AddAttr(span->mutable_attributes(), Key<sc::kInfertelClockCorrection>(), move);
+  return move;
 }
 
 }  // namespace
@@ -36,6 +64,7 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   r.pd_role = ex.pd_role;
   r.engine_index = ex.engine_index;
   if (ex.upstream_sent_mono_ns != 0) r.dispatch_wall_ns = ex.start.WallAt(ex.upstream_sent_mono_ns);
+  if (ex.end_mono_ns != 0) r.end_wall_ns = ex.start.WallAt(ex.end_mono_ns);
   if (ex.first_token_mono_ns != 0) r.first_token_wall_ns = ex.start.WallAt(ex.first_token_mono_ns);
   r.deltas = ex.deltas;
   for (auto& d : r.deltas) d.mono_ns = ex.start.WallAt(d.mono_ns);  // now wall-clock ns
@@ -99,6 +128,9 @@ void AssemblerStats::Register(StatsRegistry* r) const {
          "", &waiting);
   r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "",
          &records);
+  r->Add("infertel_assembler_clock_corrected",
+         "Engine spans moved to the gateway's clock: their own was evidently off", T::kCounter, "",
+         &clock_corrected);
   r->Add("infertel_assembler_plugin_off_dropped",
          "Engine spans dropped: their engine's plugin switch (spec C1) is off", T::kCounter, "",
          &plugin_off_dropped);
@@ -193,6 +225,8 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     ctx.generation = generation;
     ctx.model = model;
     ctx.engine_index = options_.default_engine_index;
+    if (record != nullptr && AlignToGateway(w.span, *record) != 0)
+      stats_.clock_corrected.fetch_add(1, std::memory_order_relaxed);
     ctx.pd_role = options_.default_pd_role;
     ctx.max_events = options_.max_span_events;
     ctx.level = static_cast<int>(SwitchValue(*out->settings, w.engine->tracing_level, 1));

@@ -73,6 +73,7 @@ struct AssemblerStats {
   std::atomic<std::uint64_t> waiting{0};             // gauge
   std::atomic<std::uint64_t> records{0};             // gauge
   std::atomic<std::uint64_t> plugin_off_dropped{0};  // engine spans of a plugin switched off
+  std::atomic<std::uint64_t> clock_corrected{0};     // joined spans moved to the gateway's clock
   // Native spans (NativeSpans). Their metrics keep the names they were documented with, after
   // the one engine whose spans came this way then.
   std::atomic<std::uint64_t> sglang_spans{0};          // native spans received

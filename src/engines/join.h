@@ -31,6 +31,7 @@ struct JoinRecord {
   std::string pd_role = "none";
   std::optional<std::int64_t> engine_index;
   std::uint64_t dispatch_wall_ns = 0;           // request written to the engine
+  std::uint64_t end_wall_ns = 0;                // the whole response at the gateway (0: unknown)
   std::uint64_t first_token_wall_ns = 0;        // first delta seen (streams)
   std::vector<openai::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
   std::size_t deltas_dropped = 0;

@@ -433,9 +433,14 @@ describe('V1, level 1, --enable-prompt-tokens-details', () => {
     const wrongParent = trace.setSpanContext(ROOT_CONTEXT, { traceId: randomTraceId(), spanId: randomSpanId(), traceFlags: TraceFlags.SAMPLED, isRemote: true });
     const startNs = entry.startTimeUnixNano + 1_000_000n;
     const hr = (ns) => [Number(ns / 1_000_000_000n), Number(ns % 1_000_000_000n)];
-    // Seconds as vLLM sends them (non-integral, so the SDK encodes doubles).
-    const secs = { ttft: 0.0301, e2e: 0.0901, queue: 0.0051, prefill: 0.0201, decode: 0.0551 };
-    const endNs = startNs + 90_100_000n;
+    // Within the exchange as the gateway saw it (a span dated outside it would be moved to the
+    // gateway's clock: its engine's clock evidently off), with latencies that fit its length,
+    // in seconds as vLLM sends them (non-integral, so the SDK encodes doubles), to 0.1 ms.
+    const units = Number((entry.endTimeUnixNano - 2_000_000n - startNs) / 100_000n);
+    assert.ok(units >= 20, `the exchange lasted ${units / 10} ms after its first millisecond`);
+    const s4 = (u) => Math.floor(u) / 10000;
+    const secs = { ttft: s4(units / 3), e2e: s4(units), queue: s4(units / 18), prefill: s4((units * 2) / 9), decode: s4(units * 0.6) };
+    const endNs = startNs + BigInt(units) * 100_000n;
     const sdkSpan = tracer.startSpan(
       'llm_request',
       {

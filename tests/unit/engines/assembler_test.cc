@@ -597,5 +597,55 @@ TEST_F(AssemblerTest, UnmatchedSpansGetTheSingleUpstreamsModelAndEngineIndex) {
   EXPECT_EQ(a.stats().unmatched.load(), 1u);
 }
 
+// An engine whose clock is off (here by decades) would make a trace as long as the error:
+// a joined span that starts before the gateway sent its request moves to the gateway's clock,
+// keeping its length, with its phases, and says by how much.
+TEST_F(AssemblerTest, AJoinedSpanFromAnEngineClockThatIsOffMovesToTheGatewaysClock) {
+  auto a = Make(std::chrono::seconds(10));
+  auto ex = FinishedExchange("skewed-1");
+  ex.upstream_sent_mono_ns = ex.start.mono_start_ns + 1'000'000;
+  ex.end_mono_ns = ex.start.mono_start_ns + 300'000'000;
+  a->OnExchangeFinished(ex);
+  a->Submit(EngineRequest("skewed-1"));  // 1970-01-01T00:00:01Z, 200 ms long
+  const auto items = sink_.WaitFor(4);
+  ASSERT_EQ(items.size(), 4u);
+  const std::uint64_t sent = ex.start.WallAt(ex.upstream_sent_mono_ns);
+  for (const auto& it : items) {
+    EXPECT_GE(it.span.start_time_unix_nano(), sent) << it.span.name();
+    EXPECT_LE(it.span.end_time_unix_nano(), sent + 200'000'000) << it.span.name();
+  }
+  const Span& llm = items[0].span.name() == "llm_request" ? items[0].span : items[3].span;
+  ASSERT_EQ(llm.name(), "llm_request");
+  EXPECT_EQ(llm.start_time_unix_nano(), sent);
+  EXPECT_EQ(llm.end_time_unix_nano() - llm.start_time_unix_nano(), 200'000'000u);
+  const AnyValue* moved = FindAttr(llm.attributes(), sc::kInfertelClockCorrection);
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(moved->int_value(), static_cast<std::int64_t>(sent) - 1'000'000'000);
+  EXPECT_EQ(a->stats().clock_corrected.load(), 1u);
+}
+
+// A span whose times fit what the gateway saw is left as the engine dated it.
+TEST_F(AssemblerTest, AJoinedSpanOnTheGatewaysClockIsNotMoved) {
+  auto a = Make(std::chrono::seconds(10));
+  auto ex = FinishedExchange("on-time-1");
+  ex.upstream_sent_mono_ns = ex.start.mono_start_ns + 1'000'000;
+  ex.end_mono_ns = ex.start.mono_start_ns + 300'000'000;
+  a->OnExchangeFinished(ex);
+  TracesRequest req = EngineRequest("on-time-1");
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  const std::uint64_t sent = ex.start.WallAt(ex.upstream_sent_mono_ns);
+  s->set_start_time_unix_nano(sent + 2'000'000);
+  s->set_end_time_unix_nano(sent + 202'000'000);
+  a->Submit(std::move(req));
+  const auto items = sink_.WaitFor(4);
+  ASSERT_EQ(items.size(), 4u);
+  for (const auto& it : items) {
+    if (it.span.name() != "llm_request") continue;
+    EXPECT_EQ(it.span.start_time_unix_nano(), sent + 2'000'000);
+    EXPECT_EQ(FindAttr(it.span.attributes(), sc::kInfertelClockCorrection), nullptr);
+  }
+  EXPECT_EQ(a->stats().clock_corrected.load(), 0u);
+}
+
 }  // namespace
 }  // namespace infertel::engines
