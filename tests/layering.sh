@@ -29,6 +29,10 @@ rules=(
   "src/http export/ the base knows no exporter"
   "src/export gateway/ exporters know no proxy"
   "src/openai gateway/ the exchange record knows no proxy: the gateway fills it"
+  "src/analytics gateway/ analytics read the exchange record, not the proxy"
+  "src/analytics export/ analytics know no exporter"
+  "src/analytics engines/ analytics take timings, not an engine's spans"
+  "src/analytics sim/ the agent never depends on the simulator"
 )
 
 # file:include, each an arrow still to be taken away (issue: the engine contract).

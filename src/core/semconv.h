@@ -210,6 +210,34 @@ inline constexpr std::string_view kInfertelNormalized = "infertel.normalized";
 // evidently off (it started before the gateway sent the request, or ended after the gateway had
 // the whole response), the nanoseconds its times were moved by to the gateway's clock.
 inline constexpr std::string_view kInfertelClockCorrection = "infertel.clock.correction_ns";
+// ---- infertel's own (not in the spec): tenants, latency objectives and latency causes
+// (docs/telemetry-reference.md, "infertel's additions"; src/analytics/).
+// The tenant a request was attributed to (INFERTEL_TENANT_FROM), on the entry span and on the
+// engine spans of the same request.
+inline constexpr std::string_view kInfertelTenant = "infertel.tenant";
+// The request's verdict against its objectives (INFERTEL_SLO_*): whether it met every one that
+// applied, and which it missed (a string array of the kSloObjective* names).
+inline constexpr std::string_view kInfertelSloMet = "infertel.slo.met";
+inline constexpr std::string_view kInfertelSloMissed = "infertel.slo.missed";
+inline constexpr std::string_view kSloObjectiveTtft = "ttft";
+inline constexpr std::string_view kSloObjectiveTpot = "tpot";
+inline constexpr std::string_view kSloObjectiveE2e = "e2e";
+inline constexpr std::string_view kSloObjectiveError = "error";
+// Why a request was slow: the main cause, one of the kLatencyCause* values, and its evidence.
+inline constexpr std::string_view kInfertelLatencyCause = "infertel.latency.cause";
+inline constexpr std::string_view kLatencyCauseQueue = "queue";
+inline constexpr std::string_view kLatencyCauseLongPrompt = "long_prompt";
+inline constexpr std::string_view kLatencyCausePrefixCacheMiss = "prefix_cache_miss";
+inline constexpr std::string_view kLatencyCauseInterference = "interference";
+inline constexpr std::string_view kLatencyCausePreemption = "preemption";
+inline constexpr std::string_view kLatencyCauseLongOutput = "long_output";
+inline constexpr std::string_view kLatencyCauseClient = "client";
+inline constexpr std::string_view kLatencyCauseGateway = "gateway";
+inline constexpr std::string_view kLatencyCauseEngineError = "engine_error";
+inline constexpr std::string_view kInfertelCacheHitRatio = "infertel.cache.hit_ratio";
+inline constexpr std::string_view kInfertelInterferencePrefillTokens =
+    "infertel.interference.prefill_tokens";
+
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";
 

@@ -70,6 +70,8 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   for (auto& d : r.deltas) d.mono_ns = ex.start.WallAt(d.mono_ns);  // now wall-clock ns
   r.deltas_dropped = ex.deltas_dropped;
   r.client_aborted = ex.outcome == openai::Outcome::kClientAborted;
+  r.tenant = ex.tenant;
+  r.slo = ex.slo;
   return r;
 }
 

@@ -36,6 +36,8 @@ struct JoinRecord {
   std::vector<openai::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
   std::size_t deltas_dropped = 0;
   bool client_aborted = false;
+  std::string tenant;      // Exchange::tenant: the engine spans inherit it
+  openai::SloVerdict slo;  // Exchange::slo
 };
 
 // The keys an engine's request span joins by (engine_spans.h, RequestSpans::JoinKeys): at most

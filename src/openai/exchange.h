@@ -75,6 +75,11 @@ struct Exchange {
   std::string trace_state;
   std::string request_id;  // the X-Request-Id the engine saw (the client's, or ours)
 
+  // The tenant the request was attributed to (INFERTEL_TENANT_FROM, analytics/tenant.h),
+  // already bounded (INFERTEL_TENANT_MAX: `other` past it); empty: no rule, or none matched.
+  std::string tenant;
+  SloVerdict slo;  // set when the exchange ended
+
   // Timing: a start on both clocks, and monotonic readings of later moments.
   Stopwatch start;
   std::uint64_t end_mono_ns = 0;
@@ -121,6 +126,22 @@ struct Exchange {
   std::vector<Delta> deltas;
   std::size_t deltas_dropped = 0;  // deltas beyond the bound
   bool logprobs_forced = false;    // the gateway asked the engine for logprobs
+};
+
+// Which latency objectives a request missed (analytics/slo.h judges; the names are
+// semconv::kSloObjective*).
+enum SloMiss : std::uint8_t {
+  kSloMissTtft = 1 << 0,
+  kSloMissTpot = 1 << 1,
+  kSloMissE2e = 1 << 2,
+  kSloMissError = 1 << 3,
+};
+// The request's verdict, judged once when it ended, read by the entry span, the metrics and
+// the engine-span join alike (one verdict per request).
+struct SloVerdict {
+  bool judged = false;      // at least one objective applied to the request
+  std::uint8_t missed = 0;  // SloMiss bits
+  bool met() const { return judged && missed == 0; }
 };
 
 // Receives exchanges. Called on a gateway worker thread: must not block.
