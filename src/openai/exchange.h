@@ -59,6 +59,22 @@ struct DeltaTimes {
   }
 };
 
+// Which latency objectives a request missed (analytics/slo.h judges; the names are
+// semconv::kSloObjective*).
+enum SloMiss : std::uint8_t {
+  kSloMissTtft = 1 << 0,
+  kSloMissTpot = 1 << 1,
+  kSloMissE2e = 1 << 2,
+  kSloMissError = 1 << 3,
+};
+// The request's verdict, judged once when it ended, read by the entry span, the metrics and
+// the engine-span join alike (one verdict per request).
+struct SloVerdict {
+  bool judged = false;      // at least one objective applied to the request
+  std::uint8_t missed = 0;  // SloMiss bits
+  bool met() const { return judged && missed == 0; }
+};
+
 struct Exchange {
   // Which upstream, and its engine.
   std::string upstream_name;
@@ -126,22 +142,6 @@ struct Exchange {
   std::vector<Delta> deltas;
   std::size_t deltas_dropped = 0;  // deltas beyond the bound
   bool logprobs_forced = false;    // the gateway asked the engine for logprobs
-};
-
-// Which latency objectives a request missed (analytics/slo.h judges; the names are
-// semconv::kSloObjective*).
-enum SloMiss : std::uint8_t {
-  kSloMissTtft = 1 << 0,
-  kSloMissTpot = 1 << 1,
-  kSloMissE2e = 1 << 2,
-  kSloMissError = 1 << 3,
-};
-// The request's verdict, judged once when it ended, read by the entry span, the metrics and
-// the engine-span join alike (one verdict per request).
-struct SloVerdict {
-  bool judged = false;      // at least one objective applied to the request
-  std::uint8_t missed = 0;  // SloMiss bits
-  bool met() const { return judged && missed == 0; }
 };
 
 // Receives exchanges. Called on a gateway worker thread: must not block.
