@@ -52,8 +52,8 @@ TenantRule ParseTenantRule(std::string_view text) {
 std::optional<std::string> ApiKeyFingerprint(std::string_view authorization) {
   std::string_view key = Trim(authorization);
   if (const auto space = key.find(' '); space != std::string_view::npos)
-    key = Trim(key.substr(space + 1));  // "Bearer KEY" (any scheme)
-  if (key.empty()) return std::nullopt;
+    key = Trim(key.substr(space + 1));                             // "Bearer KEY" (any scheme)
+  if (key.empty() || Lower(key) == "bearer") return std::nullopt;  // a scheme without a key
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
   if (EVP_Digest(key.data(), key.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1)

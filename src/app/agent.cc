@@ -285,6 +285,7 @@ bool Agent::StartGateway(std::string* error) {
   im.gateway->AddListener(im.metrics->listener());
   for (auto* l : extra_listeners_) im.gateway->AddListener(l);
   im.gateway->stats().Register(&stats_, "");
+  im.gateway->analytics().Register(&stats_);
   return im.gateway->Start(error);
 }
 

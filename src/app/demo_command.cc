@@ -17,6 +17,7 @@
 
 #include "app/agent.h"
 #include "app/commands.h"
+#include "app/slo_from_store.h"
 #include "core/otel_env.h"
 #include "engines/registry.h"
 #include "export/sqlite/sqlite_store.h"
@@ -84,7 +85,8 @@ struct Counters {
 
 // One request from a demo client; `abort_after_events` > 0 closes the connection mid-stream.
 bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target,
-             const std::string& body, bool stream, int abort_after_events) {
+             const std::string& body, bool stream, int abort_after_events,
+             const std::string& tenant) {
   beast::tcp_stream s(io);
   beast::error_code ec;
   s.expires_after(std::chrono::seconds(30));
@@ -93,6 +95,7 @@ bool SendOne(asio::io_context& io, std::uint16_t port, const std::string& target
   bhttp::request<bhttp::string_body> req{bhttp::verb::post, target, 11};
   req.set(bhttp::field::host, "127.0.0.1");
   req.set(bhttp::field::content_type, "application/json");
+  req.set("x-tenant-id", tenant);
   req.body() = body;
   req.prepare_payload();
   bhttp::write(s, req, ec);
@@ -183,7 +186,9 @@ void ClientLoop(int id, const DemoFlags& f, std::uint16_t port,
           R"({{"model":"{}","messages":[{{"role":"user","content":"Write a long essay on {}."}}],"stream":true,"max_tokens":400}})",
           f.model, topic);
     }
-    bool ok = SendOne(io, port, target, body, stream, abort_after);
+    // Three teams share the engine: the tenants of the summary's SLO report.
+    static constexpr const char* kTeams[] = {"team-search", "team-chat", "team-batch"};
+    bool ok = SendOne(io, port, target, body, stream, abort_after, kTeams[id % 3]);
     c.requests.fetch_add(1);
     if (abort_after > 0) c.aborted.fetch_add(1);
     if (!ok) c.failures.fetch_add(1);
@@ -225,6 +230,7 @@ struct Stored {
   std::int64_t spans = -1;
   std::int64_t engine_spans = 0;
   std::string tree;
+  std::string slo;  // the SLO report over the run (infertel slo)
 };
 
 Stored ReadStored(const std::string& path) {
@@ -244,7 +250,31 @@ Stored ReadStored(const std::string& path) {
   q.limit = 1;
   q.trace_id = trace_id;
   out.tree = exporting::RenderTraceTrees(store, q);
+  SloQuery slo;
+  slo.slowest = 3;
+  out.slo = SloReportFromStore(store, slo);
   return out;
+}
+
+// The demo's objectives and tenant rule, where the environment sets none: what an operator
+// would set (docs/telemetry-reference.md, "Tenants, SLOs and latency causes"), tight enough for
+// the simulated engine under the demo's load to miss some.
+config::EnvLookup DemoEnv() {
+  using config::Key;
+  struct Default {
+    Key key;
+    const char* value;
+  };
+  static constexpr Default kDefaults[] = {{Key::kTenantFrom, "header:x-tenant-id,user"},
+                                          {Key::kSloTtftMs, "40"},
+                                          {Key::kSloTpotMs, "10"},
+                                          {Key::kSloE2eMs, "1000"}};
+  return [env = config::ProcessEnv()](std::string_view name) -> std::optional<std::string> {
+    if (auto v = env(name)) return v;
+    for (const Default& d : kDefaults)
+      if (config::Spec(d.key).env_var == name) return std::string(d.value);
+    return std::nullopt;
+  };
 }
 
 void Run(const DemoFlags& f) {
@@ -273,7 +303,7 @@ void Run(const DemoFlags& f) {
   } else if (std::filesystem::is_regular_file(f.store, fec)) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f.store + suffix, fec);
   }
-  auto resolved = config::Resolve(config::ProcessEnv());
+  auto resolved = config::Resolve(DemoEnv());
   Agent agent(std::move(ao), std::move(resolved.settings));
   TtftCollector ttft;
   agent.AddExchangeListener(&ttft);
@@ -335,6 +365,8 @@ void Run(const DemoFlags& f) {
               s.streams);
   std::printf("store                %s (browse: infertel traces --store %s)\n",
               std::filesystem::absolute(f.store).c_str(), f.store.c_str());
+  std::printf("\n== latency objectives (infertel slo --store %s)\n%s", f.store.c_str(),
+              stored.slo.c_str());
   std::printf("\n== a recent trace (entry span, the engine's span, its phases)\n%s", tree.c_str());
   if (counters.requests.load() == 0 || spans <= 0 || engine_spans <= 0) {
     std::fprintf(stderr, "infertel demo: no traffic, no spans or no engine spans stored\n");

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   infertel::AddSpansCommand(app);
   infertel::AddConfigCommand(app);
   infertel::AddMetricsCommand(app);
+  infertel::AddSloCommand(app);
   infertel::AddLaunchCommand(app);
   try {
     app.parse(argc, argv);

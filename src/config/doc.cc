@@ -18,6 +18,18 @@ std::string Type(const KeySpec& k) {
         if (c == '|') c = '/';
       return s;
     }
+    case ValueType::kList: {
+      std::string s(k.allowed);
+      for (auto& c : s)
+        if (c == '|') c = '/';
+      return "list of " + s;
+    }
+    case ValueType::kTable: {
+      std::string s(k.allowed);
+      for (auto& c : s)
+        if (c == '|') c = '/';
+      return fmt::format("model → {} (int {}..{})", s, k.min, k.max);
+    }
   }
   return "";
 }
@@ -31,7 +43,8 @@ std::string KeysMarkdownTable() {
     out +=
         fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} |\n", k.spec_section, k.console_key,
                     Cell(k.env_var), Type(k),
-                    k.default_value.empty() ? std::string("engine's own") : Cell(k.default_value),
+                    k.default_value.empty() ? std::string(k.engine_knob ? "engine's own" : "unset")
+                                            : Cell(k.default_value),
                     k.apply == Apply::kLive ? "live" : "restart",
                     k.engine.empty() ? std::string("all") : std::string(k.engine), k.description);
   }
@@ -43,7 +56,9 @@ std::string DescribeSettings(const Settings& s) {
   for (const KeySpec& k : AllKeys()) {
     const auto& e = s.At(k.key);
     out += fmt::format("{:<62} {:<14} {:<8} {:<7} {}\n", k.console_key,
-                       s.IsSet(k.key) ? FormatValue(e.value) : "(engine's own)",
+                       s.IsSet(k.key)  ? FormatValue(e.value)
+                       : k.engine_knob ? "(engine's own)"
+                                       : "(unset)",
                        SourceName(e.source), k.apply == Apply::kLive ? "live" : "restart",
                        k.env_var.empty() ? "-" : k.env_var);
   }

@@ -29,14 +29,25 @@ enum class Key : std::uint16_t {
   kUpstreamFirstByteTimeoutMs,
   kUpstreamIdleTimeoutMs,
   kDrainTimeoutMs,
+  // infertel's own: tenants and latency objectives (src/analytics/).
+  kTenantFrom,
+  kTenantMax,
+  kSloTtftMs,
+  kSloTpotMs,
+  kSloE2eMs,
+  kSloModels,
 };
-inline constexpr std::size_t kAgentKeyCount = 8;
+inline constexpr std::size_t kAgentKeyCount = 14;
 // The table's capacity: Settings hold this many values, and AddKeys refuses more.
 inline constexpr std::size_t kMaxKeys = 64;
 
 inline constexpr std::size_t IndexOf(Key key) { return static_cast<std::size_t>(key); }
 
-enum class ValueType : std::uint8_t { kBool, kInt, kEnum };
+// kList: comma-separated items, each one of `allowed` ('|' separated), where an option ending in
+// ":*" stands for any item with that prefix and a non-empty name after it (header:*).
+// kTable: a mapping of names (models) to mappings of the fields in `allowed` to integers in
+// [min, max]; written as a nested mapping in a console document, as JSON text elsewhere.
+enum class ValueType : std::uint8_t { kBool, kInt, kEnum, kList, kTable };
 enum class Apply : std::uint8_t { kLive, kRestart };
 // Where a key is listed (`infertel config`, docs/configuration.md): by group, then in the
 // order the keys were added.
@@ -44,6 +55,7 @@ enum class KeyGroup : std::uint8_t {
   kPlugin,       // C1: an engine's plugin switch
   kApplication,  // C2 and its infertel companions: AI application collection
   kEngine,       // C3, C4: an engine's own switches
+  kAnalytics,    // infertel's own: tenants and latency objectives
   kAgent,        // infertel's own: timeouts, shutdown
 };
 
@@ -52,8 +64,9 @@ struct KeySpec {
   std::string_view console_key;
   std::string_view env_var;  // empty: the spec names no environment variable
   ValueType type;
-  // Default as text. Empty for an engine knob whose default is the engine's own value:
-  // such a key is "unset" until the console sets it, and the agent then leaves the engine alone.
+  // Default as text. Empty: the key is unset until a source sets it. For an engine knob the
+  // engine's own value then stands, and the agent leaves the engine alone; for an objective,
+  // there is none.
   std::string_view default_value;
   Apply apply;
   // Which engine a key concerns, by its registry name (engines/registry.h); empty for keys of

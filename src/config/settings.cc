@@ -4,9 +4,12 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <map>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
+#include "core/json.h"
 #include "core/printable.h"
 
 namespace infertel::config {
@@ -38,8 +41,110 @@ std::string AcceptedText(const KeySpec& spec) {
         s += " (or SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT)";
       return "one of " + s;
     }
+    case ValueType::kList: {
+      std::string s(spec.allowed);
+      std::replace(s.begin(), s.end(), '|', ',');
+      return "a comma-separated list of " + s;
+    }
+    case ValueType::kTable: {
+      std::string s(spec.allowed);
+      std::replace(s.begin(), s.end(), '|', ',');
+      return fmt::format(
+          "a mapping of model name to {{{}}}, each an integer from {} to {} (JSON: "
+          "{{\"MODEL\": {{\"FIELD\": N}}}})",
+          s, spec.min, spec.max);
+    }
   }
   return "";
+}
+
+// The options of a '|' separated list, each passed to `f` until it returns true.
+template <typename F>
+bool AnyOption(std::string_view allowed, F f) {
+  while (!allowed.empty()) {
+    const auto bar = allowed.find('|');
+    if (f(allowed.substr(0, bar))) return true;
+    if (bar == std::string_view::npos) break;
+    allowed.remove_prefix(bar + 1);
+  }
+  return false;
+}
+
+bool NameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+}
+
+// One list item in canonical spelling (lower case), or nullopt when no option admits it.
+std::optional<std::string> ListItem(const KeySpec& spec, std::string_view item) {
+  std::string lower(Trim(item));
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  const bool ok = AnyOption(spec.allowed, [&](std::string_view option) {
+    if (option.ends_with(":*")) {
+      const std::string_view prefix = option.substr(0, option.size() - 1);
+      if (!lower.starts_with(prefix) || lower.size() == prefix.size()) return false;
+      return std::all_of(lower.begin() + static_cast<std::ptrdiff_t>(prefix.size()), lower.end(),
+                         NameChar);
+    }
+    return lower == option;
+  });
+  if (!ok) return std::nullopt;
+  return lower;
+}
+
+std::optional<std::string> ParseList(const KeySpec& spec, std::string_view text) {
+  std::string out;
+  if (Trim(text).empty()) return out;  // an empty list: set, and naming nothing
+  while (true) {
+    const auto comma = text.find(',');
+    auto item = ListItem(spec, text.substr(0, comma));
+    if (!item) return std::nullopt;
+    if (!out.empty()) out += ',';
+    out += *item;
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// Canonical JSON of a table value: names in order, each one's fields in the order `allowed`
+// gives them. nullopt for anything else (unknown field, a value not an integer in range).
+std::optional<std::string> ParseTable(const KeySpec& spec, std::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::object rows;
+  if (parser.parse(text.data(), text.size()).get(doc) || doc.get(rows)) return std::nullopt;
+  std::map<std::string, std::map<std::string, std::int64_t>> table;
+  for (auto row : rows) {
+    simdjson::dom::object fields;
+    if (row.key.empty() || row.value.get(fields)) return std::nullopt;
+    auto& out = table[std::string(row.key)];
+    for (auto field : fields) {
+      std::int64_t v = 0;
+      const bool known =
+          AnyOption(spec.allowed, [&](std::string_view o) { return o == field.key; });
+      if (!known || field.value.get(v) || v < spec.min || v > spec.max) return std::nullopt;
+      out[std::string(field.key)] = v;
+    }
+  }
+  std::string json = "{";
+  for (const auto& [name, fields] : table) {
+    if (json.size() > 1) json += ',';
+    AppendJsonString(&json, name);
+    json += ":{";
+    bool first = true;
+    AnyOption(spec.allowed, [&](std::string_view o) {
+      auto it = fields.find(std::string(o));
+      if (it == fields.end()) return false;
+      if (!first) json += ',';
+      first = false;
+      AppendJsonString(&json, o);
+      json += ':' + std::to_string(it->second);
+      return false;
+    });
+    json += '}';
+  }
+  return json + '}';
 }
 
 }  // namespace
@@ -93,6 +198,14 @@ std::variant<Value, std::string> ParseValue(const KeySpec& spec, std::string_vie
         if (bar == std::string_view::npos) break;
         allowed.remove_prefix(bar + 1);
       }
+      return error();
+    }
+    case ValueType::kList: {
+      if (auto list = ParseList(spec, text)) return Value{std::move(*list)};
+      return error();
+    }
+    case ValueType::kTable: {
+      if (auto table = ParseTable(spec, text)) return Value{std::move(*table)};
       return error();
     }
   }

@@ -47,6 +47,10 @@ std::variant<config::Value, std::string> ValueFromBody(const config::KeySpec& sp
     case simdjson::dom::element_type::STRING:
       text = std::string(v.get_string().value_unsafe());
       break;
+    case simdjson::dom::element_type::OBJECT:
+      if (spec.type != config::ValueType::kTable) return mismatch();
+      text = simdjson::minify(v);
+      break;
     case simdjson::dom::element_type::NULL_VALUE:
       return fmt::format("null is not a value for {}: DELETE /api/config/{} removes it",
                          spec.console_key, spec.console_key);

@@ -6,10 +6,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <charconv>
 #include <optional>
 #include <sstream>
 #include <vector>
 
+#include "core/json.h"
 #include "core/printable.h"
 
 namespace infertel::console {
@@ -119,6 +121,47 @@ class YamlBounds : public YAML::EventHandler {
   std::vector<std::uint64_t> sizes_;  // by anchor: nodes it stands for
 };
 
+// Whether `key` names a table key (config::ValueType::kTable), whose value is the whole mapping
+// below it rather than more keys.
+bool IsTableKey(std::string_view key) {
+  const auto k = config::FindByConsoleKey(key);
+  return k && config::Spec(*k).type == config::ValueType::kTable;
+}
+
+// A YAML node as JSON text, for a table key's value (config::ParseValue checks it): a scalar
+// that reads as an integer is a number, any other scalar a string.
+void YamlAsJson(const YAML::Node& node, std::string* out) {
+  if (node.IsMap()) {
+    *out += '{';
+    bool first = true;
+    for (const auto& kv : node) {
+      if (!first) *out += ',';
+      first = false;
+      AppendJsonString(out, kv.first.IsScalar() ? kv.first.Scalar() : std::string());
+      *out += ':';
+      YamlAsJson(kv.second, out);
+    }
+    *out += '}';
+  } else if (node.IsSequence()) {
+    *out += '[';
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      if (i) *out += ',';
+      YamlAsJson(node[i], out);
+    }
+    *out += ']';
+  } else if (node.IsScalar()) {
+    const std::string& v = node.Scalar();
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc() && p == v.data() + v.size() && !v.empty())
+      *out += std::to_string(n);
+    else
+      AppendJsonString(out, v);
+  } else {
+    *out += "null";
+  }
+}
+
 void FlattenYaml(const YAML::Node& node, const std::string& prefix, int depth, Flat* out) {
   if (depth > kMaxDocumentDepth) {
     out->errors.push_back(fmt::format("{}: nested too deeply", Excerpt(prefix, kMaxQuotedBytes)));
@@ -132,7 +175,11 @@ void FlattenYaml(const YAML::Node& node, const std::string& prefix, int depth, F
     }
     std::string key = Join(prefix, kv.first.Scalar());
     const YAML::Node& v = kv.second;
-    if (v.IsMap()) {
+    if (v.IsMap() && IsTableKey(key)) {
+      std::string json;
+      YamlAsJson(v, &json);
+      out->leaves.push_back({key, std::move(json)});
+    } else if (v.IsMap()) {
       FlattenYaml(v, key, depth + 1, out);
     } else if (v.IsNull()) {
       out->leaves.push_back({key, std::nullopt});
@@ -156,6 +203,10 @@ void FlattenJson(simdjson::dom::object obj, const std::string& prefix, int depth
     simdjson::dom::element v = field.value;
     switch (v.type()) {
       case simdjson::dom::element_type::OBJECT:
+        if (IsTableKey(key)) {
+          out->leaves.push_back({key, simdjson::minify(v)});
+          break;
+        }
         FlattenJson(v.get_object().value_unsafe(), key, depth + 1, out);
         break;
       case simdjson::dom::element_type::NULL_VALUE:

@@ -6,7 +6,13 @@
 //   apsara.apm.inference.sglang.logging.level: DEBUG
 //
 // Nested mappings are joined with '.', so `otel: {instrumentation: {vllm: {enabled: false}}}`
-// names otel.instrumentation.vllm.enabled. A null value leaves the key unset. A document is
+// names otel.instrumentation.vllm.enabled. A table key (config::ValueType::kTable) takes the whole
+// mapping below it as its value, e.g. per-model objectives:
+//
+//   infertel.slo.models:
+//     meta-llama/Llama-3.1-8B-Instruct: {ttft-ms: 500, tpot-ms: 50}
+//
+// A null value leaves the key unset. A document is
 // accepted whole or not at all: one unknown key or bad value rejects it.
 //
 // Bounds (a console sets a handful of keys; a document past them is refused before it costs

@@ -64,6 +64,10 @@ std::string_view TypeName(config::ValueType t) {
       return "int";
     case config::ValueType::kEnum:
       return "enum";
+    case config::ValueType::kList:
+      return "list";
+    case config::ValueType::kTable:
+      return "table";
   }
   return "";
 }
@@ -243,7 +247,9 @@ std::vector<TextRow> RowsFromReports(const std::vector<KeyReport>& reports) {
     const auto& spec = config::Spec(k.key);
     TextRow row;
     row.key = spec.console_key;
-    row.value = ValueText(k.value);
+    row.value = std::holds_alternative<std::monostate>(k.value) && !spec.engine_knob
+                    ? "(unset)"
+                    : ValueText(k.value);
     row.source = SourceText(k.source, k.layer);
     row.apply = spec.apply == config::Apply::kLive ? "live" : "restart";
     row.env = spec.env_var;
@@ -315,6 +321,9 @@ bool RowsFromConfigJson(std::string_view json, std::vector<TextRow>* rows,
     row.key = Field(o, "key");
     simdjson::dom::element v;
     row.value = o["value"].get(v) ? "" : ElementText(v);
+    bool knob = false;
+    if (!o["value"].get(v) && v.is_null() && (o["engine_knob"].get(knob) || !knob))
+      row.value = "(unset)";  // no engine's value stands behind a key that is not a knob
     row.source = Field(o, "source");
     if (std::string layer = Field(o, "layer"); !layer.empty()) row.source += " (" + layer + ")";
     row.apply = Field(o, "apply");

@@ -117,6 +117,14 @@ inline constexpr std::string_view kGenAiTokenIds = "gen_ai.token.ids";
 inline constexpr std::string_view kGenAiTokenTexts = "gen_ai.token.texts";
 inline constexpr std::string_view kGenAiTokenCount = "gen_ai.token.count";
 inline constexpr std::string_view kGenAiTokenLogprobs = "gen_ai.token.logprobs";
+// infertel's own (not in the spec): on each level-2 event, which of its fields the engine's
+// own data gave (measured) and which the agent worked out from what the gateway saw (derived):
+// the event's time is always derived (when the gateway saw the dispatch, the first token, the
+// delta, not when the engine's iteration ran); token texts and count are measured from the
+// engine's token detail (logprobs) and derived from the delta's content without it.
+inline constexpr std::string_view kInfertelEventMeasured = "infertel.event.measured";
+inline constexpr std::string_view kInfertelEventDerived = "infertel.event.derived";
+inline constexpr std::string_view kEventFieldTime = "time";
 
 // ---- M4.3: SGLang request and thread span attributes (as SGLang names them).
 inline constexpr std::string_view kSglRid = "rid";

@@ -46,6 +46,12 @@ std::int64_t AlignToGateway(Span* span, const JoinRecord& r) {
   return move;
 }
 
+// The request's tenant on the engine's request span and on the phases made from it.
+void InheritTenant(const JoinRecord& r, Span* span, const std::vector<Span*>& phases) {
+  AddAttr(span->mutable_attributes(), Key<sc::kInfertelTenant>(), r.tenant);
+  for (Span* p : phases) AddAttr(p->mutable_attributes(), Key<sc::kInfertelTenant>(), r.tenant);
+}
+
 }  // namespace
 
 JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
@@ -235,6 +241,7 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
     const SpanReport report =
         w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
+    if (record != nullptr && !record->tenant.empty()) InheritTenant(*record, w.span, phases);
     EngineSpanListener* listener = span_listener_.load(std::memory_order_acquire);
     if (record != nullptr && listener != nullptr && !report.timings.empty())
       listener->OnEngineSpanJoined(*record, report.timings);
@@ -491,7 +498,7 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
 void Assembler::OnExchangeStarted(const openai::Exchange& ex) noexcept {
   if (Profile(ex.engine).span_join() != SpanJoin::kTraceId || IsZero(ex.trace_id)) return;
   if (NativeEngine* n = NativeOf(ex.engine))
-    n->spans->OnRequestStarted(ex.trace_id, ex.tracing_level);
+    n->spans->OnRequestStarted(ex.trace_id, ex.tracing_level, ex.tenant);
 }
 
 void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {

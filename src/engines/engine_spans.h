@@ -98,7 +98,8 @@ class NativeSpans {
   // receiver may relabel it). Asked of scopes no engine claims and no RequestSpans owns.
   virtual bool HasOwnSpan(const otlp_trace::ScopeSpans& scope) const = 0;
   // The gateway saw a request of trace `trace` start, at tracing level `level`, and end.
-  virtual void OnRequestStarted(const TraceId& trace, int level) = 0;
+  // `tenant`: the request's (Exchange::tenant), which its spans inherit; empty: none.
+  virtual void OnRequestStarted(const TraceId& trace, int level, std::string_view tenant) = 0;
   virtual void OnRequestFinished(const TraceId& trace) = 0;
   // Processes one scope's spans in place (`level`: the level for traces the gateway did not
   // start).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analytics/slo.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "engines/registry.h"
@@ -15,7 +16,7 @@ namespace {
 
 // The attributes a common entry span can carry at most (BuildEntrySpan below); an engine's
 // own attributes may grow the array once more.
-constexpr int kEntrySpanAttributes = 25;
+constexpr int kEntrySpanAttributes = 28;
 
 std::string SpanName(const openai::Exchange& ex) {
   std::string name(openai::OperationName(ex.op));
@@ -43,6 +44,16 @@ void AddFinishReasons(const openai::ResponseInfo& rs, Attributes* a) {
   auto* arr =
       AddKey(a, Key<sc::kGenAiResponseFinishReasons>())->mutable_value()->mutable_array_value();
   for (const auto& r : rs.finish_reasons) arr->add_values()->set_string_value(r);
+}
+
+// infertel's own: the request's tenant and its verdict against the latency objectives.
+void AddAnalytics(const openai::Exchange& ex, Attributes* a) {
+  if (!ex.tenant.empty()) AddAttr(a, Key<sc::kInfertelTenant>(), ex.tenant);
+  if (!ex.slo.judged) return;
+  AddAttr(a, Key<sc::kInfertelSloMet>(), ex.slo.met());
+  auto* arr = AddKey(a, Key<sc::kInfertelSloMissed>())->mutable_value()->mutable_array_value();
+  for (std::string_view name : analytics::MissedNames(ex.slo.missed))
+    arr->add_values()->set_string_value(std::string(name));
 }
 
 void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& engine) {
@@ -87,6 +98,7 @@ void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& e
       AddAttr(a, Key<sc::kGenAiOutputMessages>(), rs.output_messages_json);
   }
 
+  AddAnalytics(ex, a);
   if (!rq.parsed) {
     // Forwarded untouched, but the span says why it knows less.
     AddAttr(a, Key<sc::kInfertelParseError>(), rq.parse_error);

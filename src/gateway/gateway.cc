@@ -411,7 +411,10 @@ struct Gateway::Impl {
   Task<void> Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
                      bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
                      bool observe, WatchGuard& guard, Forwarded& out);
-  bool PrepareExchange(std::size_t ui, const config::Settings& settings,
+  // The request's tenant by the configured rule (analytics/tenant.h).
+  std::string TenantOf(const std::shared_ptr<const config::Settings>& settings,
+                       const bhttp::request<bhttp::string_body>& req, const Exchange& ex);
+  bool PrepareExchange(std::size_t ui, const std::shared_ptr<const config::Settings>& settings_ptr,
                        bhttp::request<bhttp::string_body>& req, Exchange& ex,
                        bhttp::request<bhttp::string_body>& ureq,
                        openai::StreamObserver::Options& stream_opts);
@@ -876,6 +879,7 @@ void Gateway::Impl::Finish(Exchange& ex) {
     ex.error_type = std::string(semconv::kErrorShutdown);
     ex.error_message = "cut: still in flight when the agent's drain timeout ran out";
   }
+  if (ex.op != openai::Operation::kNone) ex.slo = gw->analytics_.Judge(gw->config_->Current(), ex);
   for (openai::ExchangeListener* l : listeners) l->OnExchangeFinished(ex);
 }
 
@@ -1021,10 +1025,27 @@ class ClientWriter {
 // and the body rewritten for what observing the exchange needs (stream usage, logprobs).
 // Listeners hear OnExchangeStarted. Returns whether the exchange is observed (an OpenAI
 // operation of an instrumented engine).
-bool Gateway::Impl::PrepareExchange(std::size_t ui, const config::Settings& settings,
+std::string Gateway::Impl::TenantOf(const std::shared_ptr<const config::Settings>& settings,
+                                    const bhttp::request<bhttp::string_body>& req,
+                                    const Exchange& ex) {
+  analytics::TenantInputs in;
+  in.header = [&req](std::string_view name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return it->value();
+  };
+  if (ex.request.user) in.user = *ex.request.user;
+  if (auto it = req.find(bhttp::field::authorization); it != req.end())
+    in.authorization = it->value();
+  return gw->analytics_.TenantOf(settings, in);
+}
+
+bool Gateway::Impl::PrepareExchange(std::size_t ui,
+                                    const std::shared_ptr<const config::Settings>& settings_ptr,
                                     bhttp::request<bhttp::string_body>& req, Exchange& ex,
                                     bhttp::request<bhttp::string_body>& ureq,
                                     openai::StreamObserver::Options& stream_opts) {
+  const config::Settings& settings = *settings_ptr;
   const UpstreamConfig& uc = upstreams[ui].config;
   namespace oa = openai;
   const engines::EngineProfile& engine = engines::Profile(uc.engine);
@@ -1126,6 +1147,7 @@ bool Gateway::Impl::PrepareExchange(std::size_t ui, const config::Settings& sett
       ureq.body() = std::move(req.body());
       stream_opts.drop_injected_usage = false;
     }
+    if (gw->analytics_.HasTenantRule(settings_ptr)) ex.tenant = TenantOf(settings_ptr, req, ex);
     for (openai::ExchangeListener* l : listeners) l->OnExchangeStarted(ex);
   } else {
     ureq.body() = std::move(req.body());
@@ -1235,7 +1257,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   openai::Exchange ex;
   bhttp::request<bhttp::string_body> ureq{req.method(), req.target(), 11};
   openai::StreamObserver::Options stream_opts;
-  const bool observe = PrepareExchange(ui, *settings, req, ex, ureq, stream_opts);
+  const bool observe = PrepareExchange(ui, settings, req, ex, ureq, stream_opts);
 
   const bool client_keep_alive = req.keep_alive();
   const unsigned client_version = req.version();
@@ -1505,7 +1527,12 @@ void Gateway::Impl::WatchTokenDetail(Relay& r, SseRelay& relay,
       return;
     }
     const auto& t = observer.last_tokens();
-    ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids});
+    if (!t.texts.empty()) {
+      ex.deltas.push_back({MonoNanos(), t.texts, t.logprobs, t.ids,
+                           static_cast<std::int64_t>(t.texts.size()), false});
+    } else {  // no token detail from the engine: the content stands in for it
+      ex.deltas.push_back({MonoNanos(), t.content, {}, {}, t.content_pieces, true});
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/request_analytics.h"
 #include "config/settings.h"
 #include "core/stats.h"
 #include "gateway/upstream_failure.h"
@@ -109,6 +110,8 @@ class Gateway {
 
   const GatewayStats& stats() const { return stats_; }
   const GatewayOptions& options() const { return options_; }
+  // Tenants and SLO verdicts of the requests (their counters: Register).
+  const analytics::RequestAnalytics& analytics() const { return analytics_; }
 
   struct Impl;
 
@@ -116,6 +119,7 @@ class Gateway {
   GatewayOptions options_;
   std::shared_ptr<config::ConfigStore> config_;
   GatewayStats stats_;
+  analytics::RequestAnalytics analytics_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -29,7 +29,7 @@ constexpr std::array<LatencyFamily, kLatencyCount> kFamilies{{
 
 const LatencyFamily& FamilyOf(Latency id) { return kFamilies[static_cast<std::size_t>(id)]; }
 
-// `{engine_index="…",model="…"` without the closing brace (a bucket adds `,le="…"`).
+// `{engine_index="…",model="…",tenant="…"` without the closing brace (a bucket adds `,le="…"`).
 std::string LabelText(const LatencyLabels& l) {
   std::string out = "{";
   if (!l.engine_index.empty()) {
@@ -40,6 +40,11 @@ std::string LabelText(const LatencyLabels& l) {
   out += "model=\"";
   AppendLabelValue(&out, l.model);
   out += '"';
+  if (!l.tenant.empty()) {
+    out += ",tenant=\"";
+    AppendLabelValue(&out, l.tenant);
+    out += '"';
+  }
   return out;
 }
 
@@ -157,6 +162,7 @@ void LatencyHistograms::AppendOtlp(otlp_metrics::ScopeMetrics* sm, std::uint64_t
     if (!labels.engine_index.empty())
       AddAttr(dp->mutable_attributes(), "engine_index", labels.engine_index);
     AddAttr(dp->mutable_attributes(), "model", labels.model);
+    if (!labels.tenant.empty()) AddAttr(dp->mutable_attributes(), "tenant", labels.tenant);
     for (double bound : kLatencyBounds) dp->add_explicit_bounds(bound);
     for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
       dp->add_bucket_counts(s.counts[b]);

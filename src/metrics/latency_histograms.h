@@ -2,8 +2,8 @@
 // infertel's own latency distributions, beside the seed's cumulative counters (which stay as
 // they are): histograms of time to first token, every inter-token gap, time per output token
 // and request duration (measured at the gateway), and of queue, prefill and decode time (from
-// the engine's own request spans). Labelled `model` and `engine_index` (where known); each
-// bucket keeps the trace id of its latest observation as an exemplar, so that a slow bucket
+// the engine's own request spans). Labelled `model`, `tenant` and `engine_index` (where known);
+// each bucket keeps the trace id of its latest observation as an exemplar, so that a slow bucket
 // leads to a trace. Buckets: core/latency_buckets.h.
 //
 // Bounded: at most max_series series in all; an observation for a new series beyond it is
@@ -48,6 +48,7 @@ std::span<const LatencyFamily> AllLatencyFamilies();
 // The labels of a series. Empty engine_index: not known.
 struct LatencyLabels {
   std::string model;
+  std::string tenant;  // empty: the request had none (the label is left out)
   std::string engine_index;
   auto operator<=>(const LatencyLabels&) const = default;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "analytics/slo.h"
 #include "engines/registry.h"
 
 namespace infertel::metrics {
@@ -125,8 +126,10 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& r, const engines::
 
 namespace {
 
-LatencyLabels HistogramLabels(std::string_view model, std::optional<std::int64_t> engine_index) {
-  return {std::string(model), engine_index ? std::to_string(*engine_index) : std::string()};
+LatencyLabels HistogramLabels(std::string_view model, std::string_view tenant,
+                              std::optional<std::int64_t> engine_index) {
+  return {std::string(model), std::string(tenant),
+          engine_index ? std::to_string(*engine_index) : std::string()};
 }
 
 }  // namespace
@@ -136,16 +139,13 @@ void RequestMetrics::ObserveExchange(const openai::Exchange& ex, std::string_vie
   using O = LatencyHistograms::Observation;
   std::array<O, 3> obs;
   std::size_t n = 0;
-  const std::uint64_t start = ex.start.mono_start_ns, first = ex.first_token_mono_ns;
-  if (first > start) obs[n++] = {Latency::kTimeToFirstToken, (first - start) / kNs};
+  // The figures the SLO verdict judged (one place computes them).
+  const analytics::MeasuredLatency m = analytics::MeasureLatency(ex);
+  if (m.ttft_s) obs[n++] = {Latency::kTimeToFirstToken, *m.ttft_s};
   const bool ok = ex.outcome == Outcome::kOk;
-  if (ok && ex.end_mono_ns > start)
-    obs[n++] = {Latency::kRequestDuration, (ex.end_mono_ns - start) / kNs};
-  const auto output = ex.response.usage.output_tokens;
-  if (ok && first > start && ex.delta_times.last_mono_ns > first && output && *output > 1)
-    obs[n++] = {Latency::kTimePerOutputToken,
-                (ex.delta_times.last_mono_ns - first) / kNs / static_cast<double>(*output - 1)};
-  histograms_->Observe(HistogramLabels(model, ex.engine_index), std::span(obs.data(), n),
+  if (ok && m.e2e_s) obs[n++] = {Latency::kRequestDuration, *m.e2e_s};
+  if (ok && m.tpot_s) obs[n++] = {Latency::kTimePerOutputToken, *m.tpot_s};
+  histograms_->Observe(HistogramLabels(model, ex.tenant, ex.engine_index), std::span(obs.data(), n),
                        ex.streamed ? &ex.delta_times : nullptr, ex.trace_id,
                        ex.start.WallAt(ex.end_mono_ns));
 }
@@ -166,8 +166,8 @@ void RequestMetrics::ObserveEngineSpan(const engines::JoinRecord& r,
       obs[n++] = {Latency::kTimePerOutputToken,
                   *t.decode_s / static_cast<double>(*r.output_tokens - 1)};
   }
-  histograms_->Observe(HistogramLabels(model, r.engine_index), std::span(obs.data(), n), nullptr,
-                       r.trace_id, WallNanos());
+  histograms_->Observe(HistogramLabels(model, r.tenant, r.engine_index), std::span(obs.data(), n),
+                       nullptr, r.trace_id, WallNanos());
 }
 
 void RequestMetrics::AddUpstream(const std::string& upstream) {
@@ -199,11 +199,16 @@ BoundedLabelValues& RequestMetrics::Models(std::string_view upstream) {
 void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
-  if (!Measurable(ex)) return;  // before Admit: a refused request takes no model's room
+  // Before Admit: a refused request takes no model's room (a judged one ran on the server).
+  if (!Measurable(ex) && !ex.slo.judged) return;
   try {
     std::string_view model = ModelOf(ex);
     // The model is whatever the client named, and some engines answer any name.
     if (!Models(ex.upstream_name).Admit(model)) model = kLabelValueOther;
+    if (slo_ != nullptr && ex.slo.judged)
+      slo_->Record(model, ex.tenant, ex.slo, ex.response.usage.output_tokens,
+                   static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
+    if (!Measurable(ex)) return;
     const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name));
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
     if (histograms_ != nullptr) ObserveExchange(ex, model);

@@ -25,6 +25,7 @@
 #include "engines/profile.h"
 #include "metrics/label_bound.h"
 #include "metrics/latency_histograms.h"
+#include "metrics/slo_metrics.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
 
@@ -74,13 +75,16 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& record,
 
 class RequestMetrics : public openai::ExchangeListener, public engines::EngineSpanListener {
  public:
-  // `histograms` (may be null) takes the latency distributions.
+  // `histograms` and `slo` (each may be null) take the latency distributions and the SLO
+  // verdicts.
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
-                 LabelBoundOptions model_bound = {}, LatencyHistograms* histograms = nullptr)
+                 LabelBoundOptions model_bound = {}, LatencyHistograms* histograms = nullptr,
+                 SloMetrics* slo = nullptr)
       : store_(store),
         config_(std::move(config)),
         model_bound_(model_bound),
-        histograms_(histograms) {}
+        histograms_(histograms),
+        slo_(slo) {}
   // Gives `upstream` its own bound on model label values. Not thread-safe: call before the
   // gateway starts. Exchanges of an upstream never added share one bound.
   void AddUpstream(const std::string& upstream);
@@ -103,6 +107,7 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   std::shared_ptr<config::ConfigStore> config_;
   LabelBoundOptions model_bound_;
   LatencyHistograms* histograms_;
+  SloMetrics* slo_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
   // Each upstream's stream interval as its facts say (0: not known), read per exchange.

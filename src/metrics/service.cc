@@ -39,7 +39,7 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       sink_(sink),
       resource_(std::move(resource)),
       version_(std::move(version)),
-      request_metrics_(&store_, config_, options_.model_bound, &histograms_),
+      request_metrics_(&store_, config_, options_.model_bound, &histograms_, &slo_),
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
@@ -106,7 +106,8 @@ std::vector<MetricPoint> MetricsService::Snapshot() const {
 
 std::string MetricsService::RenderPrometheus(bool exemplars) const {
   auto points = Snapshot();
-  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus(exemplars);
+  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus(exemplars) +
+         slo_.RenderPrometheus(static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
 }
 
 void MetricsService::ExportOnce() {
@@ -123,6 +124,7 @@ void MetricsService::ExportOnce() {
   }
   auto* sm = req.mutable_resource_metrics(0)->mutable_scope_metrics(0);
   histograms_.AppendOtlp(sm, start_unix_nano_, now);
+  slo_.AppendOtlp(sm, start_unix_nano_, now);
   if (sm->metrics_size() == 0) return;
   sink_->Submit(std::move(req));
 }
@@ -250,6 +252,9 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
   stats->AddFn("infertel_latency_observations_dropped",
                "Latency observations dropped: their histogram series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(histograms_.dropped()); });
+  stats->AddFn("infertel_slo_verdicts_dropped",
+               "SLO verdicts not counted: their (model, tenant) series would pass the bound",
+               T::kCounter, "", [this] { return static_cast<double>(slo_.dropped()); });
   for (const auto& t : targets_) {
     if (!t->url) continue;
     std::string labels = StatsLabel("upstream", t->config.upstream);

@@ -114,6 +114,7 @@ class MetricsService {
   std::string version_;
   MetricStore store_;
   LatencyHistograms histograms_;
+  SloMetrics slo_;
   RequestMetrics request_metrics_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::uint64_t start_unix_nano_ = 0;

@@ -138,6 +138,11 @@ struct Exchange {
     std::vector<std::string> texts;
     std::vector<double> logprobs;
     std::vector<std::int64_t> ids;
+    // Tokens in the delta: the token detail's count, or, when the engine sent none (no
+    // logprobs), one per choice that carried content, with its content as `texts`
+    // (texts_derived).
+    std::int64_t token_count = 0;
+    bool texts_derived = false;
   };
   std::vector<Delta> deltas;
   std::size_t deltas_dropped = 0;  // deltas beyond the bound

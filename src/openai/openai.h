@@ -149,9 +149,14 @@ class StreamObserver {
   // Per-event token detail for level-2 events: texts, logprobs and token ids of the last
   // event passed to OnData (cleared at each call).
   struct TokenDetail {
-    std::vector<std::string> texts;
+    std::vector<std::string> texts;  // from the logprobs' token detail
     std::vector<double> logprobs;
     std::vector<std::int64_t> ids;
+    // The content the event's choices carried (chat content, completion text), each cut to the
+    // content length limit, when content capture is on; and how many choices carried content
+    // (whether or not captured). What stands in for the token detail when the engine sent none.
+    std::vector<std::string> content;
+    std::int64_t content_pieces = 0;
   };
   const TokenDetail& last_tokens() const { return last_tokens_; }
 
@@ -184,6 +189,7 @@ class StreamObserver {
   std::int64_t delta_count_ = 0;
   bool saw_done_ = false;
   TokenDetail last_tokens_;
+  void NoteContent(std::string_view s);
 };
 
 // Truncates to at most `max_chars` UTF-8 code points, never splitting a code point.

@@ -85,6 +85,8 @@ StreamObserver::Verdict StreamObserver::OnData(std::string_view data, std::strin
   last_tokens_.texts.clear();
   last_tokens_.logprobs.clear();
   last_tokens_.ids.clear();
+  last_tokens_.content.clear();
+  last_tokens_.content_pieces = 0;
   data = Trim(data);
   if (data == "[DONE]") {
     saw_done_ = true;
@@ -144,6 +146,7 @@ bool StreamObserver::ReadChoices(const object& root, bool* choices_empty) {
     } else if (Member(c, "text", &e)) {  // completions
       if (auto s = AsString(e); s && !s->empty()) {
         has_delta = true;
+        NoteContent(*s);
         if (capture.capture_content) {
           internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
         }
@@ -159,6 +162,13 @@ bool StreamObserver::ReadChoices(const object& root, bool* choices_empty) {
   return has_delta;
 }
 
+// One choice's content piece of the event, for the token detail's stand-in (TokenDetail).
+void StreamObserver::NoteContent(std::string_view s) {
+  ++last_tokens_.content_pieces;
+  if (options_.capture.capture_content)
+    last_tokens_.content.emplace_back(TruncateUtf8(s, options_.capture.max_length));
+}
+
 // A chat delta: role, content, reasoning, tool calls. True when it carried content.
 bool StreamObserver::ReadChoiceDelta(const object& delta, Choice& ch) {
   const CaptureOptions& capture = options_.capture;
@@ -171,6 +181,7 @@ bool StreamObserver::ReadChoiceDelta(const object& delta, Choice& ch) {
   if (Member(delta, "content", &e)) {
     if (auto s = AsString(e); s && !s->empty()) {
       has_delta = true;
+      NoteContent(*s);
       if (capture.capture_content) {
         internal::AppendBounded(&ch.text, &ch.text_chars, *s, max_len);
       }

@@ -555,7 +555,8 @@ describe('V1, level 2 events', () => {
     const { llm } = await spansOf(id);
     const ev = llm.events;
     assert.equal(ev[0].name, 'WAIT', JSON.stringify(ev.map((e) => e.name)));
-    assert.deepEqual(Object.keys(ev[0].attributes), ['gen_ai.engine.index']);
+    assert.deepEqual(Object.keys(ev[0].attributes), ['gen_ai.engine.index', 'infertel.event.measured', 'infertel.event.derived']);
+    assert.deepEqual(ev[0].attributes['infertel.event.derived'], ['time'], 'the time is the gateway\'s, not the engine iteration\'s');
     assert.equal(ev[1].name, 'PREFILL');
     assert.ok(ev.length >= 3, 'at least one DECODE');
     for (const e of ev.slice(2)) assert.equal(e.name, 'DECODE');
@@ -567,6 +568,7 @@ describe('V1, level 2 events', () => {
       assert.equal(a['gen_ai.token.count'], a['gen_ai.token.texts'].length);
       assert.equal(a['gen_ai.token.logprobs'].length, a['gen_ai.token.count'], 'one logprob per token');
       for (const lp of a['gen_ai.token.logprobs']) assert.ok(typeof lp === 'number' && lp <= 0, `logprob ${lp}`);
+      assert.deepEqual(a['infertel.event.measured'], ['gen_ai.token.count', 'gen_ai.token.texts', 'gen_ai.token.logprobs', 'gen_ai.token.ids'].filter((k) => k in a));
       joined += a['gen_ai.token.texts'].join('');
     }
     assert.equal(joined, text, 'token texts of the events = the streamed text');

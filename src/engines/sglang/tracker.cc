@@ -67,10 +67,12 @@ Tracker::Tracker(TrackerOptions options) : options_(options) {
   rooms_.max = options_.max_rooms;
 }
 
-void Tracker::OnRequestStarted(const TraceId& trace, int level, Clock::time_point now) {
+void Tracker::OnRequestStarted(const TraceId& trace, int level, std::string_view tenant,
+                               Clock::time_point now) {
   std::lock_guard lock(mu_);
   levels_.Purge(now);
-  levels_.Put(TraceKey(trace), level, now + options_.open_request_ttl);
+  levels_.Put(TraceKey(trace), Request{level, std::string(tenant)},
+              now + options_.open_request_ttl);
 }
 
 void Tracker::OnRequestFinished(const TraceId& trace, Clock::time_point now) {
@@ -80,7 +82,7 @@ void Tracker::OnRequestFinished(const TraceId& trace, Clock::time_point now) {
 
 std::optional<int> Tracker::LevelOf(const TraceId& trace, Clock::time_point now) {
   std::lock_guard lock(mu_);
-  if (int* l = levels_.Find(TraceKey(trace), now)) return *l;
+  if (const Request* r = levels_.Find(TraceKey(trace), now)) return r->level;
   return std::nullopt;
 }
 
@@ -102,7 +104,8 @@ const Tracker::Dropped* Tracker::FindDropped(const std::string& span_id, Clock::
 // remembered with what it pointed at); events above the level leave a kept span.
 bool Tracker::LevelSpan(Span& s, int current_level, Clock::time_point now, ProcessResult* r) {
   int level = current_level;
-  if (const int* l = levels_.Find(s.trace_id(), now)) level = *l;
+  const Request* request = levels_.Find(s.trace_id(), now);
+  if (request != nullptr) level = request->level;
   bool k = level > 0;  // level 0: SGLang makes no native span at all
   if (k && Classify(s) == SpanRole::kStage) k = *StageLevel(s.name()) <= level;
   if (!k) {
@@ -115,6 +118,8 @@ bool Tracker::LevelSpan(Span& s, int current_level, Clock::time_point now, Proce
     }
     return false;
   }
+  if (request != nullptr && !request->tenant.empty() && Classify(s) == SpanRole::kRequest)
+    AddAttr(s.mutable_attributes(), sc::kInfertelTenant, request->tenant);
   auto* events = s.mutable_events();
   int kept_events = 0;
   for (int e = 0; e < events->size(); ++e) {

@@ -55,7 +55,9 @@ class Tracker {
   explicit Tracker(TrackerOptions options = {});
 
   // The gateway saw a request start (level in force then) and end, for trace `trace`.
-  void OnRequestStarted(const TraceId& trace, int level, Clock::time_point now = Clock::now());
+  // `tenant` (may be empty): the request's, given to its request spans as infertel.tenant.
+  void OnRequestStarted(const TraceId& trace, int level, std::string_view tenant = {},
+                        Clock::time_point now = Clock::now());
   void OnRequestFinished(const TraceId& trace, Clock::time_point now = Clock::now());
   // The level recorded for `trace`, if any.
   std::optional<int> LevelOf(const TraceId& trace, Clock::time_point now = Clock::now());
@@ -113,7 +115,11 @@ class Tracker {
 
   TrackerOptions options_;
   mutable std::mutex mu_;  // guards the tables
-  Table<int> levels_;
+  struct Request {
+    int level = 1;
+    std::string tenant;
+  };
+  Table<Request> levels_;
   Table<Dropped> dropped_;
   Table<Room> rooms_;
 };

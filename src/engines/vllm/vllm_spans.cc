@@ -349,20 +349,29 @@ void AddTokenEvent(Span* span, std::string_view name, std::uint64_t time,
   ev->set_time_unix_nano(time);
   auto* a = ev->mutable_attributes();
   if (engine_index) AddAttr(a, Key<sc::kGenAiEngineIndex>(), *engine_index);
-  if (d == nullptr) return;
-  AddAttr(a, Key<sc::kGenAiTokenCount>(), static_cast<std::int64_t>(d->texts.size()));
   auto array = [&](const StaticKey& key) {
     return AddKey(a, key)->mutable_value()->mutable_array_value();
   };
+  // Which fields are the engine's and which the agent's (semconv.h, kInfertelEventMeasured).
+  auto* measured = array(Key<sc::kInfertelEventMeasured>());
+  auto* derived = array(Key<sc::kInfertelEventDerived>());
+  derived->add_values()->set_string_value(std::string(sc::kEventFieldTime));
+  if (d == nullptr) return;
+  auto* detail = d->texts_derived ? derived : measured;
+  AddAttr(a, Key<sc::kGenAiTokenCount>(), d->token_count);
+  detail->add_values()->set_string_value(std::string(sc::kGenAiTokenCount));
   auto* texts = array(Key<sc::kGenAiTokenTexts>());
   for (const auto& t : d->texts) texts->add_values()->set_string_value(t);
+  detail->add_values()->set_string_value(std::string(sc::kGenAiTokenTexts));
   if (!d->logprobs.empty()) {
     auto* lp = array(Key<sc::kGenAiTokenLogprobs>());
     for (double v : d->logprobs) lp->add_values()->set_double_value(v);
+    measured->add_values()->set_string_value(std::string(sc::kGenAiTokenLogprobs));
   }
   if (!d->ids.empty()) {
     auto* ids = array(Key<sc::kGenAiTokenIds>());
     for (auto v : d->ids) ids->add_values()->set_int_value(v);
+    measured->add_values()->set_string_value(std::string(sc::kGenAiTokenIds));
   }
 }
 

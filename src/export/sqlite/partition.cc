@@ -102,8 +102,8 @@ bool Partition::Init(bool write, std::string* error) {
         "INSERT INTO spans (part, tid, tid2, span, parent, start, dur, status, name, service, "
         "block, slot) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
     trace_ = Prepare(
-        "INSERT INTO traces (tid, tid2, start, dur, status, name, model, operation, service) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+        "INSERT INTO traces (tid, tid2, start, dur, status, name, model, operation, service, "
+        "tenant) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
     log_ = Prepare(
         "INSERT INTO logs (time, tid, tid2, span, severity, event, block, slot) "
         "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)");
@@ -264,6 +264,7 @@ int Partition::AddTrace(const TraceRow& r) {
   BindId(s, 7, r.model);
   BindId(s, 8, r.operation);
   BindId(s, 9, r.service);
+  BindId(s, 10, r.tenant);
   return Step(s);
 }
 

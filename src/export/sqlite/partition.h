@@ -65,7 +65,7 @@ struct SpanRow {
 struct TraceRow {
   std::int64_t tid = 0, tid2 = 0, start = 0, dur = 0;
   int status = 0;
-  std::int64_t name = 0, model = 0, operation = 0, service = 0;  // 0: none (NULL)
+  std::int64_t name = 0, model = 0, operation = 0, service = 0, tenant = 0;  // 0: none (NULL)
 };
 
 struct LogRow {

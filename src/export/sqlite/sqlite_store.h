@@ -97,12 +97,12 @@ struct StoredLog {
 struct TraceFilter {
   std::size_t limit = 50;
   std::int64_t start_from = 0, start_to = 0;  // unix ns, of the summary span's start
-  std::string model, operation, service;
+  std::string model, operation, service, tenant;
   int status = -1;  // OTLP status code; -1 any
   std::int64_t min_duration_ns = 0;
 };
 struct TraceSummary {
-  std::string trace_id, name, model, operation, service;
+  std::string trace_id, name, model, operation, service, tenant;
   std::int64_t start_time_unix_nano = 0, duration_ns = 0;
   int status_code = 0;
 };

@@ -275,7 +275,7 @@ std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
       return true;
     };
     if (!by_text(f.model, "model") || !by_text(f.operation, "operation") ||
-        !by_text(f.service, "service"))
+        !by_text(f.service, "service") || !by_text(f.tenant, "tenant"))
       continue;
     auto by_int = [&](bool on, const char* cond, std::int64_t v) {
       if (!on) return;
@@ -287,7 +287,8 @@ std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
     by_int(f.start_to > 0, "start <", f.start_to);
     by_int(f.min_duration_ns > 0, "dur >=", f.min_duration_ns);
     Stmt s(p->db(),
-           "SELECT tid, tid2, start, dur, status, name, model, operation, service FROM traces " +
+           "SELECT tid, tid2, start, dur, status, name, model, operation, service, tenant FROM "
+           "traces " +
                where + " ORDER BY rowid DESC");
     if (!s) continue;
     for (std::size_t i = 0; i < args.size(); ++i)
@@ -304,6 +305,7 @@ std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
       t.model = p->Text(s.Int(6));
       t.operation = p->Text(s.Int(7));
       t.service = p->Text(s.Int(8));
+      t.tenant = p->Text(s.Int(9));
       out.push_back(std::move(t));
     }
   }

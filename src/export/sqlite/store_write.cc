@@ -214,7 +214,7 @@ int EncodeSpan(Partition* p, const Span& span, std::int64_t resource, std::int64
   return SQLITE_OK;
 }
 
-// A local root's summary row (partition.h): model and operation from its attributes.
+// A local root's summary row (partition.h): model, operation and tenant from its attributes.
 int AddSummary(Partition* p, const Span& span, const SpanRow& row) {
   TraceRow t;
   t.tid = row.tid;
@@ -228,6 +228,8 @@ int AddSummary(Partition* p, const Span& span, const SpanRow& row) {
     if (int rc = p->Intern(m, &t.model); rc != SQLITE_OK) return rc;
   if (auto o = StringAttr(span, semconv::kGenAiOperationName); !o.empty())
     if (int rc = p->Intern(o, &t.operation); rc != SQLITE_OK) return rc;
+  if (auto tenant = StringAttr(span, semconv::kInfertelTenant); !tenant.empty())
+    if (int rc = p->Intern(tenant, &t.tenant); rc != SQLITE_OK) return rc;
   return p->AddTrace(t);
 }
 

@@ -193,5 +193,31 @@ TEST(ConsoleDocumentTest, ErrorListIsBounded) {
   EXPECT_NE(e.find("and 22 more"), std::string::npos) << e;
 }
 
+TEST(ConsoleDocumentTest, ATableKeyTakesTheWholeMappingBelowIt) {
+  const char* yaml =
+      "infertel:\n"
+      "  slo:\n"
+      "    ttft-ms: 800\n"
+      "    models:\n"
+      "      meta-llama/Llama-3.1-8B-Instruct: {ttft-ms: 500, tpot-ms: 50}\n"
+      "      qwen2.5.7b:\n"
+      "        e2e-ms: 30000\n"
+      "  tenant.from: header:x-tenant-id,user\n";
+  ConsoleValues v = Ok(yaml);
+  EXPECT_EQ(config::FormatValue(v[Key::kSloModels]),
+            R"({"meta-llama/Llama-3.1-8B-Instruct":{"ttft-ms":500,"tpot-ms":50},)"
+            R"("qwen2.5.7b":{"e2e-ms":30000}})");
+  EXPECT_EQ(v[Key::kSloTtftMs], Value{std::int64_t{800}});
+  EXPECT_EQ(config::FormatValue(v[Key::kTenantFrom]), "header:x-tenant-id,user");
+  // The same in JSON.
+  v = Ok(R"({"infertel.slo.models": {"qwen2.5.7b": {"e2e-ms": 30000}}})");
+  EXPECT_EQ(config::FormatValue(v[Key::kSloModels]), R"({"qwen2.5.7b":{"e2e-ms":30000}})");
+  // A bad field or value refuses the document, naming the key.
+  EXPECT_NE(Err("infertel.slo.models: {m: {ttft: 5}}\n").find("infertel.slo.models"),
+            std::string::npos);
+  EXPECT_NE(Err("infertel.slo.models: {m: {ttft-ms: fast}}\n").find("infertel.slo.models"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace infertel::console

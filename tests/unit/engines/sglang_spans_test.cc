@@ -219,6 +219,28 @@ TEST(SglangSpans, RequestAttributesOfTheFixtureAreKept) {
   EXPECT_EQ(req.parent_span_id(), t.entry);
 }
 
+// The tenant the gateway named for the request goes on its request spans, and only there.
+TEST(SglangSpans, RequestSpansInheritTheTenant) {
+  FixtureTree t = LoadFixture();
+  TraceId trace;
+  std::copy(t.trace.begin(), t.trace.end(), trace.begin());
+  Tracker tracker;
+  tracker.OnRequestStarted(trace, 3, "acme");
+  tracker.Process(&t.spans, 3);
+  int requests = 0;
+  for (const auto& s : t.spans) {
+    const AnyValue* tenant = FindAttr(s.attributes(), sc::kInfertelTenant);
+    if (Classify(s) == SpanRole::kRequest) {
+      ++requests;
+      ASSERT_NE(tenant, nullptr) << s.name();
+      EXPECT_EQ(tenant->string_value(), "acme");
+    } else {
+      EXPECT_EQ(tenant, nullptr) << s.name();
+    }
+  }
+  EXPECT_GE(requests, 1);
+}
+
 TEST(SglangSpans, LevelOfTheRequestWinsOverTheCurrentOne) {
   FixtureTree t = LoadFixture();
   TraceId trace;
@@ -240,7 +262,7 @@ TEST(SglangSpans, LevelOfTheRequestWinsOverTheCurrentOne) {
   TraceId trace2;
   std::copy(u.trace.begin(), u.trace.end(), trace2.begin());
   auto now = Tracker::Clock::now();
-  short_lived.OnRequestStarted(trace2, 1, now);
+  short_lived.OnRequestStarted(trace2, 1, {}, now);
   short_lived.OnRequestFinished(trace2, now);
   short_lived.Process(&u.spans, 3, now + std::chrono::seconds(2));
   EXPECT_TRUE(Names(u.spans).count("decode_loop"));

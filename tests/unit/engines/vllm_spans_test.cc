@@ -222,6 +222,7 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
     d.mono_ns = s.start_time_unix_nano() + 100'000'000 + i * 1000;
     d.texts = {"tok" + std::to_string(i)};
     d.logprobs = {-0.5 * i};
+    d.token_count = 1;
     r.deltas.push_back(d);
   }
   r.deltas_dropped = 2;
@@ -244,6 +245,47 @@ TEST(VllmSpansTest, LevelTwoEventsHonourTheEventLimit) {
       -0.5);
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiEngineIndex)->int_value(), 0);
   EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenIds), nullptr);  // engine returned none
+  // The event says which fields are the engine's and which the agent's.
+  auto names = [&](const otlp_trace::Span::Event& e, std::string_view key) {
+    std::vector<std::string> out;
+    for (const auto& v : FindAttr(e.attributes(), key)->array_value().values())
+      out.push_back(v.string_value());
+    return out;
+  };
+  EXPECT_EQ(names(ev, sc::kInfertelEventMeasured),
+            (std::vector<std::string>{"gen_ai.token.count", "gen_ai.token.texts",
+                                      "gen_ai.token.logprobs"}));
+  EXPECT_EQ(names(ev, sc::kInfertelEventDerived), (std::vector<std::string>{"time"}));
+  EXPECT_EQ(names(s.events(0), sc::kInfertelEventDerived), (std::vector<std::string>{"time"}));
+}
+
+// Without logprobs (an engine asked for none, a replayed stream), a DECODE event's texts and
+// count come from the delta's content, and say so.
+TEST(VllmSpansTest, LevelTwoEventsWithoutTokenDetailTakeTheContent) {
+  Span s = V1Span("chatcmpl-c");
+  JoinRecord r;
+  r.tracing_level = 2;
+  openai::Exchange::Delta d;
+  d.mono_ns = s.start_time_unix_nano() + 100'000'000;
+  d.texts = {"Hello"};
+  d.token_count = 1;
+  d.texts_derived = true;
+  r.deltas = {d, d};
+  vllm::NormalizeContext ctx;
+  ctx.record = &r;
+  std::vector<Span> phases;
+  vllm::Normalize(&s, "vllm.tracing.otel", ctx, &phases);
+  ASSERT_EQ(s.events_size(), 2);
+  const auto& ev = s.events(1);
+  EXPECT_EQ(ev.name(), "DECODE");
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenCount)->int_value(), 1);
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kGenAiTokenTexts)->array_value().values(0).string_value(),
+            "Hello");
+  const auto& derived = FindAttr(ev.attributes(), sc::kInfertelEventDerived)->array_value();
+  ASSERT_EQ(derived.values_size(), 3);
+  EXPECT_EQ(derived.values(1).string_value(), "gen_ai.token.count");
+  EXPECT_EQ(derived.values(2).string_value(), "gen_ai.token.texts");
+  EXPECT_EQ(FindAttr(ev.attributes(), sc::kInfertelEventMeasured)->array_value().values_size(), 0);
 }
 
 TEST(VllmSpansTest, RemoteKvWaitIsNestedInTheWaitPhase) {

@@ -16,9 +16,9 @@ TEST(LatencyHistograms, RendersCumulativeBucketsSumAndCountPerSeries) {
   LatencyHistograms h;
   const TraceId trace = NewTraceId();
   const O obs[] = {{Latency::kRequestDuration, 0.3}, {Latency::kTimeToFirstToken, 0.0005}};
-  h.Observe({"m", "0"}, obs, nullptr, trace, 1);
-  h.Observe({"m", "0"}, std::span<const O>(obs, 1), nullptr, trace, 2);
-  h.Observe({"other", ""}, std::span<const O>(obs, 1), nullptr, trace, 3);
+  h.Observe({"m", "", "0"}, obs, nullptr, trace, 1);
+  h.Observe({"m", "", "0"}, std::span<const O>(obs, 1), nullptr, trace, 2);
+  h.Observe({"other", "", ""}, std::span<const O>(obs, 1), nullptr, trace, 3);
   const std::string text = h.RenderPrometheus();
   EXPECT_NE(text.find("# TYPE infertel_request_duration_seconds histogram\n"), std::string::npos);
   // 0.3 falls in le="0.3": below it nothing, from it on both observations.
@@ -54,7 +54,7 @@ TEST(LatencyHistograms, InterTokenGapsOfALongStreamAreEveryGap) {
   d.Add(t += 2'000'000'000, 3);                                // a 2 s stall, then 3 at once
   EXPECT_EQ(d.gaps, 100'002);
   LatencyHistograms h;
-  h.Observe({"m", ""}, {}, &d, NewTraceId(), 1);
+  h.Observe({"m", "", ""}, {}, &d, NewTraceId(), 1);
   MetricsRequest req;
   auto* sm = req.add_resource_metrics()->add_scope_metrics();
   h.AppendOtlp(sm, 1, 2);
@@ -75,14 +75,14 @@ TEST(LatencyHistograms, InterTokenGapsOfALongStreamAreEveryGap) {
 TEST(LatencyHistograms, SeriesPastTheBoundAreDroppedAndCounted) {
   LatencyHistograms h(2);
   const O obs[] = {{Latency::kRequestDuration, 1}};
-  for (const char* model : {"a", "b", "c", "a"}) h.Observe({model, ""}, obs, nullptr, {}, 1);
+  for (const char* model : {"a", "b", "c", "a"}) h.Observe({model, "", ""}, obs, nullptr, {}, 1);
   EXPECT_EQ(h.dropped(), 1u);
   EXPECT_EQ(h.RenderPrometheus().find("model=\"c\""), std::string::npos);
   // NaN, negative and infinite values are no latency: not observed.
   const O bad[] = {{Latency::kRequestDuration, -1},
                    {Latency::kRequestDuration, NAN},
                    {Latency::kRequestDuration, INFINITY}};
-  h.Observe({"a", ""}, bad, nullptr, {}, 1);
+  h.Observe({"a", "", ""}, bad, nullptr, {}, 1);
   EXPECT_NE(h.RenderPrometheus().find("infertel_request_duration_seconds_count{model=\"a\"} 2\n"),
             std::string::npos);
 }
@@ -97,7 +97,7 @@ TEST(OpenMetrics, ConvertsTheTextExpositionAndKeepsExemplars) {
   TraceId trace{};
   trace[15] = 0xab;
   const LatencyHistograms::Observation obs[] = {{Latency::kRequestDuration, 0.25}};
-  h.Observe({"m", ""}, obs, nullptr, trace, 1'700'000'000'500'000'000);
+  h.Observe({"m", "", ""}, obs, nullptr, trace, 1'700'000'000'500'000'000);
   const std::string text =
       "# HELP a_total Says \"hi\"\n# TYPE a_total counter\na_total{x=\"1\"} 3\n"
       "# HELP g A gauge\n# TYPE g gauge\ng 1\n" +

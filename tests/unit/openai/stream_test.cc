@@ -259,6 +259,30 @@ TEST(OpenAiStream, UsageThatIsNotTokenCountsIsDroppedAndStaysNamed) {
   EXPECT_EQ(info.usage.invalid, "prompt_tokens,total_tokens");
 }
 
+// Without token detail (no logprobs), the event's content stands in for it: its pieces are
+// counted, and kept when content capture is on.
+TEST(OpenAiStream, ContentStandsInForTokenDetail) {
+  StreamObserver::Options opt;
+  opt.capture.max_length = 4;
+  StreamObserver obs(Operation::kChat, opt);
+  std::string out;
+  obs.OnData(R"({"id":"x","choices":[{"index":0,"delta":{"content":"Hello"}},)"
+             R"({"index":1,"delta":{"content":"Hi"}}]})",
+             &out);
+  EXPECT_TRUE(obs.last_tokens().texts.empty());
+  EXPECT_EQ(obs.last_tokens().content, (std::vector<std::string>{"Hell", "Hi"}));
+  EXPECT_EQ(obs.last_tokens().content_pieces, 2);
+  obs.OnData(R"({"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})", &out);
+  EXPECT_TRUE(obs.last_tokens().content.empty());  // cleared per event
+  EXPECT_EQ(obs.last_tokens().content_pieces, 0);
+
+  opt.capture.capture_content = false;
+  StreamObserver off(Operation::kChat, opt);
+  off.OnData(R"({"id":"x","choices":[{"index":0,"delta":{"content":"Hello"}}]})", &out);
+  EXPECT_TRUE(off.last_tokens().content.empty());
+  EXPECT_EQ(off.last_tokens().content_pieces, 1);
+}
+
 TEST(OpenAiStream, StripInjectedLogprobsKeepsOtherBytes) {
   StreamObserver::Options opt;
   opt.strip_injected_logprobs = true;

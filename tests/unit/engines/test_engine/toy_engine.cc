@@ -35,7 +35,7 @@ class ToyNativeSpans final : public engines::NativeSpans {
     return scope.name() == kToyScope;
   }
   bool HasOwnSpan(const otlp_trace::ScopeSpans&) const override { return false; }
-  void OnRequestStarted(const TraceId& trace, int level) override {
+  void OnRequestStarted(const TraceId& trace, int level, std::string_view) override {
     std::lock_guard lock(mu_);
     levels_[trace] = level;
   }
