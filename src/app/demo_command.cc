@@ -266,9 +266,9 @@ config::EnvLookup DemoEnv() {
     const char* value;
   };
   static constexpr Default kDefaults[] = {{Key::kTenantFrom, "header:x-tenant-id,user"},
-                                          {Key::kSloTtftMs, "40"},
-                                          {Key::kSloTpotMs, "10"},
-                                          {Key::kSloE2eMs, "1000"}};
+                                          {Key::kSloTtftMs, "10"},
+                                          {Key::kSloTpotMs, "4"},
+                                          {Key::kSloE2eMs, "200"}};
   return [env = config::ProcessEnv()](std::string_view name) -> std::optional<std::string> {
     if (auto v = env(name)) return v;
     for (const Default& d : kDefaults)
