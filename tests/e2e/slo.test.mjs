@@ -254,3 +254,53 @@ describe('tenants and SLOs', () => {
     assert.match(out.stdout, /ttft/);
   });
 });
+
+// A stream of 100,000 tokens: its time per output token and every inter-token gap are exact
+// (constant memory per stream), and its verdict is judged on them.
+describe('a 100,000-token stream', () => {
+  test('judged on exact figures: tpot from its first and last token, every gap counted', async () => {
+    const rx = await startGrpcReceiver();
+    const port = await closedPort();
+    const agent = await startAgent({
+      upstream: `http://127.0.0.1:${port}`,
+      otlp: { endpoint: rx.endpoint, protocol: 'grpc' },
+      env: { INFERTEL_SLO_TPOT_MS: '1', INFERTEL_SLO_E2E_MS: '600000' },
+    });
+    const sim = await startSim({
+      model: MODEL,
+      listen: `127.0.0.1:${port}`,
+      speed: 1000,
+      extra: ['--max-model-len', '200000', '--num-kv-blocks', '20000'],
+    });
+    try {
+      const client = openaiClient(agent.url, { timeout: 180000 });
+      const stream = await client.chat.completions.create({
+        model: MODEL, messages: [{ role: 'user', content: 'a long one' }], max_tokens: 100000, stream: true, ignore_eos: true,
+      });
+      let first = 0;
+      let last = 0;
+      let deltas = 0;
+      for await (const c of stream) {
+        if (!c.choices?.[0]?.delta?.content) continue;
+        last = performance.now();
+        if (!first) first = last;
+        deltas++;
+      }
+      assert.equal(deltas, 100000);
+      const [entry] = await rx.waitForSpans((s) => s.name === `chat ${MODEL}`, 20000);
+      assert.equal(entry.attributes['gen_ai.usage.output_tokens'], 100000);
+      assert.equal(entry.attributes['infertel.slo.met'], true, JSON.stringify(entry.attributes['infertel.slo.missed']));
+      const samples = parsePrometheus((await get(`${agent.adminUrl}/metrics`)).text);
+      // 99,999 gaps, every one in the inter-token distribution.
+      assert.equal(metricSum(samples, 'infertel_inter_token_latency_seconds_count'), 99999);
+      const tpot = metricSum(samples, 'infertel_time_per_output_token_seconds_sum');
+      const seenByClient = (last - first) / 1000 / 99999;
+      assert.ok(Math.abs(tpot - seenByClient) / seenByClient < 0.05, `tpot ${tpot} s at the gateway, ${seenByClient} s at the client`);
+      assert.equal(metricSum(samples, 'infertel_slo_requests_total', (l) => l.met === 'true'), 1);
+      assert.equal(metricSum(samples, 'infertel_goodput_tokens_total'), 100000);
+    } finally {
+      await stopAll(agent, sim);
+      await rx.close();
+    }
+  });
+});
