@@ -269,7 +269,10 @@ TEST(VllmMetricsTest, ValuesFollowTrafficAndAbortsAreNotCounted) {
 TEST(VllmMetricsTest, RunningAndWaitingDuringLoadAndKvUsage) {
   SimOptions o;
   o.engine_config.max_num_seqs = 2;
-  o.engine_config.speed = 5.0;
+  // Slow enough that the state looked for (2 running, 3 waiting) lasts the first pair's
+  // whole run, about half a second: at speed 5 it lasted some 20 ms, which a scrape on a
+  // loaded machine (or a client thread started late) missed.
+  o.engine_config.speed = 0.25;
   auto s = StartSim(o);
   ASSERT_TRUE(s);
   std::vector<std::thread> clients;
