@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev libzstd-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc-dev
   prometheus nginx-light wrk clang-format curl jq
+  python3-yaml systemd
   clang libclang-rt-14-dev lld
   nodejs npm
 )
