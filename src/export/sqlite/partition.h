@@ -23,7 +23,8 @@
 //   CREATE TABLE traces (tid, tid2, start, dur, status, name, model, operation, service, tenant);
 //     -- a row per trace and partition: its first local root (a span whose parent is not in
 //     -- the same export batch)
-//   CREATE INDEX traces_model ON traces (model);  (and traces_status on status)
+//   CREATE INDEX traces_model ON traces (model);
+//   CREATE INDEX traces_error ON traces (status) WHERE status = 2;  -- error traces only
 //   CREATE TABLE logs (time, tid, tid2, span, severity, event, block, slot);
 //   CREATE INDEX logs_trace ON logs (tid);
 //
