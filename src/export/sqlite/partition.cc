@@ -171,7 +171,9 @@ void Partition::LimitWal(std::uint64_t bytes) {
 }
 
 int Partition::Intern(std::string_view text, std::int64_t* id) {
-  if (auto it = ids_.find(std::string(text)); it != ids_.end()) {
+  // Abseil's own string_view here (Debian builds it apart from std::string_view): a lookup
+  // without a std::string.
+  if (auto it = ids_.find(absl::string_view(text.data(), text.size())); it != ids_.end()) {
     *id = it->second;
     return SQLITE_OK;
   }
@@ -182,7 +184,7 @@ int Partition::Intern(std::string_view text, std::int64_t* id) {
     if (int rc = Step(intern_); rc != SQLITE_OK) return rc;
     *id = sqlite3_last_insert_rowid(db_);
   }
-  ids_.emplace(text, *id);
+  ids_.emplace(std::string(text), *id);
   return SQLITE_OK;
 }
 

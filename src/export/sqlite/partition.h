@@ -39,6 +39,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "export/sqlite/block.h"
 
 struct sqlite3;
@@ -142,7 +143,9 @@ class Partition {
   // Dictionaries read so far (a partition has one or two); nullptr for one unreadable.
   std::unordered_map<std::int64_t, std::unique_ptr<block::Dictionary>> zdicts_;
   // Bounded: cleared when it holds kMaxCached texts (a sender naming every span differently).
-  std::unordered_map<std::string, std::int64_t> ids_;
+  // Found by a string_view: a std::string made for each lookup was an allocation per span
+  // whose name is longer than 15 bytes ("chat " and a model's name).
+  absl::flat_hash_map<std::string, std::int64_t> ids_;
   std::unordered_map<std::int64_t, std::string> texts_;
   std::int64_t next_span_rowid_ = 1;
 };
