@@ -101,6 +101,10 @@ namespace {
 // (header and body) in one read, small enough that thousands of concurrent streams, each
 // holding one of each, stay within tens of MiB.
 constexpr std::size_t kReadChunk = 8 * 1024;
+// Requests a worker lets go by before it looks for an engine's answer at once again, after a
+// look that found nothing (Forward): at most one system call in this many more than before
+// under light load.
+constexpr std::uint32_t kSkipEarlyReads = 16;
 // A response body up to this size with a known length is read whole and sent with its
 // header in one write; larger or open-ended bodies are relayed as they arrive.
 constexpr std::size_t kWholeBodyMax = 256 * 1024;
@@ -219,6 +223,9 @@ bool IsFramingError(const error_code& ec) {
 // makes the engine abort it). A peek, so a pipelined next request stays in the socket for
 // the session; asio tries it at once (one recv that finds nothing, or the close that is
 // already there) and then waits for the socket's next event without another system call.
+// Armed only when there is something to wait for: not when the engine's whole answer is
+// already in its socket once the request is sent (Forward, HandleOne); a client gone then
+// fails the write of the answer instead.
 struct ClientWatch {
   WorkerSocket* client = nullptr;
   bool stopped = false;      // the exchange is over; a late completion does nothing
@@ -266,6 +273,18 @@ ClientHead MakeClientHead(const bhttp::response<bhttp::buffer_body>& ures,
   h.keep_client = client_keep_alive && !h.close_delimited_out;
   h.res.keep_alive(h.keep_client);
   return h;
+}
+
+// Reads what the engine has already sent on `up` into its buffer, without waiting (the socket
+// is in user non-blocking mode, Acquire): true when anything came. Nothing yet, or an error,
+// is left to the asynchronous read that follows, which sees the error again.
+bool ReadArrived(UpstreamConn& up) {
+  error_code ec;
+  const std::size_t n =
+      up.stream.read_some(up.buffer.prepare(beast::read_size(up.buffer, kReadChunk)), ec);
+  if (ec || n == 0) return false;
+  up.buffer.commit(n);
+  return true;
 }
 
 void ArmWatch(std::shared_ptr<ClientWatch> watch) {
@@ -344,6 +363,10 @@ struct Gateway::Impl {
     // allocate one.
     std::vector<std::unique_ptr<char[]>> chunks;
     SessionSlot* sessions = nullptr;  // the worker's client connections
+    // Requests to go before Forward looks for the engine's answer at once again
+    // (ReadArrived): it found nothing last time, and each look that finds nothing is a system
+    // call more than watching first.
+    std::uint32_t skip_early_reads = 0;
 
     void Link(SessionSlot* s) {
       s->next = sessions;
@@ -822,6 +845,9 @@ Task<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bo
   MapTimeout(ec, c.conn->deadline);
   if (ec) co_return std::nullopt;
   c.conn->stream.set_option(tcp::no_delay(true), ec);
+  // User non-blocking mode, for ReadArrived's plain read; every other read and write on it is
+  // asynchronous.
+  c.conn->stream.non_blocking(true, ec);
   ec = {};
   stats().upstream_connects.fetch_add(1, std::memory_order_relaxed);
   co_return std::optional<Pooled>(std::move(c));
@@ -1209,7 +1235,20 @@ Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeo
         for (openai::ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
       }
       watch.upstream = &up.stream;
-      if (!watching) {
+      // The engine's answer is often in the socket already by the time this coroutine runs
+      // again (nearly always at saturation, when the worker has a queue of completions to go
+      // through): read then, it leaves nothing to watch the client for yet, and the watch's
+      // peek, which would find nothing (a system call per request), and its cancellation (a
+      // turn of the loop) are saved. HandleOne arms the watch if the body is still to come.
+      // Under light load the answer is seldom there yet: after a look that found nothing the
+      // worker watches first for kSkipEarlyReads requests.
+      bool arrived = false;
+      if (w->skip_early_reads > 0) {
+        --w->skip_early_reads;
+      } else if (!(arrived = ReadArrived(up))) {
+        w->skip_early_reads = kSkipEarlyReads;
+      }
+      if (!watching && !arrived) {
         watching = true;
         ArmWatch(guard.watch);
       }
@@ -1312,6 +1351,10 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
                                    /*reframe=*/modify, client_keep_alive);
   const bool keep_client = head.keep_client;
+  // Unwatched so far (Forward): the client is watched while the rest of the body comes.
+  if (!watch.armed && !rp.is_done() &&
+      !(rp.content_length() && up.buffer.size() >= *rp.content_length()))
+    ArmWatch(guard.watch);
 
   Relay r{.ui = ui,
           .client = client,
