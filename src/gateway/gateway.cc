@@ -225,14 +225,23 @@ bool IsFramingError(const error_code& ec) {
 // already there) and then waits for the socket's next event without another system call.
 // Armed only when there is something to wait for: not when the engine's whole answer is
 // already in its socket once the request is sent (Forward, HandleOne); a client gone then
-// fails the write of the answer instead.
+// fails the write of the answer instead. Lives in the exchange's frame; only an armed watch
+// allocates (its PendingPeek), so an exchange that needs none makes no allocation for it.
+struct PendingPeek;
 struct ClientWatch {
   WorkerSocket* client = nullptr;
-  bool stopped = false;      // the exchange is over; a late completion does nothing
+  bool stopped = false;      // the exchange is over
   bool client_gone = false;  // the client closed or reset its connection
   bool armed = false;
   WorkerSocket* upstream = nullptr;
-  char peek = 0;
+  std::shared_ptr<PendingPeek> peek;  // while armed; shared with the peek's handler
+};
+
+// What the peek's handler holds, which may outlive the exchange: the byte it peeks into, and
+// the watch, cleared when the exchange ends (a late completion then does nothing).
+struct PendingPeek {
+  ClientWatch* watch = nullptr;
+  char byte = 0;
 };
 
 // The response header toward the client and how its body is framed.
@@ -287,22 +296,24 @@ bool ReadArrived(UpstreamConn& up) {
   return true;
 }
 
-void ArmWatch(std::shared_ptr<ClientWatch> watch) {
-  watch->armed = true;
-  WorkerSocket& client = *watch->client;
-  char* peek = &watch->peek;
-  client.async_receive(asio::buffer(peek, 1), WorkerSocket::message_peek,
-                       [watch = std::move(watch)](const error_code& ec, std::size_t n) {
-                         // After the exchange the socket may be gone; a stopped watch never
-                         // touches it.
-                         if (watch->stopped) return;
-                         if (!ec && n > 0) return;  // a pipelined request: read after this one
-                         watch->client_gone = true;
-                         if (watch->upstream != nullptr) {
-                           error_code cec;
-                           watch->upstream->cancel(cec);
-                         }
-                       });
+void ArmWatch(ClientWatch& watch) {
+  watch.armed = true;
+  watch.peek = std::make_shared<PendingPeek>();
+  watch.peek->watch = &watch;
+  auto on_peek = [peek = watch.peek](const error_code& ec, std::size_t n) {
+    // After the exchange the watch and the socket may be gone: an ended watch is never
+    // touched.
+    ClientWatch* w = peek->watch;
+    if (w == nullptr) return;
+    if (!ec && n > 0) return;  // a pipelined request: read after this one
+    w->client_gone = true;
+    if (w->upstream != nullptr) {
+      error_code cec;
+      w->upstream->cancel(cec);
+    }
+  };
+  watch.client->async_receive(asio::buffer(&watch.peek->byte, 1), WorkerSocket::message_peek,
+                              std::move(on_peek));
 }
 
 // A client connection, listed on its worker (an intrusive list: no allocation) so that a
@@ -914,18 +925,19 @@ struct WatchGuard {
   // Ends the watch and withdraws its pending peek, so the peek does not run (a recv) when
   // the client's next request arrives. Only while the client socket is open.
   void Stop() {
-    if (watch->stopped) return;
+    if (watch.stopped) return;
     End();
-    if (watch->armed) {
+    if (watch.armed) {
       error_code ec;
-      watch->client->cancel(ec);
+      watch.client->cancel(ec);
     }
   }
   void End() {
-    watch->stopped = true;
-    watch->upstream = nullptr;
+    watch.stopped = true;
+    watch.upstream = nullptr;
+    if (watch.peek) watch.peek->watch = nullptr;
   }
-  std::shared_ptr<ClientWatch> watch = std::make_shared<ClientWatch>();
+  ClientWatch watch;
 };
 
 // A relay buffer from the worker's free list, returned to it when done.
@@ -1211,7 +1223,7 @@ void Gateway::Impl::SettleExchange(std::size_t ui, Exchange& ex, const std::stri
 Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
                                   bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
                                   bool observe, WatchGuard& guard, Forwarded& out) {
-  ClientWatch& watch = *guard.watch;
+  ClientWatch& watch = guard.watch;
   std::optional<Pooled>& conn = out.conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = out.parser;
   error_code& ec = out.ec;
@@ -1250,7 +1262,7 @@ Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeo
       }
       if (!watching && !arrived) {
         watching = true;
-        ArmWatch(guard.watch);
+        ArmWatch(watch);
       }
       co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
                                         asio::redirect_error(kUseTask, ec));
@@ -1305,7 +1317,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   std::optional<Pooled>& conn = fwd.conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = fwd.parser;
   WatchGuard guard;
-  ClientWatch& watch = *guard.watch;
+  ClientWatch& watch = guard.watch;
   // The client went away before the response was complete (the engine's request was closed
   // with it): the exchange ends as aborted and the connection is not reused.
   auto end_as_aborted = [&](std::string_view message) {
@@ -1354,7 +1366,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   // Unwatched so far (Forward): the client is watched while the rest of the body comes.
   if (!watch.armed && !rp.is_done() &&
       !(rp.content_length() && up.buffer.size() >= *rp.content_length()))
-    ArmWatch(guard.watch);
+    ArmWatch(watch);
 
   Relay r{.ui = ui,
           .client = client,
