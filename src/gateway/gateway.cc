@@ -101,6 +101,10 @@ namespace {
 // (header and body) in one read, small enough that thousands of concurrent streams, each
 // holding one of each, stay within tens of MiB.
 constexpr std::size_t kReadChunk = 8 * 1024;
+// Requests a worker lets go by before it looks for an engine's answer at once again, after a
+// look that found nothing (Forward): at most one system call in this many more than before
+// under light load.
+constexpr std::uint32_t kSkipEarlyReads = 16;
 // A response body up to this size with a known length is read whole and sent with its
 // header in one write; larger or open-ended bodies are relayed as they arrive.
 constexpr std::size_t kWholeBodyMax = 256 * 1024;
@@ -219,13 +223,25 @@ bool IsFramingError(const error_code& ec) {
 // makes the engine abort it). A peek, so a pipelined next request stays in the socket for
 // the session; asio tries it at once (one recv that finds nothing, or the close that is
 // already there) and then waits for the socket's next event without another system call.
+// Armed only when there is something to wait for: not when the engine's whole answer is
+// already in its socket once the request is sent (Forward, HandleOne); a client gone then
+// fails the write of the answer instead. Lives in the exchange's frame; only an armed watch
+// allocates (its PendingPeek), so an exchange that needs none makes no allocation for it.
+struct PendingPeek;
 struct ClientWatch {
   WorkerSocket* client = nullptr;
-  bool stopped = false;      // the exchange is over; a late completion does nothing
+  bool stopped = false;      // the exchange is over
   bool client_gone = false;  // the client closed or reset its connection
   bool armed = false;
   WorkerSocket* upstream = nullptr;
-  char peek = 0;
+  std::shared_ptr<PendingPeek> peek;  // while armed; shared with the peek's handler
+};
+
+// What the peek's handler holds, which may outlive the exchange: the byte it peeks into, and
+// the watch, cleared when the exchange ends (a late completion then does nothing).
+struct PendingPeek {
+  ClientWatch* watch = nullptr;
+  char byte = 0;
 };
 
 // The response header toward the client and how its body is framed.
@@ -268,22 +284,36 @@ ClientHead MakeClientHead(const bhttp::response<bhttp::buffer_body>& ures,
   return h;
 }
 
-void ArmWatch(std::shared_ptr<ClientWatch> watch) {
-  watch->armed = true;
-  WorkerSocket& client = *watch->client;
-  char* peek = &watch->peek;
-  client.async_receive(asio::buffer(peek, 1), WorkerSocket::message_peek,
-                       [watch = std::move(watch)](const error_code& ec, std::size_t n) {
-                         // After the exchange the socket may be gone; a stopped watch never
-                         // touches it.
-                         if (watch->stopped) return;
-                         if (!ec && n > 0) return;  // a pipelined request: read after this one
-                         watch->client_gone = true;
-                         if (watch->upstream != nullptr) {
-                           error_code cec;
-                           watch->upstream->cancel(cec);
-                         }
-                       });
+// Reads what the engine has already sent on `up` into its buffer, without waiting (the socket
+// is in user non-blocking mode, Acquire): true when anything came. Nothing yet, or an error,
+// is left to the asynchronous read that follows, which sees the error again.
+bool ReadArrived(UpstreamConn& up) {
+  error_code ec;
+  const std::size_t n =
+      up.stream.read_some(up.buffer.prepare(beast::read_size(up.buffer, kReadChunk)), ec);
+  if (ec || n == 0) return false;
+  up.buffer.commit(n);
+  return true;
+}
+
+void ArmWatch(ClientWatch& watch) {
+  watch.armed = true;
+  watch.peek = std::make_shared<PendingPeek>();
+  watch.peek->watch = &watch;
+  auto on_peek = [peek = watch.peek](const error_code& ec, std::size_t n) {
+    // After the exchange the watch and the socket may be gone: an ended watch is never
+    // touched.
+    ClientWatch* w = peek->watch;
+    if (w == nullptr) return;
+    if (!ec && n > 0) return;  // a pipelined request: read after this one
+    w->client_gone = true;
+    if (w->upstream != nullptr) {
+      error_code cec;
+      w->upstream->cancel(cec);
+    }
+  };
+  watch.client->async_receive(asio::buffer(&watch.peek->byte, 1), WorkerSocket::message_peek,
+                              std::move(on_peek));
 }
 
 // A client connection, listed on its worker (an intrusive list: no allocation) so that a
@@ -344,6 +374,10 @@ struct Gateway::Impl {
     // allocate one.
     std::vector<std::unique_ptr<char[]>> chunks;
     SessionSlot* sessions = nullptr;  // the worker's client connections
+    // Requests to go before Forward looks for the engine's answer at once again
+    // (ReadArrived): it found nothing last time, and each look that finds nothing is a system
+    // call more than watching first.
+    std::uint32_t skip_early_reads = 0;
 
     void Link(SessionSlot* s) {
       s->next = sessions;
@@ -825,6 +859,9 @@ Task<std::optional<Pooled>> Gateway::Impl::Acquire(std::size_t ui, Worker* w, bo
   MapTimeout(ec, c.conn->deadline);
   if (ec) co_return std::nullopt;
   c.conn->stream.set_option(tcp::no_delay(true), ec);
+  // User non-blocking mode, for ReadArrived's plain read; every other read and write on it is
+  // asynchronous.
+  c.conn->stream.non_blocking(true, ec);
   ec = {};
   stats().upstream_connects.fetch_add(1, std::memory_order_relaxed);
   co_return std::optional<Pooled>(std::move(c));
@@ -892,18 +929,19 @@ struct WatchGuard {
   // Ends the watch and withdraws its pending peek, so the peek does not run (a recv) when
   // the client's next request arrives. Only while the client socket is open.
   void Stop() {
-    if (watch->stopped) return;
+    if (watch.stopped) return;
     End();
-    if (watch->armed) {
+    if (watch.armed) {
       error_code ec;
-      watch->client->cancel(ec);
+      watch.client->cancel(ec);
     }
   }
   void End() {
-    watch->stopped = true;
-    watch->upstream = nullptr;
+    watch.stopped = true;
+    watch.upstream = nullptr;
+    if (watch.peek) watch.peek->watch = nullptr;
   }
-  std::shared_ptr<ClientWatch> watch = std::make_shared<ClientWatch>();
+  ClientWatch watch;
 };
 
 // A relay buffer from the worker's free list, returned to it when done.
@@ -1207,7 +1245,7 @@ void Gateway::Impl::SettleExchange(std::size_t ui, Exchange& ex, const std::stri
 Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
                                   bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
                                   bool observe, WatchGuard& guard, Forwarded& out) {
-  ClientWatch& watch = *guard.watch;
+  ClientWatch& watch = guard.watch;
   std::optional<Pooled>& conn = out.conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = out.parser;
   error_code& ec = out.ec;
@@ -1231,9 +1269,22 @@ Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeo
         for (openai::ExchangeListener* l : listeners) l->OnExchangeDispatched(ex);
       }
       watch.upstream = &up.stream;
-      if (!watching) {
+      // The engine's answer is often in the socket already by the time this coroutine runs
+      // again (nearly always at saturation, when the worker has a queue of completions to go
+      // through): read then, it leaves nothing to watch the client for yet, and the watch's
+      // peek, which would find nothing (a system call per request), and its cancellation (a
+      // turn of the loop) are saved. HandleOne arms the watch if the body is still to come.
+      // Under light load the answer is seldom there yet: after a look that found nothing the
+      // worker watches first for kSkipEarlyReads requests.
+      bool arrived = false;
+      if (w->skip_early_reads > 0) {
+        --w->skip_early_reads;
+      } else if (!(arrived = ReadArrived(up))) {
+        w->skip_early_reads = kSkipEarlyReads;
+      }
+      if (!watching && !arrived) {
         watching = true;
-        ArmWatch(guard.watch);
+        ArmWatch(watch);
       }
       co_await bhttp::async_read_header(up.stream, up.buffer, *parser,
                                         asio::redirect_error(kUseTask, ec));
@@ -1288,7 +1339,7 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   std::optional<Pooled>& conn = fwd.conn;
   std::optional<bhttp::response_parser<bhttp::buffer_body>>& parser = fwd.parser;
   WatchGuard guard;
-  ClientWatch& watch = *guard.watch;
+  ClientWatch& watch = guard.watch;
   // The client went away before the response was complete (the engine's request was closed
   // with it): the exchange ends as aborted and the connection is not reused.
   auto end_as_aborted = [&](std::string_view message) {
@@ -1334,6 +1385,10 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
                                    /*reframe=*/modify, client_keep_alive);
   const bool keep_client = head.keep_client;
+  // Unwatched so far (Forward): the client is watched while the rest of the body comes.
+  if (!watch.armed && !rp.is_done() &&
+      !(rp.content_length() && up.buffer.size() >= *rp.content_length()))
+    ArmWatch(watch);
 
   Relay r{.ui = ui,
           .client = client,

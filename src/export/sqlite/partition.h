@@ -23,7 +23,8 @@
 //   CREATE TABLE traces (tid, tid2, start, dur, status, name, model, operation, service, tenant);
 //     -- a row per trace and partition: its first local root (a span whose parent is not in
 //     -- the same export batch)
-//   CREATE INDEX traces_model ON traces (model);  (and traces_status on status)
+//   CREATE INDEX traces_model ON traces (model);
+//   CREATE INDEX traces_error ON traces (status) WHERE status = 2;  -- error traces only
 //   CREATE TABLE logs (time, tid, tid2, span, severity, event, block, slot);
 //   CREATE INDEX logs_trace ON logs (tid);
 //
@@ -38,6 +39,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "export/sqlite/block.h"
 
 struct sqlite3;
@@ -141,7 +143,9 @@ class Partition {
   // Dictionaries read so far (a partition has one or two); nullptr for one unreadable.
   std::unordered_map<std::int64_t, std::unique_ptr<block::Dictionary>> zdicts_;
   // Bounded: cleared when it holds kMaxCached texts (a sender naming every span differently).
-  std::unordered_map<std::string, std::int64_t> ids_;
+  // Found by a string_view: a std::string made for each lookup was an allocation per span
+  // whose name is longer than 15 bytes ("chat " and a model's name).
+  absl::flat_hash_map<std::string, std::int64_t> ids_;
   std::unordered_map<std::int64_t, std::string> texts_;
   std::int64_t next_span_rowid_ = 1;
 };

@@ -35,6 +35,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "core/stats.h"
 #include "core/telemetry.h"
 #include "export/sqlite/block_packer.h"
@@ -211,8 +212,10 @@ class SqliteStore {
   std::uint64_t current_spans_ = 0, current_logs_ = 0;
   std::uint64_t pending_spans_ = 0, pending_logs_ = 0;  // of the transaction in progress
   std::uint64_t pending_bytes_ = 0;  // what it may still add to the files (the bound's estimate)
-  std::unordered_set<std::int64_t> summarized_;  // traces with a summary row (store_write.cc)
-  BlockPacker packer_;                           // compresses the current partition's blocks
+  // Traces with a summary row (store_write.cc). Open addressing: a node per trace was an
+  // allocation and a free per root span on the store lane.
+  absl::flat_hash_set<std::int64_t> summarized_;
+  BlockPacker packer_;  // compresses the current partition's blocks
   sqlite3* metrics_ = nullptr;
   sqlite3_stmt* upsert_metric_ = nullptr;
   std::unordered_set<std::uint64_t> series_;  // hashes of the metric series kept

@@ -258,7 +258,7 @@ std::vector<StoredLog> SqliteStore::Logs(const SpanFilter& f) {
 
 // The summary rows matching `f`, newest arrival first: each partition's traces table read
 // backwards by rowid (the order rows arrived in), through an index when a filter names a
-// model, status, operation or service.
+// model or the error status.
 std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
   std::vector<TraceSummary> out;
   std::unordered_set<std::string> seen;
@@ -282,7 +282,9 @@ std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
       where += fmt::format(" AND {} ?{}", cond, args.size() + 1);
       args.push_back(v);
     };
-    by_int(f.status >= 0, "status =", f.status);
+    // A literal, not a parameter: SQLite uses the partial index of errors (partition.cc) only
+    // for a query whose text says `status = 2`.
+    if (f.status >= 0) where += fmt::format(" AND status = {}", f.status);
     by_int(f.start_from > 0, "start >=", f.start_from);
     by_int(f.start_to > 0, "start <", f.start_to);
     by_int(f.min_duration_ns > 0, "dur >=", f.min_duration_ns);

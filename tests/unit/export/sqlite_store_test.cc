@@ -419,7 +419,8 @@ TEST_F(SqliteStoreTest, FilesAndWalsStayWithinTheBound) {
   std::string error;
   std::uint64_t peak = 0;
   std::string last_trace;
-  for (int batch = 0; batch < 120; ++batch) {
+  // Enough spans to fill the bound more than once, whatever a span takes.
+  for (int batch = 0; batch < 200; ++batch) {
     TracesRequest req;
     for (int i = 0; i < 200; ++i) {
       last_trace = fmt::format("{:016x}{:016x}", batch + 1, i + 1);
@@ -514,6 +515,16 @@ TEST_F(SqliteStoreTest, FindsTracesAcrossFilesAndFiltersAPage) {
     EXPECT_GE(t.duration_ns, 50'000);
   }
   EXPECT_EQ(page[0].trace_id, fmt::format("{:016x}{:016x}", 39 + 7, 394));  // the newest
+  // Errors are found through their partial index, any other status by reading backwards.
+  TraceFilter unset;
+  unset.status = 0;
+  const auto unset_page = store->Traces(unset);
+  ASSERT_EQ(unset_page.size(), 50u);
+  for (const auto& t : unset_page) EXPECT_EQ(t.status_code, 0);
+  TraceFilter errors;
+  errors.status = 2;
+  errors.limit = 1000;
+  EXPECT_EQ(store->Traces(errors).size(), 1000u);
   f.model = "nobody";
   EXPECT_TRUE(store->Traces(f).empty());
 }
