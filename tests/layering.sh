@@ -33,6 +33,9 @@ rules=(
   "src/analytics export/ analytics know no exporter"
   "src/analytics engines/ analytics take timings, not an engine's spans"
   "src/analytics sim/ the agent never depends on the simulator"
+  "src/ui gateway/ the UI reads the store, not the proxy"
+  "src/ui sim/ the agent never depends on the simulator"
+  "src/ui engines/ the UI reads the store, not an engine"
 )
 
 # file:include, each an arrow still to be taken away (issue: the engine contract).

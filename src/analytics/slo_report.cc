@@ -82,7 +82,9 @@ std::string AttainmentTable(const std::vector<RequestRecord>& records, std::int6
   std::string out =
       fmt::format("{:<32} {:<16} {:>7} {:>7} {:>9} {:>7} {:>7}  {}\n", "model", "tenant", "judged",
                   "met", "attained", "1m", "5m", "missed (ttft tpot e2e error)");
-  for (const auto& [key, row] : rows) {
+  for (const auto& entry : rows) {
+    const auto& key = entry.first;
+    const Row& row = entry.second;  // a plain reference: lambdas may not capture bindings
     auto miss = [&](std::string_view n) {
       auto it = row.misses.find(std::string(n));
       return it == row.misses.end() ? std::uint64_t{0} : it->second;

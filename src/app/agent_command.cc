@@ -25,6 +25,7 @@
 #include "console/console_service.h"
 #include "core/otel_env.h"
 #include "engines/registry.h"
+#include "ui/api_v1.h"
 
 namespace infertel {
 
@@ -181,10 +182,17 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   auto console = console::ConsoleService::Create(copts, env, knob_upstreams, &error);
   if (!console) FailAgent(2, error);
 
+  const std::string store_path = opts.exports.store_enabled ? opts.exports.store_path : "";
   auto run = std::make_unique<AgentRun>();
   run->agent = std::make_unique<Agent>(std::move(opts), console->InitialSettings());
   Agent& agent = *run->agent;
   agent.AddAdminRoute(std::string(console::kApiPrefix), console->AdminHandler());
+  // The store's JSON API (ui/api_v1.h), under the same token as the config API.
+  if (!store_path.empty()) {
+    auto api = std::make_shared<ui::ApiV1>(store_path, copts.admin_token);
+    agent.AddAdminRoute(std::string(ui::kApiV1Prefix),
+                        [api](const http::StringRequest& req) { return api->Handle(req); });
+  }
   if (!agent.Start(&error)) FailAgent(1, error);
   console->RegisterStats(&agent.stats());
   console->Start(agent.config());

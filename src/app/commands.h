@@ -15,6 +15,7 @@ void AddSpansCommand(CLI::App& app);    // src/app/traces_command.cc
 void AddConfigCommand(CLI::App& app);   // src/app/config_command.cc
 void AddMetricsCommand(CLI::App& app);  // src/app/metrics_command.cc
 void AddSloCommand(CLI::App& app);      // src/app/slo_command.cc
+void AddUiCommand(CLI::App& app);       // src/app/ui_command.cc
 void AddLaunchCommand(CLI::App& app);   // src/app/launch_command.cc
 
 // Commands run inside CLI11 callbacks; a failing command throws CLI::RuntimeError(exit_code)

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   infertel::AddConfigCommand(app);
   infertel::AddMetricsCommand(app);
   infertel::AddSloCommand(app);
+  infertel::AddUiCommand(app);
   infertel::AddLaunchCommand(app);
   try {
     app.parse(argc, argv);

@@ -128,7 +128,9 @@ std::optional<std::string> ParseTable(const KeySpec& spec, std::string_view text
     }
   }
   std::string json = "{";
-  for (const auto& [name, fields] : table) {
+  for (const auto& row : table) {
+    const std::string& name = row.first;
+    const auto& fields = row.second;  // a plain reference: lambdas may not capture bindings
     if (json.size() > 1) json += ',';
     AppendJsonString(&json, name);
     json += ":{";

@@ -99,7 +99,8 @@ struct TraceFilter {
   std::size_t limit = 50;
   std::int64_t start_from = 0, start_to = 0;  // unix ns, of the summary span's start
   std::string model, operation, service, tenant;
-  int status = -1;  // OTLP status code; -1 any
+  int status = -1;  // OTLP status code; -1 any; kNotError: any but ERROR (ok or unset)
+  static constexpr int kNotError = -2;
   std::int64_t min_duration_ns = 0;
 };
 struct TraceSummary {

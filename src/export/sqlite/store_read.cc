@@ -285,6 +285,7 @@ std::vector<TraceSummary> SqliteStore::Traces(const TraceFilter& f) {
     // A literal, not a parameter: SQLite uses the partial index of errors (partition.cc) only
     // for a query whose text says `status = 2`.
     if (f.status >= 0) where += fmt::format(" AND status = {}", f.status);
+    if (f.status == TraceFilter::kNotError) where += " AND status != 2";
     by_int(f.start_from > 0, "start >=", f.start_from);
     by_int(f.start_to > 0, "start <", f.start_to);
     by_int(f.min_duration_ns > 0, "dur >=", f.min_duration_ns);
