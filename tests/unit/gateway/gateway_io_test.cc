@@ -799,7 +799,12 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(got.size(), body.size());
   EXPECT_TRUE(got == body);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
+  const openai::Exchange ex = recorder_.WaitOne(0);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
+  // The gateway waited on the client for most of its 300 ms pause (the latency cause
+  // `client`): measured where its writes were cut short.
+  EXPECT_GE(ex.client_wait_ns, 200'000'000u);
+  EXPECT_LE(ex.client_wait_ns, ex.end_mono_ns - ex.start.mono_start_ns);
 }
 
 // The same for a stream: 16,000 events of about 1 KiB, each its own chunk, relayed through the
@@ -843,7 +848,20 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
     ++copies;
   EXPECT_EQ(copies, kEvents);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
+  const openai::Exchange ex = recorder_.WaitOne(0);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
+  EXPECT_GE(ex.client_wait_ns, 200'000'000u);  // a slow reader holds the stream
+}
+
+// A client that reads at once costs the gateway no wait on it.
+TEST_F(GatewayIoTest, AClientThatReadsAtOnceIsNoWait) {
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (ReadRequest(s, buf)) WriteAll(s, Response(kChat));
+  });
+  StartGateway(engine.port());
+  EXPECT_EQ(Post().result_int(), 200);
+  EXPECT_LT(recorder_.WaitOne(0).client_wait_ns, 50'000'000u);
 }
 
 }  // namespace
