@@ -182,7 +182,7 @@ namespace {
 
 std::string Part(std::string_view name, double s, bool known, std::string_view note = {}) {
   std::string line = known ? fmt::format("  {:<12} {:>10.3f} s", name, s)
-                           : fmt::format("  {:<12} {:>10}  ", name, "-");
+                           : fmt::format("  {:<12} {:>10}", name, "-");
   if (!note.empty()) fmt::format_to(std::back_inserter(line), "   {}", note);
   line += '\n';
   return line;
