@@ -167,6 +167,9 @@ function assertV1Attributes(llm, { pdRole = 'none', cached } = {}) {
   assertAttr(llm, 'gen_ai.pd_role', pdRole, 'string');
   if (cached === undefined) assertNoAttr(llm, 'gen_ai.usage.cache_read.input_tokens');
   else assertAttr(llm, 'gen_ai.usage.cache_read.input_tokens', cached, 'int');
+  // infertel's addition (telemetry-reference.md, "latency causes"): cached / prompt tokens.
+  if (cached === undefined) assertNoAttr(llm, 'infertel.cache.hit_ratio');
+  else assertAttr(llm, 'infertel.cache.hit_ratio', cached / llm.attributes['gen_ai.usage.prompt_tokens'], 'double');
   const allowed = new Set([
     ...V1_DURATIONS,
     'gen_ai.request.id',
@@ -178,6 +181,7 @@ function assertV1Attributes(llm, { pdRole = 'none', cached } = {}) {
     'gen_ai.usage.prompt_tokens',
     'gen_ai.usage.completion_tokens',
     'gen_ai.usage.cache_read.input_tokens',
+    'infertel.cache.hit_ratio',
     'gen_ai.engine.index',
     'gen_ai.pd_role',
   ]);
