@@ -157,7 +157,6 @@ void ReadEngine(const std::vector<TraceSpan>& spans, const TraceSpan& entry,
   if (auto c = Int(a, sc::kGenAiUsageCachedTokens)) t.cached_tokens = c;
   t.requests_ahead = Int(a, sc::kInfertelQueueRequestsAhead);
   t.interference_prefill_tokens = Int(a, sc::kInfertelInterferencePrefillTokens);
-  t.preemptions = Int(a, sc::kInfertelPreemptions);
   std::int64_t preempted = 0;
   for (const std::string& ev : engine.event_names) preempted += ev == sc::kEventPreempted;
   if (preempted > 0) t.preemptions = preempted;
@@ -174,6 +173,10 @@ Explanation ExplainTrace(const std::vector<TraceSpan>& spans) {
   e.found = true;
   ReadEntry(*entry, &e);
   if (const TraceSpan* engine = EngineSpanOf(spans, *entry)) ReadEngine(spans, *entry, *engine, &e);
+  // Preemptions the engine reported per request, on whichever of its spans they were seen.
+  for (const TraceSpan& s : spans)
+    if (auto n = Int(s.attributes, sc::kInfertelPreemptions); n && *n > 0)
+      e.timeline.preemptions = e.timeline.preemptions.value_or(0) + *n;
   e.attribution = Attribute(e.timeline);
   return e;
 }

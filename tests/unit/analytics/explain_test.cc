@@ -121,5 +121,19 @@ TEST(ExplainTest, PreemptedEventsAreCounted) {
   EXPECT_EQ(e.attribution.cause, sc::kLatencyCausePreemption);
 }
 
+TEST(ExplainTest, PreemptionsCountedOnAnySpanOfTheTrace) {
+  TraceSpan entry = Entry(5);
+  TraceSpan engine = Engine(3, 0.1, 1);
+  TraceSpan stage;  // a stage span of the engine's that saw the request retracted twice
+  stage.span_id = "st";
+  stage.parent_span_id = "x";
+  stage.attributes[std::string(sc::kInfertelPreemptions)] = std::int64_t{2};
+  const Explanation e = ExplainTrace({entry, engine, stage});
+  ASSERT_TRUE(e.timeline.preemptions);
+  EXPECT_EQ(*e.timeline.preemptions, 2);
+  EXPECT_EQ(e.attribution.cause, sc::kLatencyCausePreemption);  // the queue part, preempted
+  EXPECT_NE(RenderExplanation(e).find("2 preemptions"), std::string::npos);
+}
+
 }  // namespace explain_test
 }  // namespace infertel::analytics
