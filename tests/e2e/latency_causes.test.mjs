@@ -1,7 +1,8 @@
 // End-to-end: why a request was slow. The simulated vLLM (one request at a time, prompt token
 // details on) behind the agent, with the embedded store: a repeated prompt's entry span carries
 // infertel.cache.hit_ratio, and a burst that queues is explained from the store on demand
-// (`infertel traces --explain TRACE_ID`) as `queue`, its parts printed.
+// (`infertel traces --explain TRACE_ID`) as `queue`, its parts printed; with a first-token
+// objective, a streamed burst's requests that miss it carry their cause on their engine spans.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -23,7 +24,8 @@ describe('latency causes', () => {
     tmp = tempDir();
     db = path.join(tmp.dir, 'store');
     const port = await closedPort();
-    agent = await startAgent({ upstream: `http://127.0.0.1:${port}`, store: db, env: { OTEL_INSTRUMENTATION_VLLM_TRACING_LEVEL: '1' } });
+    // A first token within 40 ms: a request that waits behind another misses it.
+    agent = await startAgent({ upstream: `http://127.0.0.1:${port}`, store: db, env: { OTEL_INSTRUMENTATION_VLLM_TRACING_LEVEL: '1', INFERTEL_SLO_TTFT_MS: '40' } });
     sim = await startSim({
       model: MODEL,
       seed: 11,
@@ -78,6 +80,32 @@ describe('latency causes', () => {
     for (const part of ['gateway', 'queue', 'prefill', 'decode', 'client'])
       assert.match(worst.out, new RegExp(`^\\s+${part}\\s`, 'm'), worst.out);
     assert.match(worst.out, /^cause: queue \(largest part: queue\)$/m, worst.out);
+  });
+
+  test('a streamed burst that misses its first-token objective: the engine spans carry the cause at ingest', async () => {
+    const ids = Array.from({ length: 4 }, () => randomTraceId());
+    await Promise.all(ids.map(async (id, i) => {
+      const s = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `stream ${i}` }], max_tokens: 30, stream: true }, traced(id));
+      for await (const _ of s);
+    }));
+    const missed = [];
+    for (const id of ids) {
+      const rows = await spansOf(id);
+      const entry = rows.find((s) => s.scope === 'infertel');
+      if (!(entry.attributes['infertel.slo.missed'] ?? []).includes('ttft')) continue;
+      missed.push(rows.find((s) => s.name === 'llm_request'));
+    }
+    assert.ok(missed.length >= 2, `requests that waited behind others miss a 40 ms first token (${missed.length} did)`);
+    for (const llm of missed) {
+      assert.ok(typeof llm.attributes['infertel.latency.cause'] === 'string', JSON.stringify(llm.attributes));
+      assert.equal(typeof llm.attributes['infertel.queue.requests_ahead'], 'number', JSON.stringify(llm.attributes));
+    }
+    const queued = missed.filter((s) => s.attributes['infertel.latency.cause'] === 'queue');
+    assert.ok(queued.length >= 1, `at least one waited in the queue most: ${missed.map((s) => s.attributes['infertel.latency.cause'])}`);
+    // `infertel slo` lists the slowest requests with their cause, read from whichever span has it.
+    const r = await runInfertel(['slo', '--store', db]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /queue/, r.stdout);
   });
 
   test('an unknown trace is an error, a malformed id a usage error', async () => {
