@@ -104,7 +104,9 @@ void SpanCauses::OnSpan(const JoinRecord* record, Span* span, const std::vector<
   const analytics::PhaseRecord self = PhasesOf(*span, phases, prompt);
   window_.Add(key, self);
   auto* attrs = span->mutable_attributes();
-  if (auto ratio = analytics::CacheHitRatio(record->cached_tokens, prompt))
+  // The cached count and the prompt of the same usage, where the response had one.
+  if (auto ratio = analytics::CacheHitRatio(record->cached_tokens,
+                                            record->input_tokens ? record->input_tokens : prompt))
     AddAttr(attrs, Key<sc::kInfertelCacheHitRatio>(), *ratio);
   if (record->slo.missed == 0) return;
   analytics::Timeline t = TimelineOf(*record, timings, prompt, phases);
