@@ -2,6 +2,7 @@
 // its spans as JSON.
 
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "analytics/explain.h"
 #include "app/commands.h"
 #include "core/ids.h"
 #include "core/printable.h"
@@ -24,6 +26,7 @@ struct TracesFlags {
   std::size_t limit = 10;
   std::string trace;
   std::string service;
+  std::string explain;  // --explain TRACE_ID
 };
 
 [[noreturn]] void FailTraces(int code, const std::string& message) {
@@ -44,6 +47,59 @@ void PrintRemoved(exporting::SqliteStore& store) {
       exporting::FormatWallTime(r.last_unix_nano).c_str());
 }
 
+// A stored attribute value as the explanation reads it (analytics/explain.h).
+analytics::AttrValue ValueOf(simdjson::dom::element e) {
+  std::int64_t i;
+  double d;
+  bool b;
+  std::string_view sv;
+  simdjson::dom::array arr;
+  if (e.get_int64().get(i) == simdjson::SUCCESS) return i;
+  if (e.get_double().get(d) == simdjson::SUCCESS) return d;
+  if (e.get_bool().get(b) == simdjson::SUCCESS) return b;
+  if (e.get_string().get(sv) == simdjson::SUCCESS) return std::string(sv);
+  if (e.get_array().get(arr) == simdjson::SUCCESS) {
+    std::vector<std::string> out;
+    for (simdjson::dom::element x : arr)
+      if (x.get_string().get(sv) == simdjson::SUCCESS) out.emplace_back(sv);
+    return out;
+  }
+  return std::monostate{};
+}
+
+analytics::TraceSpan ToTraceSpan(const exporting::StoredSpan& s) {
+  analytics::TraceSpan t;
+  t.span_id = s.span_id;
+  t.parent_span_id = s.parent_span_id;
+  t.name = Printable(s.name);  // a client's model name: no controls to the terminal
+  t.scope = s.scope;
+  t.start_ns = s.start_time_unix_nano;
+  t.end_ns = s.end_time_unix_nano;
+  t.error = s.status_code == 2;
+  simdjson::dom::parser parser;
+  simdjson::dom::object attrs;
+  if (parser.parse(s.attributes).get_object().get(attrs) == simdjson::SUCCESS)
+    for (auto [key, value] : attrs) t.attributes.emplace(std::string(key), ValueOf(value));
+  simdjson::dom::array events;
+  if (parser.parse(s.events).get_array().get(events) == simdjson::SUCCESS) {
+    for (simdjson::dom::element ev : events) {
+      std::string_view name;
+      if (ev["name"].get_string().get(name) == simdjson::SUCCESS) t.event_names.emplace_back(name);
+    }
+  }
+  return t;
+}
+
+// `infertel traces --explain TRACE_ID`: where one request's time went, and why.
+void RunExplain(exporting::SqliteStore& store, const std::string& hex) {
+  std::vector<analytics::TraceSpan> spans;
+  for (const auto& s : store.TraceSpans(hex)) spans.push_back(ToTraceSpan(s));
+  if (spans.empty()) FailTraces(1, "no spans of trace " + hex + " in the store");
+  const std::string out = fmt::format("trace {}\n{}", hex,
+                                      analytics::RenderExplanation(analytics::ExplainTrace(spans)));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
 void Run(const TracesFlags& f) {
   std::string where, error;
   const auto path = exporting::StoreToRead(f.store, f.data_dir, &where, &error);
@@ -51,6 +107,14 @@ void Run(const TracesFlags& f) {
   if (!std::filesystem::exists(*path))
     FailTraces(
         1, fmt::format("no store at {} ({}; give --store DIR or --data-dir DIR)", *path, where));
+  if (!f.explain.empty()) {
+    auto id = TraceIdFromHex(f.explain);
+    if (!id) FailTraces(2, "--explain: expected 32 hex characters, got '" + f.explain + "'");
+    exporting::SqliteStore store;
+    if (!store.Open(*path, &error)) FailTraces(1, error);
+    RunExplain(store, ToHex(*id));
+    return;
+  }
   exporting::TraceQuery q;
   q.limit = f.limit;
   q.service = f.service;
@@ -148,6 +212,9 @@ void AddTracesCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--trace", flags->trace, "Only this trace (32 hex characters)");
   sub->add_option("--service", flags->service, "Only traces with a span of this service.name");
+  sub->add_option("--explain", flags->explain,
+                  "Where one request's time went and why: its latency parts and cause (32 hex "
+                  "characters: its trace id)");
   sub->callback([flags] { Run(*flags); });
 }
 

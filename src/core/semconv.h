@@ -245,6 +245,14 @@ inline constexpr std::string_view kLatencyCauseEngineError = "engine_error";
 inline constexpr std::string_view kInfertelCacheHitRatio = "infertel.cache.hit_ratio";
 inline constexpr std::string_view kInfertelInterferencePrefillTokens =
     "infertel.interference.prefill_tokens";
+// The rest of a cause's evidence (analytics/latency_cause.h): the gateway's own time (request
+// read → written to the engine) and the time it waited for the client to take the response, in
+// seconds; the requests of the same engine still waiting when this one was queued; the
+// engine's preemptions of the request, where the engine reports them per request.
+inline constexpr std::string_view kInfertelLatencyGateway = "infertel.latency.gateway";
+inline constexpr std::string_view kInfertelLatencyClient = "infertel.latency.client";
+inline constexpr std::string_view kInfertelQueueRequestsAhead = "infertel.queue.requests_ahead";
+inline constexpr std::string_view kInfertelPreemptions = "infertel.preemptions";
 
 // error.type of a request cut because the agent's drain timeout ran out during a graceful stop.
 inline constexpr std::string_view kErrorShutdown = "shutdown";

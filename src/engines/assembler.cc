@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "analytics/latency_attributes.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "core/thread_name.h"
@@ -78,6 +79,10 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   r.client_aborted = ex.outcome == openai::Outcome::kClientAborted;
   r.tenant = ex.tenant;
   r.slo = ex.slo;
+  r.start_wall_ns = ex.start.wall_start_ns;
+  r.input_tokens = ex.response.usage.input_tokens;
+  r.client_wait_ns = ex.client_wait_ns;
+  r.engine_failed = analytics::EngineFailed(ex);
   return r;
 }
 
@@ -242,6 +247,7 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
         w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
     if (record != nullptr && !record->tenant.empty()) InheritTenant(*record, w.span, phases);
+    causes_.OnSpan(record, w.span, phases, report.timings);
     EngineSpanListener* listener = span_listener_.load(std::memory_order_acquire);
     if (record != nullptr && listener != nullptr && !report.timings.empty())
       listener->OnEngineSpanJoined(*record, report.timings);

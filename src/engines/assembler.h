@@ -32,6 +32,7 @@
 #include "engines/engine_spans.h"
 #include "engines/join.h"
 #include "engines/profile.h"
+#include "engines/span_causes.h"
 #include "engines/waiting_index.h"
 #include "openai/exchange.h"
 #include "pipeline/exporter.h"
@@ -242,6 +243,7 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   std::shared_ptr<config::ConfigStore> config_;
   AssemblerStats stats_;
   std::atomic<EngineSpanListener*> span_listener_{nullptr};
+  SpanCauses causes_;  // latency causes of joined request spans (locks itself)
   std::atomic<std::int64_t> latency_logged_ns_{0};  // CountRefusedLatencies's last log
 
   mutable std::mutex mu_;  // guards records_, expiry_, waiting_, stop_

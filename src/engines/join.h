@@ -36,6 +36,11 @@ struct JoinRecord {
   std::vector<openai::Exchange::Delta> deltas;  // level 2, wall-clock times in mono_ns→wall
   std::size_t deltas_dropped = 0;
   bool client_aborted = false;
+  std::uint64_t start_wall_ns = 0;           // the request read by the gateway
+  std::optional<std::int64_t> input_tokens;  // from the engine's usage
+  std::uint64_t client_wait_ns = 0;          // Exchange::client_wait_ns
+  // The engine failed the request (a non-2xx status or stream error, unreachable, timed out).
+  bool engine_failed = false;
   std::string tenant;      // Exchange::tenant: the engine spans inherit it
   openai::SloVerdict slo;  // Exchange::slo
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analytics/latency_attributes.h"
 #include "analytics/slo.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
@@ -16,7 +17,7 @@ namespace {
 
 // The attributes a common entry span can carry at most (BuildEntrySpan below); an engine's
 // own attributes may grow the array once more.
-constexpr int kEntrySpanAttributes = 28;
+constexpr int kEntrySpanAttributes = 32;
 
 std::string SpanName(const openai::Exchange& ex) {
   std::string name(openai::OperationName(ex.op));
@@ -91,6 +92,7 @@ void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& e
   if (rs.usage.total_tokens) AddAttr(a, Key<sc::kGenAiUsageTotalTokens>(), *rs.usage.total_tokens);
   if (!rs.usage.invalid.empty()) AddAttr(a, Key<sc::kInfertelInvalidUsage>(), rs.usage.invalid);
   profile.AddEntryAttributes(ex, engine, a);
+  analytics::AddEntryLatencyAttributes(ex, a);
   if (ex.capture_content && ex.content_on_span) {
     if (!rq.input_messages_json.empty())
       AddAttr(a, Key<sc::kGenAiInputMessages>(), rq.input_messages_json);

@@ -116,6 +116,8 @@ constexpr std::size_t kMaxIdleChunks = 256;
 // How often a worker's deadlines are checked.
 constexpr std::chrono::milliseconds kDeadlineTick{100};
 constexpr std::chrono::seconds kClientWriteTimeout{60};
+// A whole body's write shorter than this is the kernel's, not a wait on the client.
+constexpr std::uint64_t kClientWaitFloorNs = 1'000'000;
 
 // One relayed piece of a chunked response (RFC 9112 §7.1): its size line, the piece, and the
 // CRLF after it, as three buffers. Beast's make_chunk allocated a shared buffer for the size
@@ -1022,14 +1024,18 @@ class ClientWriter {
     pending_written_ = n;
     return false;
   }
+  // Awaited only when the client's socket took less than the whole piece: the time until it
+  // took the rest is the client's (Exchange::client_wait_ns).
   Task<void> Rest() {
     error_code ec;
+    const std::uint64_t since = MonoNanos();
     if (r_.head.chunked_out) {
       co_await WriteRest(r_.client, frame_.Frame(pending_), pending_written_, r_.cdl, ec);
     } else {
       co_await WriteRest(r_.client, asio::buffer(pending_.data(), pending_.size()),
                          pending_written_, r_.cdl, ec);
     }
+    r_.ex.client_wait_ns += MonoNanos() - since;
     if (ec) r_.client_write_failed = true;
   }
   Task<void> Header() {
@@ -1498,7 +1504,11 @@ Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayWhole(Relay& r) {
                                            std::move(r.observed_body)};
   r.cdl.After(kClientWriteTimeout);
   error_code wec;
+  const std::uint64_t since = MonoNanos();
   co_await bhttp::async_write(r.client, full, asio::redirect_error(kUseTask, wec));
+  // A write the socket takes at once costs microseconds: only a longer one waited on the client.
+  if (const std::uint64_t took = MonoNanos() - since; took >= kClientWaitFloorNs)
+    r.ex.client_wait_ns += took;
   r.cdl.Never();
   if (wec) r.client_write_failed = true;
   r.observed_body = std::move(full.body());

@@ -102,6 +102,9 @@ struct Exchange {
   std::uint64_t upstream_sent_mono_ns = 0;    // request fully written to the engine
   std::uint64_t first_token_mono_ns = 0;      // first content delta (streams) or 0
   std::uint64_t response_header_mono_ns = 0;  // engine's response header arrived
+  // How long the gateway waited for the client to take the response: writes the client's
+  // socket could not take at once, awaited until it did (a slow reader holds the stream).
+  std::uint64_t client_wait_ns = 0;
 
   // Stream detail.
   bool streamed = false;           // the response was an SSE stream

@@ -102,6 +102,9 @@ describe('launch: vLLM', () => {
       const engineArgs = fs.readFileSync(argsFile, 'utf8');
       assert.equal(engineArgs.match(/--port/g).length, 1, engineArgs);
       assert.doesNotMatch(engineArgs, new RegExp(`--port ${p.port}\\b`), 'the engine moved off the user port');
+      // Cached prompt tokens in the usage (infertel.cache.hit_ratio): the flag is added.
+      assert.match(p.line, /--enable-prompt-tokens-details/);
+      assert.match(engineArgs, /--enable-prompt-tokens-details/);
       const client = openaiClient(`http://127.0.0.1:${p.port}`);
       // vLLM's span processor would wait the SDK's 5 s; launch gives it 500 ms.
       assert.match(p.line, /OTEL_BSP_SCHEDULE_DELAY=500/);
@@ -130,7 +133,7 @@ describe('launch: vLLM', () => {
 
   test('user-set flags are kept, not duplicated', async () => {
     const argsFile = path.join(tmp.dir, 'vllm-args-2.txt');
-    const p = await launch((port) => ['vllm', 'serve', MODEL, `--port=${port}`, '--host=127.0.0.1', '--otlp-traces-endpoint', rx.endpoint], {
+    const p = await launch((port) => ['vllm', 'serve', MODEL, `--port=${port}`, '--host=127.0.0.1', '--otlp-traces-endpoint', rx.endpoint, '--enable-prompt-tokens-details'], {
       env: { LAUNCH_TEST_ARGS: argsFile, OTEL_SERVICE_NAME: 'users-service', OTEL_BSP_SCHEDULE_DELAY: '5000' },
     });
     try {
@@ -138,6 +141,7 @@ describe('launch: vLLM', () => {
       await waitHealthy(p.url);
       const engineArgs = fs.readFileSync(argsFile, 'utf8');
       assert.equal(engineArgs.match(/--otlp-traces-endpoint/g).length, 1, engineArgs);
+      assert.equal(engineArgs.match(/--enable-prompt-tokens-details/g).length, 1, engineArgs);
       assert.ok(engineArgs.includes(rx.endpoint), engineArgs);
     } finally {
       await p.stop();

@@ -153,7 +153,7 @@ function assertJoined(llm, entry) {
 }
 
 /** The V1 attribute set of the doc, exactly, with types; durations consistent. */
-function assertV1Attributes(llm, { pdRole = 'none', cached } = {}) {
+function assertV1Attributes(llm, { pdRole = 'none', cached, prompt } = {}) {
   for (const k of V1_DURATIONS) {
     assert.equal(llm.attributeTypes[k], 'int', `${k} must be integer ns\n${showSpan(llm)}`);
     assert.ok(llm.attributes[k] >= 0, `${k} >= 0`);
@@ -167,6 +167,10 @@ function assertV1Attributes(llm, { pdRole = 'none', cached } = {}) {
   assertAttr(llm, 'gen_ai.pd_role', pdRole, 'string');
   if (cached === undefined) assertNoAttr(llm, 'gen_ai.usage.cache_read.input_tokens');
   else assertAttr(llm, 'gen_ai.usage.cache_read.input_tokens', cached, 'int');
+  // infertel's addition (telemetry-reference.md, "Latency causes"): cached / prompt tokens of
+  // the engine's usage (`prompt`, else the span's own count).
+  if (cached === undefined) assertNoAttr(llm, 'infertel.cache.hit_ratio');
+  else assertAttr(llm, 'infertel.cache.hit_ratio', Math.min(1, cached / (prompt ?? llm.attributes['gen_ai.usage.prompt_tokens'])), 'double');
   const allowed = new Set([
     ...V1_DURATIONS,
     'gen_ai.request.id',
@@ -178,6 +182,7 @@ function assertV1Attributes(llm, { pdRole = 'none', cached } = {}) {
     'gen_ai.usage.prompt_tokens',
     'gen_ai.usage.completion_tokens',
     'gen_ai.usage.cache_read.input_tokens',
+    'infertel.cache.hit_ratio',
     'gen_ai.engine.index',
     'gen_ai.pd_role',
   ]);
@@ -256,7 +261,7 @@ describe('V1, level 1, --enable-prompt-tokens-details', () => {
     assertAttr(llm, 'gen_ai.request.top_p', 0.9, 'double');
     assertAttr(llm, 'gen_ai.request.max_tokens', 12, 'int');
     assertAttr(llm, 'gen_ai.request.n', 1, 'int');
-    assertV1Attributes(llm, { cached: expectedCached(r) });
+    assertV1Attributes(llm, { cached: expectedCached(r), prompt: r.usage?.prompt_tokens });
     assert.ok(llm.startTimeUnixNano >= entry.startTimeUnixNano - 5_000_000n && llm.endTimeUnixNano <= entry.endTimeUnixNano + 5_000_000n, 'llm_request within the entry span');
   });
 
@@ -479,7 +484,7 @@ describe('V1, level 1, --enable-prompt-tokens-details', () => {
     assertAttr(llm, 'gen_ai.latency.time_in_model_prefill', ns(secs.prefill), 'int');
     assertAttr(llm, 'gen_ai.latency.time_in_model_decode', ns(secs.decode), 'int');
     assertAttr(llm, 'gen_ai.latency.time_in_model_inference', ns(secs.prefill + secs.decode), 'int');
-    assertV1Attributes(llm, { cached: expectedCached(r) });
+    assertV1Attributes(llm, { cached: expectedCached(r), prompt: r.usage?.prompt_tokens });
     const phases = await phasesOf(llm);
     assertPhases(llm, phases, ['wait', 'prefill', 'decode']);
   });

@@ -1,6 +1,7 @@
 #include "engines/sglang/tracker.h"
 
 #include "core/semconv.h"
+#include "core/static_key.h"
 #include "engines/sglang/sglang_spans.h"
 
 namespace infertel::engines::sglang {
@@ -132,6 +133,12 @@ bool Tracker::LevelSpan(Span& s, int current_level, Clock::time_point now, Proce
     ++kept_events;
   }
   while (events->size() > kept_events) events->RemoveLast();
+  // Each `retract` sent the request back to the waiting queue: a preemption, which SGLang
+  // reports per request this way only. Counted on the span, for the latency cause
+  // `preemption` (analytics/explain.h).
+  std::int64_t retracts = 0;
+  for (const auto& e : *events) retracts += e.name() == sc::kSglEventRetract ? 1 : 0;
+  if (retracts > 0) AddAttr(s.mutable_attributes(), Key<sc::kInfertelPreemptions>(), retracts);
   return true;
 }
 

@@ -142,6 +142,9 @@ class VllmProfile final : public EngineProfile {
     if (!has_flag("--otlp-traces-endpoint"))
       out.flags.emplace_back("--otlp-traces-endpoint", t.http ? t.otlp_http_endpoint + "/v1/traces"
                                                               : "http://" + t.otlp_grpc_endpoint);
+    // Cached prompt tokens in the usage (infertel.cache.hit_ratio, the latency causes).
+    if (!has_flag("--enable-prompt-tokens-details"))
+      out.flags.emplace_back("--enable-prompt-tokens-details", std::nullopt);
     // vLLM's span processor takes the OpenTelemetry SDK's 5 s batch delay by default.
     if (!t.export_delay_ms.empty())
       out.env.emplace_back(std::string(otel_env::kBspScheduleDelay), t.export_delay_ms);

@@ -647,5 +647,85 @@ TEST_F(AssemblerTest, AJoinedSpanOnTheGatewaysClockIsNotMoved) {
   EXPECT_EQ(a->stats().clock_corrected.load(), 0u);
 }
 
+// An engine request span of `request_id` from `start` s to `end` s with its latencies (s) and
+// prompt tokens, as vLLM sends them.
+TracesRequest TimedEngineRequest(std::string_view request_id, double start, double end, double ttft,
+                                 double queue, double prefill, double decode, std::int64_t prompt) {
+  TracesRequest req = EngineRequest(request_id);
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  s->set_start_time_unix_nano(static_cast<std::uint64_t>(start * 1e9));
+  s->set_end_time_unix_nano(static_cast<std::uint64_t>(end * 1e9));
+  s->clear_attributes();
+  auto* a = s->mutable_attributes();
+  AddAttr(a, sc::kGenAiRequestId, std::string("chatcmpl-") + std::string(request_id));
+  AddAttr(a, sc::kGenAiLatencyTimeToFirstToken, ttft);
+  AddAttr(a, sc::kGenAiLatencyTimeInQueue, queue);
+  AddAttr(a, sc::kGenAiLatencyTimeInModelPrefill, prefill);
+  AddAttr(a, sc::kGenAiLatencyTimeInModelDecode, decode);
+  AddAttr(a, sc::kGenAiUsagePromptTokens, prompt);
+  return req;
+}
+
+const Span* Named(const std::vector<CollectingSink::Item>& items, std::string_view id) {
+  for (const auto& it : items) {
+    const AnyValue* v = FindAttr(it.span.attributes(), sc::kGenAiRequestId);
+    if (it.span.name() == "llm_request" && v && v->string_value() == id) return &it.span;
+  }
+  return nullptr;
+}
+
+// A joined span of a request that missed an objective gets its cause and the evidence: here
+// another request's 3,000-token prefill ran while it decoded (interference), linked; every
+// joined span gets the cache hit ratio, and one that met its objectives no cause.
+TEST_F(AssemblerTest, AJoinedSpanThatMissedGetsItsCauseAndEvidence) {
+  auto a = Make(std::chrono::seconds(10));
+  auto other = FinishedExchange("prefill-1");
+  other.slo.judged = true;  // met
+  a->OnExchangeFinished(other);
+  a->Submit(TimedEngineRequest("prefill-1", 1.5, 1.9, 0.3, 0.0, 0.25, 0.1, 3000));
+  ASSERT_EQ(sink_.WaitFor(4).size(), 4u);
+  auto slow = FinishedExchange("slow-1");
+  slow.slo = {true, openai::kSloMissE2e};
+  slow.client_wait_ns = 1'000'000;  // 1 ms of the client's
+  a->OnExchangeFinished(slow);
+  a->Submit(TimedEngineRequest("slow-1", 1.0, 3.0, 0.2, 0.05, 0.1, 1.8, 100));
+  const auto items = sink_.WaitFor(8);
+  ASSERT_EQ(items.size(), 8u);
+  const Span* met = Named(items, "chatcmpl-prefill-1");
+  ASSERT_NE(met, nullptr);
+  EXPECT_EQ(FindAttr(met->attributes(), sc::kInfertelLatencyCause), nullptr);
+  EXPECT_NEAR(FindAttr(met->attributes(), sc::kInfertelCacheHitRatio)->double_value(), 12.0 / 3000,
+              1e-12);
+  const Span* s = Named(items, "chatcmpl-slow-1");
+  ASSERT_NE(s, nullptr);
+  const auto& attrs = s->attributes();
+  ASSERT_NE(FindAttr(attrs, sc::kInfertelLatencyCause), nullptr);
+  EXPECT_EQ(FindAttr(attrs, sc::kInfertelLatencyCause)->string_value(),
+            sc::kLatencyCauseInterference);
+  EXPECT_EQ(FindAttr(attrs, sc::kInfertelInterferencePrefillTokens)->int_value(), 3000);
+  EXPECT_NEAR(FindAttr(attrs, sc::kInfertelCacheHitRatio)->double_value(), 0.12, 1e-12);
+  EXPECT_NEAR(FindAttr(attrs, sc::kInfertelLatencyClient)->double_value(), 0.001, 1e-12);
+  EXPECT_EQ(FindAttr(attrs, sc::kInfertelQueueRequestsAhead)->int_value(), 0);
+  ASSERT_EQ(s->links_size(), 1);
+  EXPECT_EQ(s->links(0).span_id(), met->span_id());
+  EXPECT_EQ(FindAttr(s->links(0).attributes(), sc::kInfertelInterferencePrefillTokens)->int_value(),
+            3000);
+}
+
+// The gateway's view alone: a request that missed and whose engine failed it is engine_error.
+TEST_F(AssemblerTest, AJoinedSpanOfAFailedRequestIsAnEngineError) {
+  auto a = Make(std::chrono::seconds(10));
+  auto ex = FinishedExchange("failed-1");
+  ex.slo = {true, openai::kSloMissError};
+  ex.outcome = openai::Outcome::kEngineError;
+  a->OnExchangeFinished(ex);
+  a->Submit(TimedEngineRequest("failed-1", 1.0, 1.5, 0.2, 0.1, 0.1, 0.3, 10));
+  const auto items = sink_.WaitFor(4);
+  const Span* s = Named(items, "chatcmpl-failed-1");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(FindAttr(s->attributes(), sc::kInfertelLatencyCause)->string_value(),
+            sc::kLatencyCauseEngineError);
+}
+
 }  // namespace
 }  // namespace infertel::engines

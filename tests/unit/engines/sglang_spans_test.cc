@@ -309,6 +309,11 @@ TEST(SglangSpans, EventsAboveTheLevelLeaveAndLinksAcrossBatchesAreMended) {
   ASSERT_EQ(second[0].events_size(), 1);
   EXPECT_EQ(second[0].events(0).name(), "retract");
   EXPECT_EQ(r.events_dropped, 1u);
+  // A retract is a preemption of the request, counted on the span (a latency cause's evidence).
+  const AnyValue* preemptions = FindAttr(second[0].attributes(), sc::kInfertelPreemptions);
+  ASSERT_NE(preemptions, nullptr);
+  EXPECT_EQ(preemptions->int_value(), 1);
+  EXPECT_EQ(FindAttr(first[0].attributes(), sc::kInfertelPreemptions), nullptr);
 }
 
 Span PdRequest(std::string_view role, std::string room) {

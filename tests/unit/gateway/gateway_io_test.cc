@@ -799,7 +799,9 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsALongBodyWholeAndInOrder) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(got.size(), body.size());
   EXPECT_TRUE(got == body);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
+  const openai::Exchange ex = recorder_.WaitOne(0);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
+  EXPECT_LE(ex.client_wait_ns, ex.end_mono_ns - ex.start.mono_start_ns);
 }
 
 // The same for a stream: 16,000 events of about 1 KiB, each its own chunk, relayed through the
@@ -843,7 +845,67 @@ TEST_F(GatewayIoTest, AClientThatPausesGetsEveryStreamedEventInOrder) {
     ++copies;
   EXPECT_EQ(copies, kEvents);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
-  EXPECT_EQ(recorder_.WaitOne(0).outcome, openai::Outcome::kOk);
+  const openai::Exchange ex = recorder_.WaitOne(0);
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk);
+  EXPECT_LE(ex.client_wait_ns, ex.end_mono_ns - ex.start.mono_start_ns);
+}
+
+// A client that stops reading holds the response (the latency cause `client`): once the
+// engine's writes stall, every buffer on the way is full and the gateway awaits the client; the
+// time until the client reads again is the client's, and the exchange says so. (Waiting for the
+// stall, not for a fixed pause, keeps a loaded machine from reading the whole body into the
+// buffers only after the client has resumed.)
+TEST_F(GatewayIoTest, TheTimeTheGatewayWaitsOnAStalledClientIsMeasured) {
+  std::string body = kChat;
+  body.insert(body.size() - 1, ",\"pad\":\"" + std::string(32u << 20, 'p') + "\"");
+  std::atomic<std::size_t> written{0};
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (!ReadRequest(s, buf)) return;
+    const std::string all = Response(body);
+    for (std::size_t at = 0; at < all.size(); at += 64 * 1024) {
+      boost::system::error_code ec;
+      asio::write(
+          s, asio::buffer(all.data() + at, std::min<std::size_t>(64 * 1024, all.size() - at)), ec);
+      if (ec) return;
+      written += 64 * 1024;
+    }
+  });
+  StartGateway(engine.port());
+  asio::io_context io;
+  tcp::socket c(io);
+  c.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+  WriteAll(c, RawRequest());
+  std::size_t seen = 0;
+  for (int still = 0; still < 10;) {  // 100 ms without progress: stalled
+    std::this_thread::sleep_for(10ms);
+    const std::size_t now = written.load();
+    still = now == seen && now > 0 ? still + 1 : 0;
+    seen = now;
+  }
+  ASSERT_LT(seen, body.size()) << "the engine's writes never stalled";
+  std::this_thread::sleep_for(200ms);
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> p;
+  p.body_limit(128u << 20);
+  boost::system::error_code ec;
+  bhttp::read(c, buf, p, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(p.get().body().size(), body.size());
+  const openai::Exchange ex = recorder_.WaitOne(0);
+  EXPECT_GE(ex.client_wait_ns, 250'000'000u);  // the stall seen, and the 200 ms after it
+  EXPECT_LE(ex.client_wait_ns, ex.end_mono_ns - ex.start.mono_start_ns);
+}
+
+// A client that reads at once costs the gateway no wait on it.
+TEST_F(GatewayIoTest, AClientThatReadsAtOnceIsNoWait) {
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    if (ReadRequest(s, buf)) WriteAll(s, Response(kChat));
+  });
+  StartGateway(engine.port());
+  EXPECT_EQ(Post().result_int(), 200);
+  EXPECT_LT(recorder_.WaitOne(0).client_wait_ns, 50'000'000u);
 }
 
 }  // namespace

@@ -88,7 +88,23 @@ TEST(Rewrite, VllmMovesTheEngineAndAddsTheEndpoint) {
   EXPECT_EQ(r.env, (Env{{"OTEL_SERVICE_NAME", "my-app"},
                         {"OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod"},
                         {"OTEL_BSP_SCHEDULE_DELAY", "500"}}));
-  EXPECT_EQ(r.added.size(), 4u);
+  EXPECT_EQ(r.added.size(), 5u);
+}
+
+// Cached prompt tokens reach the usage (infertel.cache.hit_ratio) only with the engine's flag:
+// launch adds it, once, unless the user gave it.
+TEST(Rewrite, VllmPromptTokenDetailsOnlyWhereTheUserSetNone) {
+  auto fresh = Must({"vllm", "serve", "m"});
+  EXPECT_EQ(Count(fresh.argv, "--enable-prompt-tokens-details"), 1);
+  EXPECT_NE(std::find(fresh.added.begin(), fresh.added.end(), "--enable-prompt-tokens-details"),
+            fresh.added.end());
+  auto theirs = Must({"vllm", "serve", "m", "--enable-prompt-tokens-details"});
+  EXPECT_EQ(Count(theirs.argv, "--enable-prompt-tokens-details"), 1);
+  EXPECT_EQ(std::find(theirs.added.begin(), theirs.added.end(), "--enable-prompt-tokens-details"),
+            theirs.added.end());
+  auto sglang = Must({"sglang", "serve", "--model-path", "m"});
+  EXPECT_EQ(Count(sglang.argv, "--enable-prompt-tokens-details"), 0);
+  EXPECT_EQ(Count(sglang.argv, "--enable-cache-report"), 1);
 }
 
 // vLLM exports its spans every 500 ms instead of the SDK's 5 s, so that they are visible within
