@@ -6,6 +6,7 @@
 
 #include "core/json.h"
 #include "core/printable.h"
+#include "http/bearer.h"
 
 namespace infertel::console {
 namespace {
@@ -39,14 +40,6 @@ http::StringResponse Error(unsigned status, std::string_view type, std::string_v
   }
   out += fmt::format(R"(,"code":{}}}}})", status);
   return Json(status, std::move(out));
-}
-
-// Same length or not, the comparison takes the same time for a given candidate length.
-bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  return diff == 0;
 }
 
 std::string PercentDecode(std::string_view s) {
@@ -109,17 +102,7 @@ http::StringResponse ConfigApi::Refuse(ApiRefusal reason, http::StringResponse r
 }
 
 bool ConfigApi::Authorized(const http::StringRequest& req) const {
-  if (token_.empty()) return true;
-  auto it = req.find(bhttp::field::authorization);
-  if (it == req.end()) return false;
-  std::string_view v = it->value();
-  constexpr std::string_view kScheme = "bearer ";
-  if (v.size() < kScheme.size()) return false;
-  for (std::size_t i = 0; i < kScheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return false;
-  v.remove_prefix(kScheme.size());
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  return ConstantTimeEqual(v, token_);
+  return http::BearerTokenMatches(req, token_);
 }
 
 http::StringResponse ConfigApi::Handle(const http::StringRequest& req) const {

@@ -26,17 +26,21 @@ std::uint64_t RecordKey(std::string_view request_id) {
 // read a few milliseconds apart on one host, and NTP keeps hosts closer than this.
 constexpr std::int64_t kClockTolerance = 5'000'000;
 
-// A joined engine span's request cannot start before the gateway sent it, nor end after the
+// A joined engine span's request cannot start before the gateway had read it, nor end after the
 // gateway had the whole response: when it evidently does, its engine's clock is off, and the
 // span (before its phases are derived from it) moves to start where the gateway sent the
 // request, keeping its length; the move is recorded on it. Returns the move (0: none).
+// The bound is the request's arrival, not its dispatch: the gateway reads its clock once the
+// write returned, and an engine on the same host may start the request before that (by as much
+// as the gateway thread waited for a core between the two, tens of ms on a loaded machine).
 std::int64_t AlignToGateway(Span* span, const JoinRecord& r) {
   if (r.dispatch_wall_ns == 0 || r.end_wall_ns < r.dispatch_wall_ns) return 0;
   const auto start = static_cast<std::int64_t>(span->start_time_unix_nano());
   const auto end = static_cast<std::int64_t>(span->end_time_unix_nano());
   const auto sent = static_cast<std::int64_t>(r.dispatch_wall_ns);
+  const auto arrived = static_cast<std::int64_t>(r.start_wall_ns != 0 ? r.start_wall_ns : sent);
   const auto done = static_cast<std::int64_t>(r.end_wall_ns);
-  if (start >= sent - kClockTolerance && end <= done + kClockTolerance) return 0;
+  if (start >= arrived - kClockTolerance && end <= done + kClockTolerance) return 0;
   const std::int64_t move = sent - start;
   span->set_start_time_unix_nano(static_cast<std::uint64_t>(start + move));
   span->set_end_time_unix_nano(static_cast<std::uint64_t>(std::max(end, start) + move));

@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "export/factory.h"
 #include "export/sqlite/sqlite_store.h"
+#include "http/bearer.h"
 #include "ui/query.h"
 
 namespace infertel::ui {
@@ -152,26 +153,12 @@ http::StringResponse OneTrace(SqliteStore& store, std::string_view id) {
   return Json(200, std::move(out));
 }
 
-bool TokenMatches(std::string_view got, std::string_view want) {
-  unsigned char diff = got.size() == want.size() ? 0 : 1;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    diff |= static_cast<unsigned char>(got[i] ^ (i < want.size() ? want[i] : 0));
-  return diff == 0;
-}
-
 }  // namespace
 
 bool ApiV1::Authorized(const http::StringRequest& req) const {
-  if (token_.empty()) return true;
-  if (req.count(bhttp::field::authorization) != 1) return false;
-  std::string_view v = req[bhttp::field::authorization];
-  constexpr std::string_view kScheme = "bearer ";
-  if (v.size() < kScheme.size()) return false;
-  for (std::size_t i = 0; i < kScheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return false;
-  v.remove_prefix(kScheme.size());
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  return TokenMatches(v, token_);
+  // One credential: two are ambiguous (a proxy and its client may each have added one).
+  return token_.empty() ||
+         (req.count(bhttp::field::authorization) == 1 && http::BearerTokenMatches(req, token_));
 }
 
 http::StringResponse ApiV1::Handle(const http::StringRequest& req) const {

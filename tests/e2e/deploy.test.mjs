@@ -8,19 +8,19 @@
 // - Grafana: every PromQL expression of the dashboard returns data from a real Prometheus that
 //   scraped an agent in front of the simulator, with tenants and objectives set.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 
 import { closedPort, pollUntil, startAgent, startInfertel, startSim, stopAll, tempDir } from './lib/proc.mjs';
-import { get, openaiClient, collectStream } from './lib/util.mjs';
+import { startPrometheus } from './lib/prom.mjs';
+import { collectStream, openaiClient } from './lib/util.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DEPLOY = path.join(ROOT, 'deploy');
 const BIN = process.env.INFERTEL_BIN;
-const PROMETHEUS = '/usr/bin/prometheus';
 
 /** The documents of a YAML file, parsed by PyYAML. */
 function yamlDocs(file) {
@@ -159,13 +159,7 @@ describe('deploy/grafana', () => {
       env: { INFERTEL_TENANT_FROM: 'header:x-tenant-id', INFERTEL_SLO_TTFT_MS: '50', INFERTEL_SLO_E2E_MS: '5000' },
     });
     const sim = await startSim({ model: MODEL, listen: `127.0.0.1:${port}`, speed: 5 });
-    const promPort = await closedPort();
-    fs.writeFileSync(path.join(dir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: infertel\n    static_configs:\n      - targets: ['${agent.adminUrl.replace('http://', '')}']\n`);
-    const prom = spawn(PROMETHEUS, [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`,
-      `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    prom.stderr.on('data', (d) => (log += d));
+    const prom = await startPrometheus([agent.adminUrl.replace('http://', '')]);
     let sending = true;
     const traffic = (async () => {
       for (let i = 0; sending; i++) {
@@ -176,7 +170,7 @@ describe('deploy/grafana', () => {
     const query = async (expr) => {
       const q = expr.replaceAll('$__rate_interval', '30s').replaceAll('$model', '.*').replaceAll('$tenant', '.*');
       try {
-        const r = await get(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(q)}`);
+        const r = await prom.get(`/api/v1/query?query=${encodeURIComponent(q)}`);
         const body = JSON.parse(r.text);
         if (body.status !== 'success') return { error: body.error };
         return { result: body.data.result.filter((s) => !Number.isNaN(Number(s.value[1]))) };
@@ -196,14 +190,13 @@ describe('deploy/grafana', () => {
       }, { timeoutMs: 40000, intervalMs: 1000 }).catch(async () => {
         const empty = [];
         for (const e of exprs) if (!(await query(e.expr)).result?.length) empty.push(`${e.title}: ${e.expr}`);
-        throw new Error(`no data for:\n${empty.join('\n')}\n--- prometheus ---\n${log.slice(-2000)}`);
+        throw new Error(`no data for:\n${empty.join('\n')}\n--- prometheus ---\n${prom.log().slice(-2000)}`);
       });
       assert.deepEqual(missing, []);
     } finally {
       sending = false;
       await traffic.catch(() => {});
-      prom.kill('SIGTERM');
-      await new Promise((r) => prom.once('exit', r));
+      await prom.close();
       await stopAll(agent, sim);
     }
   });

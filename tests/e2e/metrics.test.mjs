@@ -3,18 +3,15 @@
 // and scraped by a real Prometheus server), exported over OTLP (decoded with the official
 // protos) and kept in the embedded store; counters carried across an engine restart.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startGrpcReceiver, startHttpReceiver } from './lib/otlp.mjs';
-import { promtoolCheck } from './lib/prom.mjs';
-import { closedPort, pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { promtoolCheck, startPrometheus } from './lib/prom.mjs';
+import { pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MODEL = 'e2e-metrics/model';
-const PROMETHEUS = '/usr/bin/prometheus';
 const FAST = ['--scrape-interval', '200ms', '--metric-export-interval', '300ms'];
 
 const scrapeAgent = async (agent) => {
@@ -139,26 +136,12 @@ describe('metrics: vLLM V1', () => {
   });
 
   test('a real Prometheus server scrapes the agent and its query API returns the series', async () => {
-    const promDir = tempDir('infertel-prom-').dir;
-    const port = await closedPort();
-    const adminHostPort = agent.adminUrl.replace('http://', '');
-    fs.writeFileSync(
-      path.join(promDir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: infertel\n    static_configs:\n      - targets: ['${adminHostPort}']\n`,
-    );
-    const prom = spawn(PROMETHEUS, [
-      `--config.file=${path.join(promDir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(promDir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--enable-feature=exemplar-storage',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    prom.stderr.on('data', (d) => (log += d));
+    const prom = await startPrometheus([agent.adminUrl.replace('http://', '')], { exemplars: true });
     try {
       const expected = metricSum(parsePrometheus(await scrapeAgent(agent)), 'genai_llm_usage_tokens_total', (l) => l.usageType === 'input');
       const result = await pollUntil(async () => {
         try {
-          const r = await get(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent('sum(genai_llm_usage_tokens_total{usageType="input"})')}`);
+          const r = await get(`${prom.url}/api/v1/query?query=${encodeURIComponent('sum(genai_llm_usage_tokens_total{usageType="input"})')}`);
           if (r.status !== 200) return null;
           const body = JSON.parse(r.text);
           return body.data.result.length ? body.data.result : null;
@@ -166,27 +149,27 @@ describe('metrics: vLLM V1', () => {
           return null;
         }
       }, { timeoutMs: 20000, intervalMs: 250 }).catch((e) => {
-        throw new Error(`${e.message}\n--- prometheus ---\n${log.slice(-3000)}`);
+        throw new Error(`${e.message}\n--- prometheus ---\n${prom.log().slice(-3000)}`);
       });
       assert.equal(Number(result[0].value[1]), expected);
-      const r = await get(`http://127.0.0.1:${port}/api/v1/query?query=gen_ai_vllm_kv_cache_usage_perc`);
+      const r = await get(`${prom.url}/api/v1/query?query=gen_ai_vllm_kv_cache_usage_perc`);
       const kv = JSON.parse(r.text).data.result;
       assert.equal(kv.length, 1);
       assert.equal(kv[0].metric.model_name, MODEL);
       assert.equal(kv[0].metric.engine_index, '0');
       const q = encodeURIComponent('histogram_quantile(0.5, sum by (le) (infertel_request_duration_seconds_bucket))');
-      const median = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=${q}`)).text).data.result;
+      const median = JSON.parse((await get(`${prom.url}/api/v1/query?query=${q}`)).text).data.result;
       assert.equal(median.length, 1, 'Prometheus reads the histogram');
       assert.ok(Number(median[0].value[1]) > 0, `median request duration ${median[0].value[1]}`);
       // Exemplars: Prometheus asks for OpenMetrics, stores the buckets' trace ids, and each
       // names a trace the agent's store holds.
       const now = Math.floor(Date.now() / 1000);
       const exemplars = await pollUntil(async () => {
-        const r = await get(`http://127.0.0.1:${port}/api/v1/query_exemplars?query=infertel_request_duration_seconds_bucket&start=${now - 600}&end=${now + 60}`);
+        const r = await get(`${prom.url}/api/v1/query_exemplars?query=infertel_request_duration_seconds_bucket&start=${now - 600}&end=${now + 60}`);
         const data = JSON.parse(r.text).data ?? [];
         return data.flatMap((d) => d.exemplars).length ? data.flatMap((d) => d.exemplars) : null;
       }, { timeoutMs: 10000, intervalMs: 250 });
-      assert.ok(exemplars, `no exemplars stored\n--- prometheus ---\n${log.slice(-3000)}`);
+      assert.ok(exemplars, `no exemplars stored\n--- prometheus ---\n${prom.log().slice(-3000)}`);
       const traceId = exemplars[0].labels.trace_id;
       assert.match(traceId, /^[0-9a-f]{32}$/);
       const stored = await pollUntil(async () => {
@@ -195,11 +178,10 @@ describe('metrics: vLLM V1', () => {
       }, { timeoutMs: 5000, intervalMs: 200 });
       assert.ok(stored, `the exemplar's trace ${traceId} is in the store`);
       assert.match(stored.stdout, /chat /);
-      const up = JSON.parse((await get(`http://127.0.0.1:${port}/api/v1/query?query=up`)).text).data.result;
+      const up = JSON.parse((await get(`${prom.url}/api/v1/query?query=up`)).text).data.result;
       assert.equal(up[0].value[1], '1', 'Prometheus reads the exposition without errors');
     } finally {
-      prom.kill('SIGTERM');
-      await new Promise((r) => prom.once('exit', r));
+      await prom.close();
     }
   });
 

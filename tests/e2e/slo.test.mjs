@@ -7,19 +7,16 @@
 // Prometheus (exemplars stored), the OTLP histograms and sums, a live change of the objectives
 // (general and per model) through the admin API, and `infertel slo` over the store.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startGrpcReceiver } from './lib/otlp.mjs';
-import { promtoolCheck } from './lib/prom.mjs';
+import { promtoolCheck, startPrometheus } from './lib/prom.mjs';
 import { closedPort, pollUntil, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { API_KEY, collectStream, get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MODEL = 'e2e-slo/model';
-const PROMETHEUS = '/usr/bin/prometheus';
 const TTFT_MS = 250;
 
 async function send(method, url, body) {
@@ -173,41 +170,21 @@ describe('tenants and SLOs', () => {
   });
 
   test('a real Prometheus scrapes the SLO series and stores exemplars of the tenant\'s histograms', async () => {
-    const promDir = tempDir('infertel-prom-slo-').dir;
-    const port = await closedPort();
-    fs.writeFileSync(
-      path.join(promDir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: infertel\n    static_configs:\n      - targets: ['${agent.adminUrl.replace('http://', '')}']\n`,
-    );
-    const prom = spawn(PROMETHEUS, [
-      `--config.file=${path.join(promDir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(promDir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--enable-feature=exemplar-storage',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    prom.stderr.on('data', (d) => (log += d));
-    const query = async (q) => {
-      try {
-        const r = await get(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(q)}`);
-        return r.status === 200 ? JSON.parse(r.text).data.result : null;
-      } catch {
-        return null;
-      }
-    };
+    const prom = await startPrometheus([agent.adminUrl.replace('http://', '')], { exemplars: true });
+    const query = prom.query;
     try {
       const result = await pollUntil(async () => {
         const r = await query(`sum(infertel_slo_requests_total{tenant="acme"})`);
         return r?.length ? r : null;
       }, { timeoutMs: 20000, intervalMs: 250 }).catch((e) => {
-        throw new Error(`${e.message}\n--- prometheus ---\n${log.slice(-3000)}`);
+        throw new Error(`${e.message}\n--- prometheus ---\n${prom.log().slice(-3000)}`);
       });
       assert.equal(Number(result[0].value[1]), 6);
       const ratio = await query(`infertel_slo_attainment_ratio{tenant="acme",window="5m"}`);
       assert.equal(ratio.length, 1);
       const now = Math.floor(Date.now() / 1000);
       const exemplars = await pollUntil(async () => {
-        const r = await get(`http://127.0.0.1:${port}/api/v1/query_exemplars?query=${encodeURIComponent('infertel_time_to_first_token_seconds_bucket{tenant="acme"}')}&start=${now - 600}&end=${now + 60}`);
+        const r = await prom.get(`/api/v1/query_exemplars?query=${encodeURIComponent('infertel_time_to_first_token_seconds_bucket{tenant="acme"}')}&start=${now - 600}&end=${now + 60}`);
         const data = JSON.parse(r.text).data ?? [];
         const all = data.flatMap((d) => d.exemplars);
         return all.length ? all : null;
@@ -215,8 +192,7 @@ describe('tenants and SLOs', () => {
       const acmeTraces = new Set(entries().filter((s) => s.attributes['infertel.tenant'] === 'acme').map((s) => s.traceId));
       assert.ok(exemplars.some((e) => acmeTraces.has(e.labels.trace_id)), 'an exemplar names one of acme\'s traces');
     } finally {
-      prom.kill('SIGTERM');
-      await new Promise((r) => prom.once('exit', r));
+      await prom.close();
     }
   });
 

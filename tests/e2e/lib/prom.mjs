@@ -1,7 +1,11 @@
 // promtool as the strict judge of an exposition.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 
-import { runCommand } from './proc.mjs';
+import { closedPort, runCommand, tempDir } from './proc.mjs';
+import { get } from './util.mjs';
 
 export const PROMTOOL = '/usr/bin/promtool';
 
@@ -20,4 +24,46 @@ export async function promtoolCheck(text) {
     `promtool check metrics (exit ${lint.code}):\n${other.join('\n')}\n--- scrape ---\n${text}`,
   );
   return findings;
+}
+
+export const PROMETHEUS = '/usr/bin/prometheus';
+
+/**
+ * A real Prometheus server scraping `targets` (HOST:PORT each) every second, on a free port,
+ * with exemplar storage when asked. Resolves {url, query(expr) → result array or null (not
+ * answered yet), get(path) → {status, text}, log() → its stderr, close()}.
+ */
+export async function startPrometheus(targets, { exemplars = false } = {}) {
+  const dir = tempDir('infertel-prom-').dir;
+  const port = await closedPort();
+  fs.writeFileSync(
+    path.join(dir, 'prometheus.yml'),
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: infertel\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]\n`,
+  );
+  const args = [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`];
+  if (exemplars) args.push('--enable-feature=exemplar-storage');
+  const proc = spawn(PROMETHEUS, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => (log += d));
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    get: (p) => get(`${url}${p}`),
+    async query(expr) {
+      try {
+        const r = await get(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`);
+        if (r.status !== 200) return null;
+        return JSON.parse(r.text).data.result;
+      } catch {
+        return null;
+      }
+    },
+    log: () => log,
+    close: () =>
+      new Promise((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', resolve);
+        proc.kill('SIGTERM');
+      }),
+  };
 }

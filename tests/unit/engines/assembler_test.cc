@@ -647,6 +647,29 @@ TEST_F(AssemblerTest, AJoinedSpanOnTheGatewaysClockIsNotMoved) {
   EXPECT_EQ(a->stats().clock_corrected.load(), 0u);
 }
 
+// The gateway reads its clock for the dispatch once its write returned; an engine on the same
+// host may start the request before that (the gateway thread waiting for a core in between):
+// a span starting after the request's arrival but before the recorded dispatch is not moved.
+TEST_F(AssemblerTest, ASpanStartingBeforeTheRecordedDispatchButAfterArrivalIsNotMoved) {
+  auto a = Make(std::chrono::seconds(10));
+  auto ex = FinishedExchange("late-stamp-1");
+  ex.upstream_sent_mono_ns = ex.start.mono_start_ns + 40'000'000;
+  ex.end_mono_ns = ex.start.mono_start_ns + 300'000'000;
+  a->OnExchangeFinished(ex);
+  TracesRequest req = EngineRequest("late-stamp-1");
+  Span* s = req.mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans(0);
+  const std::uint64_t arrived = ex.start.wall_start_ns;
+  s->set_start_time_unix_nano(arrived + 10'000'000);
+  s->set_end_time_unix_nano(arrived + 210'000'000);
+  a->Submit(std::move(req));
+  const auto items = sink_.WaitFor(4);
+  ASSERT_EQ(items.size(), 4u);
+  for (const auto& it : items)
+    EXPECT_EQ(FindAttr(it.span.attributes(), sc::kInfertelClockCorrection), nullptr)
+        << it.span.name();
+  EXPECT_EQ(a->stats().clock_corrected.load(), 0u);
+}
+
 // An engine request span of `request_id` from `start` s to `end` s with its latencies (s) and
 // prompt tokens, as vLLM sends them.
 TracesRequest TimedEngineRequest(std::string_view request_id, double start, double end, double ttft,
