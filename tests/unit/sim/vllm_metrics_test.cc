@@ -325,6 +325,10 @@ TEST(VllmMetricsTest, PrefixHitsOnRepeatedPromptAndPreemptionsUnderKvPressure) {
     SimOptions o;
     o.engine_config.num_kv_blocks = 12;
     o.engine_config.block_size = 16;
+    // Slow enough that the three requests run together, whenever their client threads start:
+    // at full speed the first could finish before the last arrived on a loaded machine, and
+    // with no pressure on the KV cache nothing was preempted.
+    o.engine_config.speed = 0.25;
     auto s = StartSim(o);
     ASSERT_TRUE(s);
     std::vector<std::thread> clients;
