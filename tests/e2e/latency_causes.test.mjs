@@ -116,3 +116,53 @@ describe('latency causes', () => {
     assert.equal(bad.code, 2);
   });
 });
+
+// A long prompt on an engine whose prefill is slow (2 ms per prompt token): its first token
+// misses a 300 ms objective in the prefill. Without the engine's prompt-token details the cause
+// is the prompt's length; with them, a prompt whose cached prefix (from an earlier request) is
+// under half of it is a prefix-cache miss. (vLLM leaves the details out of a stream's usage
+// when nothing was cached, so a cold prompt tells nothing about the cache.)
+describe('latency causes: a long prompt', () => {
+  for (const [details, cause] of [[false, 'long_prompt'], [true, 'prefix_cache_miss']]) {
+    test(`${details ? 'with' : 'without'} cached-token reports: ${cause}`, async () => {
+      const tmp = tempDir();
+      const db = path.join(tmp.dir, 'store');
+      const port = await closedPort();
+      const agent = await startAgent({ upstream: `http://127.0.0.1:${port}`, store: db, env: { INFERTEL_SLO_TTFT_MS: '300' } });
+      const sim = await startSim({
+        model: MODEL,
+        listen: `127.0.0.1:${port}`,
+        extra: ['--otlp-traces-endpoint', `grpc://${agent.receiverGrpc}`, '--prefill-ms-per-token', '2', ...(details ? ['--enable-prompt-tokens-details'] : [])],
+        env: { OTEL_BSP_SCHEDULE_DELAY: '100' },
+      });
+      try {
+        const id = randomTraceId();
+        const words = Array.from({ length: 400 }, (_, i) => `word${i}`);
+        const prompt = words.join(' ');
+        // The first 80 words seen before: about a fifth of the prompt is in the cache.
+        if (details)
+          await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: words.slice(0, 80).join(' ') }], max_tokens: 1 });
+        const s = await openaiClient(agent.url).chat.completions.create(
+          { model: MODEL, messages: [{ role: 'user', content: prompt }], max_tokens: 2, stream: true },
+          { headers: { traceparent: `00-${id}-${randomSpanId()}-01` } },
+        );
+        for await (const _ of s);
+        const rows = await pollUntil(async () => {
+          const r = await storeSpans(db, { trace: id });
+          const llm = r.find((x) => x.name === 'llm_request');
+          return llm?.attributes['infertel.latency.cause'] ? r : null;
+        }, { timeoutMs: 15000, intervalMs: 200 });
+        const entry = rows.find((x) => x.scope === 'infertel');
+        assert.deepEqual(entry.attributes['infertel.slo.missed'], ['ttft']);
+        const llm = rows.find((x) => x.name === 'llm_request');
+        assert.equal(llm.attributes['infertel.latency.cause'], cause, JSON.stringify(llm.attributes));
+        const ratio = llm.attributes['infertel.cache.hit_ratio'];
+        if (details) assert.ok(ratio > 0 && ratio < 0.5, `hit ratio ${ratio}`);
+        else assert.equal(ratio, undefined);
+      } finally {
+        await stopAll(agent, sim);
+        tmp.cleanup();
+      }
+    });
+  }
+});
