@@ -31,7 +31,7 @@ openai::SloVerdict RequestAnalytics::Judge(const SettingsPtr& settings,
                                            const openai::Exchange& ex) const {
   const auto snap = Parsed(settings);
   if (snap->policy.empty()) return {};
-  return analytics::Judge(ex, snap->policy.For(JudgedModel(ex)));
+  return analytics::Judge(ex, snap->policy.For(openai::ModelOf(ex)));
 }
 
 void RequestAnalytics::Register(StatsRegistry* r) const {
@@ -44,12 +44,6 @@ void RequestAnalytics::Register(StatsRegistry* r) const {
          &tenants_.folded().unprintable);
   r->AddFn("infertel_tenants", "Tenants admitted under their own name", T::kGauge, "",
            [this] { return static_cast<double>(tenants_.admitted()); });
-}
-
-std::string_view JudgedModel(const openai::Exchange& ex) {
-  return ex.response.model  ? std::string_view(*ex.response.model)
-         : ex.request.model ? std::string_view(*ex.request.model)
-                            : std::string_view();
 }
 
 }  // namespace infertel::analytics

@@ -51,8 +51,4 @@ class RequestAnalytics {
   TenantBound tenants_;
 };
 
-// The model an exchange is judged under: the engine's answer, else the client's request (as the
-// metrics name it).
-std::string_view JudgedModel(const openai::Exchange& ex);
-
 }  // namespace infertel::analytics

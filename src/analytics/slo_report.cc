@@ -1,7 +1,6 @@
 #include "analytics/slo_report.h"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <algorithm>
 #include <map>
@@ -22,30 +21,25 @@ struct Attrs {
   std::string model, tenant, cause;
 };
 
-Attrs ReadAttrs(std::string_view json) {
+// What the report reads of a span's attributes.
+Attrs ReadAttrs(const TraceSpan& span) {
   Attrs a;
-  simdjson::dom::parser parser;
-  simdjson::dom::object obj;
-  if (parser.parse(json.data(), json.size()).get(obj)) return a;
-  for (auto field : obj) {
-    const std::string_view key = field.key;
-    std::string_view s;
-    bool b = false;
-    if (key == sc::kInfertelSloMet && !field.value.get(b)) {
-      a.met = b;
-    } else if (key == sc::kInfertelSloMissed) {
-      simdjson::dom::array arr;
-      if (field.value.get(arr)) continue;
-      for (auto v : arr)
-        if (!v.get(s)) a.missed.emplace_back(s);
-    } else if (key == sc::kGenAiRequestModel && !field.value.get(s)) {
-      a.model = std::string(s);
-    } else if (key == sc::kInfertelTenant && !field.value.get(s)) {
-      a.tenant = std::string(s);
-    } else if (key == sc::kInfertelLatencyCause && !field.value.get(s)) {
-      a.cause = std::string(s);
-    }
-  }
+  auto find = [&](std::string_view key) -> const AttrValue* {
+    auto it = span.attributes.find(key);
+    return it == span.attributes.end() ? nullptr : &it->second;
+  };
+  auto text = [&](std::string_view key) {
+    const AttrValue* v = find(key);
+    const auto* s = v ? std::get_if<std::string>(v) : nullptr;
+    return s ? *s : std::string();
+  };
+  if (const AttrValue* v = find(sc::kInfertelSloMet))
+    if (const bool* b = std::get_if<bool>(v)) a.met = *b;
+  if (const AttrValue* v = find(sc::kInfertelSloMissed))
+    if (const auto* list = std::get_if<std::vector<std::string>>(v)) a.missed = *list;
+  a.model = text(sc::kGenAiRequestModel);
+  a.tenant = text(sc::kInfertelTenant);
+  a.cause = text(sc::kInfertelLatencyCause);
   return a;
 }
 
@@ -121,25 +115,26 @@ std::string Slowest(std::vector<RequestRecord> records, std::size_t n) {
 
 }  // namespace
 
-std::optional<RequestRecord> RecordOfTrace(const std::vector<SpanView>& spans) {
+std::optional<RequestRecord> RecordOfTrace(std::string_view trace_id,
+                                           const std::vector<TraceSpan>& spans) {
   std::optional<RequestRecord> rec;
   // The engine span's cause (it saw the phases) wins over the entry span's.
   std::string entry_cause, engine_cause;
-  for (const SpanView& s : spans) {
-    Attrs a = ReadAttrs(s.attributes_json);
+  for (const TraceSpan& s : spans) {
+    Attrs a = ReadAttrs(s);
     if (!a.cause.empty()) (a.met.has_value() ? entry_cause : engine_cause) = a.cause;
     const bool entry = a.met.has_value() || (!rec && s.parent_span_id.empty() && !a.model.empty());
     if (!entry || (rec && rec->judged)) continue;
     RequestRecord r;
-    r.trace_id = std::string(s.trace_id);
+    r.trace_id = std::string(trace_id);
     r.model = std::move(a.model);
     r.tenant = std::move(a.tenant);
     r.judged = a.met.has_value();
     r.met = a.met.value_or(false);
     r.missed = std::move(a.missed);
-    r.error = s.status_code == 2;
-    r.start_unix_nano = s.start_unix_nano;
-    r.duration_ns = std::max<std::int64_t>(0, s.end_unix_nano - s.start_unix_nano);
+    r.error = s.error;
+    r.start_unix_nano = s.start_ns;
+    r.duration_ns = std::max<std::int64_t>(0, s.end_ns - s.start_ns);
     rec = std::move(r);
   }
   if (rec) rec->cause = engine_cause.empty() ? entry_cause : engine_cause;

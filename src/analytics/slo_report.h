@@ -9,15 +9,9 @@
 #include <string_view>
 #include <vector>
 
-namespace infertel::analytics {
+#include "analytics/explain.h"
 
-// What the report needs of one stored span.
-struct SpanView {
-  std::string_view trace_id, name, parent_span_id;
-  std::int64_t start_unix_nano = 0, end_unix_nano = 0;
-  int status_code = 0;               // OTLP: 2 is ERROR
-  std::string_view attributes_json;  // a JSON object of attribute key to value
-};
+namespace infertel::analytics {
 
 // One request as the store holds it: its entry span's verdict and tenant, and the latency
 // cause found on any of its spans.
@@ -28,9 +22,11 @@ struct RequestRecord {
   std::int64_t start_unix_nano = 0, duration_ns = 0;
 };
 
-// The request of one trace: the span carrying infertel.slo.met (else the first root span with a
-// gen_ai.request.model), or nullopt when the trace holds no entry span.
-std::optional<RequestRecord> RecordOfTrace(const std::vector<SpanView>& spans);
+// The request of trace `trace_id` from its spans (as the explanation reads them: explain.h): the
+// span carrying infertel.slo.met (else the first root span with a gen_ai.request.model), or
+// nullopt when the trace holds no entry span.
+std::optional<RequestRecord> RecordOfTrace(std::string_view trace_id,
+                                           const std::vector<TraceSpan>& spans);
 
 struct ReportOptions {
   std::size_t slowest = 10;        // requests listed

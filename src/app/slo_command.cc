@@ -13,6 +13,7 @@
 #include "analytics/slo_report.h"
 #include "app/commands.h"
 #include "app/slo_from_store.h"
+#include "app/stored_trace.h"
 #include "core/clock.h"
 #include "core/printable.h"
 #include "export/factory.h"
@@ -34,15 +35,6 @@ struct SloFlags {
 [[noreturn]] void FailSlo(int code, const std::string& message) {
   std::fprintf(stderr, "infertel slo: %s\n", Printable(message).c_str());
   throw CLI::RuntimeError(code);
-}
-
-std::vector<analytics::SpanView> Views(const std::vector<exporting::StoredSpan>& spans) {
-  std::vector<analytics::SpanView> out;
-  out.reserve(spans.size());
-  for (const auto& s : spans)
-    out.push_back({s.trace_id, s.name, s.parent_span_id, s.start_time_unix_nano,
-                   s.end_time_unix_nano, s.status_code, s.attributes});
-  return out;
 }
 
 void Run(const SloFlags& f) {
@@ -79,9 +71,11 @@ std::string SloReportFromStore(exporting::SqliteStore& store, const SloQuery& q)
   const auto traces = store.Traces(filter);
   std::vector<analytics::RequestRecord> records;
   records.reserve(traces.size());
-  for (const auto& t : traces)
-    if (auto r = analytics::RecordOfTrace(Views(store.TraceSpans(t.trace_id))))
-      records.push_back(std::move(*r));
+  for (const auto& t : traces) {
+    std::vector<analytics::TraceSpan> spans;
+    for (const auto& s : store.TraceSpans(t.trace_id)) spans.push_back(ToTraceSpan(s));
+    if (auto r = analytics::RecordOfTrace(t.trace_id, spans)) records.push_back(std::move(*r));
+  }
   analytics::ReportOptions o;
   o.slowest = q.slowest;
   o.now_unix_nano = now;

@@ -443,6 +443,16 @@ struct Gateway::Impl {
   // Returns true when the client connection may carry another request.
   Task<bool> HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& client_deadline,
                        bhttp::request<bhttp::string_body>& req);
+  // The engine's response header as the client gets it: whether it is a stream, whether the
+  // gateway rewrites it, the client's header; the client watched while more is to come.
+  struct ResponseHead {
+    ClientHead head;
+    bool sse = false, modify = false;
+  };
+  ResponseHead TakeResponseHead(const bhttp::response_parser<bhttp::buffer_body>& rp,
+                                const UpstreamConn& up, bhttp::verb method, unsigned client_version,
+                                bool client_keep_alive, bool observe, Exchange& ex,
+                                ClientWatch& watch);
   // HandleOne's stages (their definitions say what each does).
   Task<void> Forward(std::size_t ui, Worker* w, const UpstreamTimeouts& timeouts,
                      bhttp::request<bhttp::string_body>& ureq, bool head, Exchange& ex,
@@ -1305,6 +1315,24 @@ Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeo
   }
 }
 
+Gateway::Impl::ResponseHead Gateway::Impl::TakeResponseHead(
+    const bhttp::response_parser<bhttp::buffer_body>& rp, const UpstreamConn& up,
+    bhttp::verb method, unsigned client_version, bool client_keep_alive, bool observe, Exchange& ex,
+    ClientWatch& watch) {
+  ResponseHead out;
+  const auto& ures = rp.get();
+  out.sse = ures[bhttp::field::content_type].rfind("text/event-stream", 0) == 0;
+  ex.streamed = out.sse;
+  out.modify = observe && out.sse;
+  out.head = MakeClientHead(ures, rp.content_length(), method, client_version,
+                            /*reframe=*/out.modify, client_keep_alive);
+  // Unwatched so far (Forward): the client is watched while the rest of the body comes.
+  if (!watch.armed && !rp.is_done() &&
+      !(rp.content_length() && up.buffer.size() >= *rp.content_length()))
+    ArmWatch(watch);
+  return out;
+}
+
 Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& client, Deadline& cdl,
                                     bhttp::request<bhttp::string_body>& req) {
   const UpstreamConfig& uc = upstreams[ui].config;
@@ -1376,25 +1404,17 @@ Task<bool> Gateway::Impl::HandleOne(std::size_t ui, Worker* w, WorkerSocket& cli
   auto& rp = *parser;
 
   // Response header toward the client.
-  auto& ures = rp.get();
-  ex.http_status = ures.result_int();
+  ex.http_status = rp.get().result_int();
   if (ex.http_status < 100 || ex.http_status > 599) {
     // Beast would write it as `000`; RFC 9110 §15 has no status outside 100–599.
     guard.Stop();
     co_return co_await fail_upstream(UpstreamFailure::kInvalidStatus,
                                      std::to_string(ex.http_status));
   }
-  std::string_view content_type = ures[bhttp::field::content_type];
-  const bool sse = content_type.rfind("text/event-stream", 0) == 0;
-  ex.streamed = sse;
-  const bool modify = observe && sse;
-  ClientHead head = MakeClientHead(ures, rp.content_length(), req.method(), client_version,
-                                   /*reframe=*/modify, client_keep_alive);
-  const bool keep_client = head.keep_client;
-  // Unwatched so far (Forward): the client is watched while the rest of the body comes.
-  if (!watch.armed && !rp.is_done() &&
-      !(rp.content_length() && up.buffer.size() >= *rp.content_length()))
-    ArmWatch(watch);
+  ResponseHead rh =
+      TakeResponseHead(rp, up, req.method(), client_version, client_keep_alive, observe, ex, watch);
+  ClientHead& head = rh.head;
+  const bool sse = rh.sse, modify = rh.modify, keep_client = head.keep_client;
 
   Relay r{.ui = ui,
           .client = client,

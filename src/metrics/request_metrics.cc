@@ -48,12 +48,6 @@ bool Measurable(const openai::Exchange& ex) {
           ex.outcome == openai::Outcome::kShutdown);
 }
 
-std::string_view ModelOf(const openai::Exchange& ex) {
-  return ex.response.model  ? std::string_view(*ex.response.model)
-         : ex.request.model ? std::string_view(*ex.request.model)
-                            : std::string_view();
-}
-
 ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
                                  const engines::EngineFacts& facts) {
   using M = ExchangeMeasures;

@@ -52,7 +52,7 @@ struct ExchangeMeasures {
 bool Measurable(const openai::Exchange& ex);
 
 // The model an exchange is measured under: the engine's answer, else the client's request.
-std::string_view ModelOf(const openai::Exchange& ex);
+using openai::ModelOf;
 
 // The counter deltas one exchange contributes. Requests that never ran on the engine
 // (refused by the gateway, engine unreachable, rejected by the engine) contribute nothing;

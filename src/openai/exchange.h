@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -151,6 +152,14 @@ struct Exchange {
   std::size_t deltas_dropped = 0;  // deltas beyond the bound
   bool logprobs_forced = false;    // the gateway asked the engine for logprobs
 };
+
+// The model an exchange is measured and judged under: the engine's answer, else the client's
+// request (empty when neither names one).
+inline std::string_view ModelOf(const Exchange& ex) {
+  return ex.response.model  ? std::string_view(*ex.response.model)
+         : ex.request.model ? std::string_view(*ex.request.model)
+                            : std::string_view();
+}
 
 // Receives exchanges. Called on a gateway worker thread: must not block.
 class ExchangeListener {

@@ -7,20 +7,29 @@ namespace {
 
 constexpr std::int64_t kS = 1'000'000'000;
 
-SpanView Entry(std::string_view trace, std::string_view attrs, std::int64_t start,
-               std::int64_t dur) {
-  return {trace, "chat m", "", start, start + dur, 0, attrs};
+TraceSpan Span(std::string_view name, std::string_view parent, std::int64_t start, std::int64_t end,
+               std::map<std::string, AttrValue, std::less<>> attributes) {
+  TraceSpan t;
+  t.name = std::string(name);
+  t.parent_span_id = std::string(parent);
+  t.start_ns = start;
+  t.end_ns = end;
+  t.attributes = std::move(attributes);
+  return t;
 }
 
 TEST(SloReport, TheEntrySpanGivesTheVerdictAndTheEngineSpanTheCause) {
-  const std::vector<SpanView> spans{
-      Entry("t1",
-            R"({"gen_ai.request.model":"m","infertel.tenant":"acme","infertel.slo.met":false,)"
-            R"("infertel.slo.missed":["ttft","e2e"],"infertel.latency.cause":"client"})",
-            10 * kS, 3 * kS),
-      {"t1", "llm_request", "abcd", 10 * kS, 12 * kS, 0, R"({"infertel.latency.cause":"queue"})"},
+  const std::vector<TraceSpan> spans{
+      Span("chat m", "", 10 * kS, 13 * kS,
+           {{"gen_ai.request.model", std::string("m")},
+            {"infertel.tenant", std::string("acme")},
+            {"infertel.slo.met", false},
+            {"infertel.slo.missed", std::vector<std::string>{"ttft", "e2e"}},
+            {"infertel.latency.cause", std::string("client")}}),
+      Span("llm_request", "abcd", 10 * kS, 12 * kS,
+           {{"infertel.latency.cause", std::string("queue")}}),
   };
-  const auto r = RecordOfTrace(spans);
+  const auto r = RecordOfTrace("t1", spans);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->model, "m");
   EXPECT_EQ(r->tenant, "acme");
@@ -29,7 +38,7 @@ TEST(SloReport, TheEntrySpanGivesTheVerdictAndTheEngineSpanTheCause) {
   EXPECT_EQ(r->missed, (std::vector<std::string>{"ttft", "e2e"}));
   EXPECT_EQ(r->cause, "queue");
   EXPECT_EQ(r->duration_ns, 3 * kS);
-  EXPECT_FALSE(RecordOfTrace({{"t2", "x", "", 0, 1, 0, "{}"}}));
+  EXPECT_FALSE(RecordOfTrace("t2", {Span("x", "", 0, 1, {})}));
 }
 
 TEST(SloReport, AttainmentPerModelAndTenantWithTheRecentWindows) {
