@@ -22,10 +22,10 @@
 #include "app/agent_options.h"
 #include "app/commands.h"
 #include "app/signals.h"
+#include "app/ui_routes.h"
 #include "console/console_service.h"
 #include "core/otel_env.h"
 #include "engines/registry.h"
-#include "ui/api_v1.h"
 
 namespace infertel {
 
@@ -186,13 +186,10 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   auto run = std::make_unique<AgentRun>();
   run->agent = std::make_unique<Agent>(std::move(opts), console->InitialSettings());
   Agent& agent = *run->agent;
-  agent.AddAdminRoute(std::string(console::kApiPrefix), console->AdminHandler());
-  // The store's JSON API (ui/api_v1.h), under the same token as the config API.
-  if (!store_path.empty()) {
-    auto api = std::make_shared<ui::ApiV1>(store_path, copts.admin_token);
-    agent.AddAdminRoute(std::string(ui::kApiV1Prefix),
-                        [api](const http::StringRequest& req) { return api->Handle(req); });
-  }
+  auto config_api = console->AdminHandler();
+  agent.AddAdminRoute(std::string(console::kApiPrefix), config_api);
+  // The web UI and the store's JSON API, under the same token as the config API.
+  if (!store_path.empty()) AddUiRoutes(agent, store_path, copts.admin_token, config_api);
   if (!agent.Start(&error)) FailAgent(1, error);
   console->RegisterStats(&agent.stats());
   console->Start(agent.config());

@@ -17,7 +17,11 @@
 
 #include "app/agent.h"
 #include "app/commands.h"
+#include "app/signals.h"
 #include "app/slo_from_store.h"
+#include "app/ui_routes.h"
+#include "console/admin_api.h"
+#include "console/console_service.h"
 #include "core/otel_env.h"
 #include "engines/registry.h"
 #include "export/sqlite/sqlite_store.h"
@@ -39,6 +43,8 @@ struct DemoFlags {
   std::string store = "infertel-demo.db";
   std::string model = "demo-llama-8b";
   std::uint64_t seed = 7;
+  std::string admin = "127.0.0.1:0";  // the admin address, where the web UI is
+  bool stay = false;                  // keep the agent and its web UI up after the summary
 };
 
 // Collects what the gateway measured, for the summary.
@@ -259,6 +265,17 @@ Stored ReadStored(const std::string& path) {
 // The demo's objectives and tenant rule, where the environment sets none: what an operator
 // would set (docs/telemetry-reference.md, "Tenants, SLOs and latency causes"), tight enough for
 // the simulated engine under the demo's load to miss some.
+// A fresh store each run: the summary counts this run's spans. Only a directory that is a
+// store (or an old demo's single file) is removed.
+void RemoveOldDemoStore(const std::string& store) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(store, ec)) {
+    if (std::filesystem::exists(store + "/lock", ec)) std::filesystem::remove_all(store, ec);
+  } else if (std::filesystem::is_regular_file(store, ec)) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(store + suffix, ec);
+  }
+}
+
 config::EnvLookup DemoEnv() {
   using config::Key;
   struct Default {
@@ -277,43 +294,64 @@ config::EnvLookup DemoEnv() {
   };
 }
 
-void Run(const DemoFlags& f) {
-  std::string error;
-  const std::uint16_t sim_port = FreePort();
+// The agent of the demo, with its console (the /ui/config page edits its switches) and the web
+// UI's routes, serving the simulator at `sim_port`.
+struct DemoAgent {
+  std::unique_ptr<console::ConsoleService> console;
+  std::unique_ptr<Agent> agent;
+};
 
+DemoAgent StartDemoAgent(const DemoFlags& f, std::uint16_t sim_port, TtftCollector* ttft) {
+  std::string error;
   AgentOptions ao;
   gateway::UpstreamConfig uc;
   // The registry's first engine, simulated: the default engine of the agent.
   uc.engine = EngineId{};
-  const engines::EngineProfile& engine = engines::Profile(uc.engine);
   uc.url = *http::ParseUrl(fmt::format("http://127.0.0.1:{}", sim_port));
   uc.listen = {"127.0.0.1", 0};
   ao.upstreams.push_back(uc);
-  ao.admin = {"127.0.0.1", 0};
+  auto admin = http::ParseHostPort(f.admin);
+  if (!admin || !http::IsLoopbackHost(admin->host)) {
+    std::fprintf(stderr, "infertel demo: --admin: expected a loopback HOST:PORT, got '%s'\n",
+                 f.admin.c_str());
+    throw CLI::RuntimeError(2);
+  }
+  ao.admin = *admin;
   ao.receiver.grpc_address = "127.0.0.1:0";
   ao.receiver.http_address = "";
   ao.exports = exporting::ExportOptionsFromEnv(config::ProcessEnv());
   ao.exports.store_path = f.store;
   ao.exports.store_enabled = true;
-  std::error_code fec;
-  // A fresh store each run: the summary counts this run's spans. Only a directory that is a
-  // store (or an old demo's single file) is removed.
-  if (std::filesystem::is_directory(f.store, fec)) {
-    if (std::filesystem::exists(f.store + "/lock", fec)) std::filesystem::remove_all(f.store, fec);
-  } else if (std::filesystem::is_regular_file(f.store, fec)) {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(f.store + suffix, fec);
+  RemoveOldDemoStore(f.store);
+  console::ConsoleOptions copts;  // no console file or URL: the environment and the API
+  copts.admin_token = config::ProcessEnv()("INFERTEL_ADMIN_TOKEN").value_or("");
+  DemoAgent d;
+  d.console =
+      console::ConsoleService::Create(copts, DemoEnv(), {{uc.name, uc.engine, uc.url}}, &error);
+  if (!d.console) {
+    std::fprintf(stderr, "infertel demo: console: %s\n", error.c_str());
+    throw CLI::RuntimeError(1);
   }
-  auto resolved = config::Resolve(DemoEnv());
-  Agent agent(std::move(ao), std::move(resolved.settings));
-  TtftCollector ttft;
-  agent.AddExchangeListener(&ttft);
+  d.agent = std::make_unique<Agent>(std::move(ao), d.console->InitialSettings());
+  Agent& agent = *d.agent;
+  agent.AddExchangeListener(ttft);
+  auto config_api = d.console->AdminHandler();
+  agent.AddAdminRoute(std::string(console::kApiPrefix), config_api);
+  AddUiRoutes(agent, f.store, copts.admin_token, config_api);
   if (!agent.Start(&error)) {
     std::fprintf(stderr, "infertel demo: agent: %s\n", error.c_str());
     throw CLI::RuntimeError(1);
   }
+  d.console->RegisterStats(&agent.stats());
+  d.console->Start(agent.config());
+  return d;
+}
 
+std::unique_ptr<sim::SimServer> StartDemoEngine(const DemoFlags& f, std::uint16_t sim_port,
+                                                const Agent& agent) {
   // The simulated vLLM sends its native llm_request spans to the agent's receiver, as a real
   // vLLM started with --otlp-traces-endpoint does; a short batch delay keeps the demo brisk.
+  const engines::EngineProfile& engine = engines::Profile(EngineId{});
   sim::SimOptions so;
   so.engine = std::string(engine.name());
   so.model = f.model;
@@ -327,31 +365,18 @@ void Run(const DemoFlags& f) {
     if (name == otel_env::kServiceName) return service;
     return std::nullopt;
   };
+  std::string error;
   auto sim = sim::SimServer::Start(so, &error);
   if (!sim) {
     std::fprintf(stderr, "infertel demo: simulator: %s\n", error.c_str());
     throw CLI::RuntimeError(1);
   }
-  std::uint16_t port = agent.GatewayPorts().at(0);
-  std::printf(
-      "infertel demo: simulated %s on 127.0.0.1:%u (native spans to the agent's receiver), "
-      "agent gateway on 127.0.0.1:%u, admin on 127.0.0.1:%u\n",
-      std::string(engine.display_name()).c_str(), sim->port(), port, agent.AdminPort());
-  std::printf(
-      "infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, "
-      "tools, aborts)\n",
-      f.clients, f.duration_s);
-  std::fflush(stdout);
+  return sim;
+}
 
-  Counters counters;
-  RunTraffic(f, port, counters);
-  sim->Stop();   // flushes the simulator's last native spans to the agent
-  agent.Stop();  // joins what is still waiting and flushes every exporter
-  auto s = ttft.Get();
-
+void PrintSummary(const DemoFlags& f, const Counters& counters, const TtftCollector::Summary& s) {
   const Stored stored = ReadStored(f.store);
   const std::int64_t spans = stored.spans, engine_spans = stored.engine_spans;
-  const std::string& tree = stored.tree;
   std::printf("\n== infertel demo summary\n");
   std::printf("requests sent        %llu (%llu failed, %llu aborted by the client on purpose)\n",
               static_cast<unsigned long long>(counters.requests.load()),
@@ -367,11 +392,54 @@ void Run(const DemoFlags& f) {
               std::filesystem::absolute(f.store).c_str(), f.store.c_str());
   std::printf("\n== latency objectives (infertel slo --store %s)\n%s", f.store.c_str(),
               stored.slo.c_str());
-  std::printf("\n== a recent trace (entry span, the engine's span, its phases)\n%s", tree.c_str());
+  std::printf("\n== a recent trace (entry span, the engine's span, its phases)\n%s",
+              stored.tree.c_str());
   if (counters.requests.load() == 0 || spans <= 0 || engine_spans <= 0) {
     std::fprintf(stderr, "infertel demo: no traffic, no spans or no engine spans stored\n");
     throw CLI::RuntimeError(1);
   }
+}
+
+void Run(const DemoFlags& f) {
+  const std::uint16_t sim_port = FreePort();
+  if (f.stay) BlockHandledSignals();  // before any thread starts: they inherit the mask
+  TtftCollector ttft;
+  DemoAgent d = StartDemoAgent(f, sim_port, &ttft);
+  Agent& agent = *d.agent;
+  auto sim = StartDemoEngine(f, sim_port, agent);
+  const std::uint16_t port = agent.GatewayPorts().at(0);
+  const std::string ui = fmt::format("http://127.0.0.1:{}/ui/", agent.AdminPort());
+  std::printf(
+      "infertel demo: simulated %s on 127.0.0.1:%u (native spans to the agent's receiver), "
+      "agent gateway on 127.0.0.1:%u, web UI on %s\n",
+      std::string(engines::Profile(EngineId{}).display_name()).c_str(), sim->port(), port,
+      ui.c_str());
+  std::printf(
+      "infertel demo: %d clients for %.0f s (chat, completions, streaming, embeddings, rerank, "
+      "tools, aborts)\n",
+      f.clients, f.duration_s);
+  std::fflush(stdout);
+
+  Counters counters;
+  RunTraffic(f, port, counters);
+  sim->Stop();  // flushes the simulator's last native spans to the agent
+  if (!f.stay) {
+    agent.Stop();  // joins what is still waiting and flushes every exporter
+    d.console->Stop();
+    PrintSummary(f, counters, ttft.Get());
+    std::printf("\nweb UI: infertel ui --store %s (or infertel demo --stay)\n", f.store.c_str());
+    return;
+  }
+  agent.Flush(std::chrono::seconds(10));
+  PrintSummary(f, counters, ttft.Get());
+  std::printf("\nweb UI: %s (the agent stays up; Ctrl-C to stop)\n", ui.c_str());
+  std::fflush(stdout);
+  while (true) {
+    const int sig = WaitForHandledSignal(std::chrono::seconds(1));
+    if (sig != 0 && ActionOf(sig) == SignalAction::kStop) break;
+  }
+  agent.Stop();
+  d.console->Stop();
 }
 
 }  // namespace
@@ -387,6 +455,11 @@ void AddDemoCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", flags->seed, "Seed for the simulator and the workload")
       ->capture_default_str();
+  sub->add_option("--admin", flags->admin,
+                  "Admin address of the agent, where the web UI is (loopback; port 0: any free)")
+      ->capture_default_str();
+  sub->add_flag("--stay", flags->stay,
+                "After the summary, keep the agent and its web UI up until Ctrl-C");
   sub->callback([flags] { Run(*flags); });
 }
 

@@ -224,6 +224,17 @@ class EngineProfile {
   // `generation` is the configured generation of the engine ("" = detect from the scrape).
   virtual ScrapedMetrics TranslateScrape(const scrape::ParseResult& scrape,
                                          std::string_view generation) const = 0;
+  // Which of its families tell the engine's state, as the web UI's overview charts it; of
+  // each list the first family with a series is read (a generation has one, the next another);
+  // an empty list: the engine does not report it.
+  struct StateFamilies {
+    std::vector<metrics::MetricId> kv_cache_usage, running, waiting;
+    std::vector<metrics::MetricId> preemptions;  // a counter
+    // Set for an engine whose state families add up each scrape's values (ScrapeMode::
+    // kSnapshot): the counter of scrapes, by which their increase is divided.
+    std::optional<metrics::MetricId> scrapes;
+  };
+  virtual StateFamilies state_families() const { return {}; }
 
   // ---- Knobs: the switches of the console that live in the running engine at `base`.
   virtual std::unique_ptr<EngineKnobs> MakeKnobs(const http::Url& base) const = 0;

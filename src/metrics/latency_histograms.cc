@@ -181,4 +181,17 @@ std::uint64_t LatencyHistograms::dropped() const {
   return dropped_;
 }
 
+std::map<std::pair<std::string, std::string>, LatencyHistograms::BucketCounts>
+LatencyHistograms::Totals(Latency id) const {
+  std::map<std::pair<std::string, std::string>, BucketCounts> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [key, s] : series_) {
+    const auto& [family, labels] = key;
+    if (family != id) continue;
+    BucketCounts& t = out[{labels.model, labels.tenant}];
+    for (std::size_t i = 0; i < t.size(); ++i) t[i] += s.counts[i];
+  }
+  return out;
+}
+
 }  // namespace infertel::metrics

@@ -76,6 +76,10 @@ class LatencyHistograms {
 
   std::uint64_t dropped() const;  // observations of series beyond the bound
 
+  // Family `id`'s bucket counts (not cumulative) per (model, tenant), summed over the engines.
+  using BucketCounts = std::array<std::uint64_t, kLatencyBuckets>;
+  std::map<std::pair<std::string, std::string>, BucketCounts> Totals(Latency id) const;
+
  private:
   struct Exemplar {
     TraceId trace{};

@@ -48,6 +48,19 @@ bool Measurable(const openai::Exchange& ex) {
           ex.outcome == openai::Outcome::kShutdown);
 }
 
+namespace {
+// A request the server had to serve: the API's operations, but not those refused by the
+// gateway, given up by their client, or a client's mistake (a 4xx, such as an unknown model,
+// whose name must take no room among the model label's values).
+bool Counted(const openai::Exchange& ex) {
+  const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
+                   ex.op == Operation::kEmbeddings;
+  const bool client_error = ex.http_status >= 400 && ex.http_status < 500;
+  return api && !client_error && ex.outcome != openai::Outcome::kRejected &&
+         ex.outcome != openai::Outcome::kClientAborted;
+}
+}  // namespace
+
 ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
                                  const engines::EngineFacts& facts) {
   using M = ExchangeMeasures;
@@ -194,7 +207,8 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
   // Before Admit: a refused request takes no model's room (a judged one ran on the server).
-  if (!Measurable(ex) && !ex.slo.judged) return;
+  const bool counted = overview_ != nullptr && Counted(ex);
+  if (!Measurable(ex) && !ex.slo.judged && !counted) return;
   try {
     std::string_view model = ModelOf(ex);
     // The model is whatever the client named, and some engines answer any name.
@@ -202,6 +216,7 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     if (slo_ != nullptr && ex.slo.judged)
       slo_->Record(model, ex.tenant, ex.slo, ex.response.usage.output_tokens,
                    static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
+    if (counted) overview_->CountRequest(model, ex.tenant, ex.outcome != openai::Outcome::kOk);
     if (!Measurable(ex)) return;
     const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name));
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);

@@ -25,6 +25,7 @@
 #include "engines/profile.h"
 #include "metrics/label_bound.h"
 #include "metrics/latency_histograms.h"
+#include "metrics/overview_history.h"
 #include "metrics/slo_metrics.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
@@ -75,16 +76,17 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& record,
 
 class RequestMetrics : public openai::ExchangeListener, public engines::EngineSpanListener {
  public:
-  // `histograms` and `slo` (each may be null) take the latency distributions and the SLO
-  // verdicts.
+  // `histograms`, `slo` and `overview` (each may be null) take the latency distributions, the
+  // SLO verdicts and the overview's request counts.
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
                  LabelBoundOptions model_bound = {}, LatencyHistograms* histograms = nullptr,
-                 SloMetrics* slo = nullptr)
+                 SloMetrics* slo = nullptr, OverviewHistory* overview = nullptr)
       : store_(store),
         config_(std::move(config)),
         model_bound_(model_bound),
         histograms_(histograms),
-        slo_(slo) {}
+        slo_(slo),
+        overview_(overview) {}
   // Gives `upstream` its own bound on model label values. Not thread-safe: call before the
   // gateway starts. Exchanges of an upstream never added share one bound.
   void AddUpstream(const std::string& upstream);
@@ -108,6 +110,7 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   LabelBoundOptions model_bound_;
   LatencyHistograms* histograms_;
   SloMetrics* slo_;
+  OverviewHistory* overview_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
   // Each upstream's stream interval as its facts say (0: not known), read per exchange.

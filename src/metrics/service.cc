@@ -39,7 +39,7 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       sink_(sink),
       resource_(std::move(resource)),
       version_(std::move(version)),
-      request_metrics_(&store_, config_, options_.model_bound, &histograms_, &slo_),
+      request_metrics_(&store_, config_, options_.model_bound, &histograms_, &slo_, &overview_),
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
@@ -68,6 +68,10 @@ void MetricsService::Start() {
       NameThisThread("metrics-scrape");
       Loop(options_.scrape_interval, &MetricsService::ScrapeOnce);
     });
+  threads_.emplace_back([this] {
+    NameThisThread("metrics-overview");
+    Loop(options_.overview_step, &MetricsService::RecordOverview);
+  });
   if (sink_)
     threads_.emplace_back([this] {
       NameThisThread("metrics-export");
@@ -127,6 +131,54 @@ void MetricsService::ExportOnce() {
   slo_.AppendOtlp(sm, start_unix_nano_, now);
   if (sm->metrics_size() == 0) return;
   sink_->Submit(std::move(req));
+}
+
+EngineState MetricsService::ReadEngineState(const Target& t,
+                                            const config::Settings& settings) const {
+  const auto families = engines::Profile(t.config.engine).state_families();
+  const auto points = store_.Snapshot([&](std::string_view source, EngineId engine) {
+    return source == t.config.upstream && MetricsEnabled(settings, engine);
+  });
+  // The sum over a family's series (engines of one upstream, their labels), of the first
+  // family of `ids` that has one.
+  auto read = [&](const std::vector<MetricId>& ids) -> std::optional<double> {
+    for (MetricId id : ids) {
+      std::optional<double> sum;
+      for (const MetricPoint& p : points)
+        if (p.id == id) sum = sum.value_or(0) + p.value;
+      if (sum) return sum;
+    }
+    return std::nullopt;
+  };
+  EngineState e{read(families.kv_cache_usage), read(families.running), read(families.waiting),
+                read(families.preemptions), std::nullopt};
+  if (families.scrapes) e.scrapes = read({*families.scrapes});
+  return e;
+}
+
+void MetricsService::RecordOverview() {
+  OverviewReading r;
+  overview_.AddRequestCounts(&r);
+  const std::array<std::pair<Latency, Buckets KeyTotals::*>, 3> latencies{
+      {{Latency::kTimeToFirstToken, &KeyTotals::ttft},
+       {Latency::kInterToken, &KeyTotals::itl},
+       {Latency::kRequestDuration, &KeyTotals::e2e}}};
+  for (const auto& [id, field] : latencies)
+    for (const auto& [key, counts] : histograms_.Totals(id)) r.keys[key].*field = counts;
+  for (const auto& [key, t] : slo_.AllTotals()) {
+    KeyTotals& k = r.keys[key];
+    k.slo_judged = t.judged;
+    k.slo_met = t.met;
+    k.goodput_tokens = t.goodput_tokens;
+  }
+  auto settings = config_->Current();
+  for (const auto& t : targets_) r.upstreams[t->config.upstream] = ReadEngineState(*t, *settings);
+  overview_.Record(static_cast<std::int64_t>(WallNanos() / 1'000'000), std::move(r));
+}
+
+std::string MetricsService::OverviewJson(std::int64_t since_unix_ms) const {
+  const auto step_s = std::chrono::duration_cast<std::chrono::seconds>(options_.overview_step);
+  return overview_.Json(since_unix_ms, static_cast<int>(std::max<std::int64_t>(1, step_s.count())));
 }
 
 void MetricsService::ScrapeOnce() {
@@ -252,6 +304,9 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
   stats->AddFn("infertel_latency_observations_dropped",
                "Latency observations dropped: their histogram series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(histograms_.dropped()); });
+  stats->AddFn("infertel_overview_values_dropped",
+               "Values of the web UI's overview not kept: their series would pass the bound",
+               T::kCounter, "", [this] { return static_cast<double>(overview_.dropped()); });
   stats->AddFn("infertel_slo_verdicts_dropped",
                "SLO verdicts not counted: their (model, tenant) series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(slo_.dropped()); });

@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "core/telemetry.h"
 #include "engines/profile.h"
+#include "metrics/overview_history.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
 #include "openai/exchange.h"
@@ -32,6 +33,8 @@ struct MetricsOptions {
   std::chrono::milliseconds scrape_timeout{3000};
   // OTLP export interval (OTEL_METRIC_EXPORT_INTERVAL, default 60 s as in the SDKs).
   std::chrono::milliseconds export_interval{60000};
+  // The step of the web UI's overview (OverviewHistory).
+  std::chrono::milliseconds overview_step{5000};
   // Series per scrape target and their expiry (docs/limits.md, "Scraped series").
   ScrapeLimits scrape_limits;
   // Model label values per upstream (docs/limits.md, "Metric labels chosen by outside input").
@@ -80,9 +83,13 @@ class MetricsService {
   // OpenMetrics exposition (ToOpenMetrics).
   std::string RenderPrometheus(bool exemplars = false) const;
 
-  // One pass over every target / one export (the threads call these; so can tests).
+  // One pass over every target / one export / one overview step (the threads call these; so
+  // can tests).
   void ScrapeOnce();
   void ExportOnce();
+  void RecordOverview();
+  // The overview's steps since `since_unix_ms` (OverviewHistory::Json).
+  std::string OverviewJson(std::int64_t since_unix_ms) const;
   // The last scrape error per target ("" when fine), for status pages and tests.
   std::string LastError(std::string_view upstream) const;
 
@@ -105,6 +112,7 @@ class MetricsService {
   void CountRefused(Target& t, const ScrapeUpdate& u, std::size_t over_sample_limit,
                     std::size_t invalid_values);
   void RegisterModelStats(StatsRegistry* stats);
+  EngineState ReadEngineState(const Target& t, const config::Settings& settings) const;
   void Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)());
 
   MetricsOptions options_;
@@ -115,6 +123,7 @@ class MetricsService {
   MetricStore store_;
   LatencyHistograms histograms_;
   SloMetrics slo_;
+  OverviewHistory overview_;
   RequestMetrics request_metrics_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::uint64_t start_unix_nano_ = 0;

@@ -163,4 +163,11 @@ std::uint64_t SloMetrics::dropped() const {
   return dropped_ + windows_.dropped();
 }
 
+std::map<std::pair<std::string, std::string>, SloMetrics::Totals> SloMetrics::AllTotals() const {
+  std::map<std::pair<std::string, std::string>, Totals> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [key, s] : series_) out[key] = {s.met + s.missed, s.met, s.goodput_tokens};
+  return out;
+}
+
 }  // namespace infertel::metrics

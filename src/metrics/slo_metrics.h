@@ -53,6 +53,13 @@ class SloMetrics {
   // Verdicts of pairs beyond the bound.
   std::uint64_t dropped() const;
 
+  struct Totals {
+    std::uint64_t judged = 0, met = 0;
+    double goodput_tokens = 0;
+  };
+  // Each (model, tenant)'s cumulative figures.
+  std::map<std::pair<std::string, std::string>, Totals> AllTotals() const;
+
  private:
   struct Series {
     std::uint64_t met = 0, missed = 0;

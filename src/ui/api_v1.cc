@@ -15,6 +15,7 @@
 #include "export/sqlite/sqlite_store.h"
 #include "http/bearer.h"
 #include "ui/query.h"
+#include "ui/store_series.h"
 
 namespace infertel::ui {
 namespace {
@@ -153,6 +154,15 @@ http::StringResponse OneTrace(SqliteStore& store, std::string_view id) {
   return Json(200, std::move(out));
 }
 
+// The window a `since` parameter asks for, in unix ms: a duration back from now (15m, the
+// default) or a unix millisecond; nullopt for neither.
+std::optional<std::int64_t> SinceOf(const QueryParams& q, std::int64_t now_ms) {
+  const std::string_view v = q.Get("since").value_or("15m");
+  if (auto ms = Integer(v)) return std::min(*ms, now_ms);
+  if (auto d = exporting::ParseDuration(v)) return now_ms - d->count();
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool ApiV1::Authorized(const http::StringRequest& req) const {
@@ -161,14 +171,47 @@ bool ApiV1::Authorized(const http::StringRequest& req) const {
          (req.count(bhttp::field::authorization) == 1 && http::BearerTokenMatches(req, token_));
 }
 
+http::StringResponse ApiV1::Metrics(std::string_view query) const {
+  auto parsed = ParseQuery(query);
+  if (auto* err = std::get_if<std::string>(&parsed)) return Error(400, "bad_request", *err);
+  const auto now_ms = static_cast<std::int64_t>(WallNanos() / 1'000'000);
+  const auto since = SinceOf(std::get<QueryParams>(parsed), now_ms);
+  if (!since)
+    return Error(400, "bad_request", "since: expected unix milliseconds or a duration such as 15m");
+  if (hooks_.overview)  // "" when the agent keeps no metrics: the store answers
+    if (std::string json = hooks_.overview(*since); !json.empty())
+      return Json(200, std::move(json));
+  SqliteStore store;
+  std::string error;
+  if (!store.Open(store_path_, &error)) return Error(503, "store_unavailable", error);
+  TraceFilter f;
+  f.start_from = *since * 1'000'000;
+  f.limit = kMaxSeriesTraces;
+  const auto traces = store.Traces(f);
+  const std::int64_t step = StepSecondsFor(now_ms - *since, kMaxSeriesSteps);
+  return Json(200, StoreSeriesJson(traces, *since, now_ms, step, traces.size() < f.limit));
+}
+
+http::StringResponse ApiV1::Config(const http::StringRequest& req, std::string_view rest) const {
+  if (!hooks_.config)
+    return Error(404, "no_agent",
+                 "no agent is running: the switches live in a running agent (infertel ui serves "
+                 "a store only)");
+  return hooks_.config(req, rest);
+}
+
 http::StringResponse ApiV1::Handle(const http::StringRequest& req) const {
   if (!Authorized(req)) return Error(401, "unauthorized", "a bearer token is required");
-  if (req.method() != bhttp::verb::get) return Error(405, "method_not_allowed", "GET only");
   std::string_view target = req.target(), query;
   if (auto q = target.find('?'); q != std::string_view::npos) {
     query = target.substr(q + 1);
     target = target.substr(0, q);
   }
+  constexpr std::string_view kConfig = "/api/v1/config";
+  if (target == kConfig || target.starts_with(std::string(kConfig) + "/"))
+    return Config(req, req.target().substr(kConfig.size()));
+  if (req.method() != bhttp::verb::get) return Error(405, "method_not_allowed", "GET only");
+  if (target == "/api/v1/metrics") return Metrics(query);
   constexpr std::string_view kTraces = "/api/v1/traces";
   if (target != kTraces && !target.starts_with(std::string(kTraces) + "/"))
     return Error(404, "not_found", "no such API endpoint");

@@ -95,6 +95,53 @@ describe('the store\'s JSON API', () => {
     assert.equal((await get(`${agent.adminUrl}/api/v1/traces/${'0'.repeat(31)}1`)).status, 404);
   });
 
+  // The values of the series `metric` of a GET /api/v1/metrics answer, by tenant or upstream.
+  const seriesOf = (body, metric) => body.series.filter((x) => x.metric === metric);
+
+  test('the overview\'s series: requests, latency percentiles and the engine\'s state, per step', async () => {
+    const body = await pollUntil(async () => {
+      const r = await get(`${agent.adminUrl}/api/v1/metrics?since=10m`);
+      assert.equal(r.status, 200, r.text);
+      const b = JSON.parse(r.text);
+      const acme = seriesOf(b, 'requests_per_second').find((x) => x.tenant === 'acme');
+      const running = seriesOf(b, 'requests_running');
+      return acme && acme.values.some((v) => v > 0) && running.some((x) => x.values.some((v) => v !== null)) ? b : null;
+    }, { timeoutMs: 20000 });
+    assert.equal(body.source, 'agent');
+    assert.equal(body.step_seconds, 5);
+    for (const x of body.series) assert.equal(x.values.length, body.times.length, x.metric);
+    const sum = (x) => x.values.reduce((a, v) => a + (v ?? 0), 0) * body.step_seconds;
+    // Four streams of tenant acme, two of beta: requests per second times the step, summed.
+    assert.equal(Math.round(sum(seriesOf(body, 'requests_per_second').find((x) => x.tenant === 'acme'))), 4);
+    assert.equal(Math.round(sum(seriesOf(body, 'requests_per_second').find((x) => x.tenant === 'beta'))), 2);
+    const ttft = seriesOf(body, 'ttft_p50_seconds').find((x) => x.tenant === 'acme');
+    assert.ok(ttft.values.some((v) => v > 0 && v < 10), JSON.stringify(ttft));
+    for (const m of ['kv_cache_usage_ratio', 'requests_running', 'requests_waiting']) {
+      const [x] = seriesOf(body, m);
+      assert.ok(x && x.upstream !== '' && x.model === '', m);
+    }
+    const r = await get(`${agent.adminUrl}/api/v1/metrics?since=yesterday`);
+    assert.equal(r.status, 400);
+  });
+
+  test('the agent\'s switches under /api/v1/config, as the console\'s API gives them', async () => {
+    const all = JSON.parse((await get(`${agent.adminUrl}/api/v1/config`)).text);
+    const key = all.keys.find((k) => k.key === 'infertel.tenant.max');
+    assert.equal(key.value, 100);
+    const put = await fetch(`${agent.adminUrl}/api/v1/config/infertel.tenant.max`, {
+      method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 50 }),
+    });
+    assert.equal(put.status, 200, await put.text());
+    const now = JSON.parse((await get(`${agent.adminUrl}/api/config/infertel.tenant.max`)).text);
+    assert.equal(now.value, 50);
+    assert.equal(now.source, 'console');
+    assert.equal(now.layer, 'api');
+    const bad = await fetch(`${agent.adminUrl}/api/v1/config/infertel.tenant.max`, {
+      method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'many' }),
+    });
+    assert.equal(bad.status, 400);
+  });
+
   test('bad parameters are 400s naming them; other methods and paths are refused', async () => {
     for (const [q, word] of [['status=maybe', 'status'], ['min_ms=-1', 'min_ms'], ['limit=0', 'limit'], ['limit=501', 'limit'], ['since=yesterday', 'since'], ['q=%zz', 'escape']]) {
       const r = await get(`${agent.adminUrl}/api/v1/traces?${q}`);
@@ -120,6 +167,17 @@ describe('the store\'s JSON API', () => {
       const r = await get(`${base}/api/v1/traces?limit=500`, { authorization: 'Bearer s3cret' });
       assert.equal(r.status, 200);
       assert.deepEqual(JSON.parse(r.text).traces.map((t) => t.trace_id), before.map((t) => t.trace_id));
+      // No agent: no switches, and the overview from the store's trace index.
+      const config = await get(`${base}/api/v1/config`, { authorization: 'Bearer s3cret' });
+      assert.equal(config.status, 404);
+      assert.equal(JSON.parse(config.text).error.type, 'no_agent');
+      const m = JSON.parse((await get(`${base}/api/v1/metrics?since=1h`, { authorization: 'Bearer s3cret' })).text);
+      assert.equal(m.source, 'store');
+      const rps = seriesOf(m, 'requests_per_second');
+      const total = rps.reduce((a, x) => a + x.values.reduce((b, v) => b + (v ?? 0), 0), 0) * m.step_seconds;
+      assert.equal(Math.round(total), 7, 'the seven traces, the engine\'s refusal among them');
+      const errors = seriesOf(m, 'errors_per_second').reduce((a, x) => a + x.values.reduce((b, v) => b + (v ?? 0), 0), 0) * m.step_seconds;
+      assert.equal(Math.round(errors), 1);
     } finally {
       await stopAll(ui);
     }

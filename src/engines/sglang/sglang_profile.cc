@@ -182,6 +182,13 @@ class SglangProfile final : public EngineProfile {
   }
 
   ScrapeMode scrape_mode() const override { return ScrapeMode::kSnapshot; }
+  // The spec's families add up every scrape's state (M5): divided by the scrapes counted.
+  StateFamilies state_families() const override {
+    return {.kv_cache_usage = {Id(SglangMetric::kTokenUsage)},
+            .running = {Id(SglangMetric::kNumRunningReqs)},
+            .waiting = {Id(SglangMetric::kNumQueueReqs)},
+            .scrapes = Id(SglangMetric::kLogCount)};
+  }
   bool ReadsFamily(std::string_view family) const override { return sglang::ReadsFamily(family); }
   bool ReadsSample(std::string_view sample) const override { return sglang::ReadsSample(sample); }
   // One stats period per scrape: its state values, and one more log count.

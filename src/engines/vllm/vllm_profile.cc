@@ -104,6 +104,14 @@ class VllmProfile final : public EngineProfile {
   }
 
   ScrapeMode scrape_mode() const override { return ScrapeMode::kCumulative; }
+  // V1's families first, then V0's.
+  StateFamilies state_families() const override {
+    return {
+        .kv_cache_usage = {Id(VllmMetric::kKvCacheUsagePerc), Id(VllmMetric::kGpuCacheUsageSys)},
+        .running = {Id(VllmMetric::kNumRequestsRunning), Id(VllmMetric::kNumRunningSys)},
+        .waiting = {Id(VllmMetric::kNumRequestsWaiting), Id(VllmMetric::kNumWaitingSys)},
+        .preemptions = {Id(VllmMetric::kNumPreemptions), Id(VllmMetric::kNumPreemptionIter)}};
+  }
   bool ReadsFamily(std::string_view family) const override { return vllm::ReadsFamily(family); }
   bool ReadsSample(std::string_view sample) const override { return vllm::ReadsSample(sample); }
   ScrapedMetrics TranslateScrape(const scrape::ParseResult& scrape,

@@ -609,12 +609,17 @@ TEST_F(SglangSpansServerTest, StreamDisconnectAbortsWithErrorOnTheThreadSpan) {
       server->port(),
       R"({"model":"m","messages":[{"role":"user","content":"go"}],"stream":true,"max_tokens":5000,"ignore_eos":true,"rid":"abortme0000"})");
   ASSERT_TRUE(WaitFor([&] { return server->engine().Stats().aborted == 1; }));
-  auto spans = collector_.TraceOf("abortme0");
-  ASSERT_FALSE(spans.empty());
+  // The root and the thread's span may come in different export batches: wait for both.
+  std::vector<Span> spans;
+  ASSERT_TRUE(WaitFor([&] {
+    spans = collector_.TraceOf("abortme0");
+    return ByPrefix(spans, "Scheduler") != nullptr && ByPrefix(spans, " Req ") != nullptr;
+  }));
   const Span* sched = ByPrefix(spans, "Scheduler");
-  ASSERT_NE(sched, nullptr);
   EXPECT_EQ(sched->status().code(), otlp_trace::Status::STATUS_CODE_ERROR);
+  ASSERT_NE(SpanAttr(*sched, "type"), nullptr);
   EXPECT_EQ(SpanAttr(*sched, "type")->string_value(), "abort");
+  ASSERT_NE(SpanAttr(*sched, "message"), nullptr);
   EXPECT_EQ(SpanAttr(*sched, "message")->string_value(), "Aborted");
   const Span* root = ByPrefix(spans, " Req ");
   EXPECT_FALSE(root->has_status());
