@@ -2,7 +2,7 @@
 // stage, on the requests bench/otlp_pipeline.sh sends: batches of 512 vLLM V1 `llm_request`
 // spans as vLLM's frontend emits them. Per-span costs are CPU time per iteration / 512 (the
 // items/s counters give spans per CPU-second). gRPC transport is not included; see
-// docs/performance.md, "OTLP pipeline", for the end-to-end figures.
+// docs/performance-history.md, "OTLP pipeline", for the end-to-end figures.
 // Run: build-*/bench/otlp_normalize_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/otlp_pipeline.sh BUILD_DIR — OTLP receive → normalize → export against pass-through
-# (receive → export), over OTLP gRPC and OTLP/HTTP, in one run (see docs/performance.md,
+# (receive → export), over OTLP gRPC and OTLP/HTTP, in one run (see docs/performance-history.md,
 # "OTLP pipeline").
 #
 # Builds nothing: takes the build directory holding `infertel` and `infertel-otlp-bench`.
@@ -41,7 +41,7 @@ JOIN_MS=${BENCH_OTLP_JOIN_WINDOW_MS:-100}
 # Python exporters do (they wait the 1 s the agent names).
 RETRY_MS=${BENCH_OTLP_RETRY_MS:-20}
 # Empty: the agent's default export queue. Set (e.g. 65536) to size it above the bursts the
-# join window releases (see docs/performance.md).
+# join window releases (see docs/performance-history.md).
 BSP_QUEUE=${BENCH_OTLP_BSP_QUEUE:-}
 read -r -a TRANSPORTS <<<"${BENCH_OTLP_TRANSPORTS:-grpc http}"
 for tr in "${TRANSPORTS[@]}"; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/saturation.sh BUILD_DIR — the agent at saturation against nginx, in one run: added p99,
 # throughput and CPU per request, with the store on (the default) and with --no-store (issue 38,
-# item 4; see docs/performance.md, "Saturation: bench/saturation.sh").
+# item 4; see docs/performance-history.md, "Saturation: bench/saturation.sh").
 #
 # Builds nothing: takes the build directory holding `infertel` and `infertel-loadgen`.
 # Starts, all on 127.0.0.1: the upstream (`infertel-loadgen serve`: answers a chat completion at

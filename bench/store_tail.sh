@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/store_tail.sh BUILD_DIR — what the embedded store's writer does to the gateway's tail
-# when both share one core (see docs/performance.md, "The store on the gateway's core").
+# when both share one core (see docs/performance-history.md, "The store on the gateway's core").
 #
 # Builds nothing: takes the build directory holding `infertel` and `infertel-loadgen`. Two
 # agents in front of one loadgen upstream, both pinned to core $PROXY_CPU (bench/lib.sh

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   // Debian builds Abseil without NDEBUG, so its deadlock detection is on: every absl::Mutex
   // that gRPC takes (its call, transport and completion-queue locks) also updated a
   // process-wide lock-order graph under a global lock, with a stack trace for each mutex it
-  // first saw. A release build of Abseil does none of it (docs/performance.md).
+  // first saw. A release build of Abseil does none of it (docs/performance-history.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // The engines' keys and metric families join their tables before any is read.

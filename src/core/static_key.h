@@ -7,7 +7,7 @@
 // inline, and protobuf keeps a string set on an arena message as a std::string whose
 // characters are on the heap. An entry span carried about fifteen such keys: at least fifteen
 // allocations on the gateway thread per request, and as many frees on an export lane when the
-// span's arena went (docs/performance.md, "Attribute strings: one allocation for a long
+// span's arena went (docs/performance-history.md, "Attribute strings: one allocation for a long
 // string, none for a key").
 
 #include <cstddef>

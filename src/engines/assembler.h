@@ -250,7 +250,7 @@ class Assembler : public pipeline::TraceSink, public openai::ExchangeListener {
   // Keyed by a hash of the request id, so the id is stored once (in the record, which
   // Lookup compares); a colliding id replaces the older record. Open addressing: at the bound
   // (50,000 records) every finished request inserts one and evicts the oldest, and a node-based
-  // map's buckets and nodes were each a cache miss (docs/performance.md, "Join records in a
+  // map's buckets and nodes were each a cache miss (docs/performance-history.md, "Join records in a
   // flat table").
   absl::flat_hash_map<std::uint64_t, Stored> records_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> expiry_;

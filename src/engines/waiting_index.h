@@ -5,7 +5,7 @@
 // unmatched at the end of their window, in the order they came. A single hash table over all
 // of them (1 MB and more at 170k spans/s) took a cache miss for every insert on the
 // receiver's thread and another for the erase on the assembler's: about 5 % of the agent's
-// CPU in the OTLP benchmark (docs/performance.md, "The waiting index in generations").
+// CPU in the OTLP benchmark (docs/performance-history.md, "The waiting index in generations").
 //
 // So the index is a row of small tables, generations of kGenerationEntries pairs each, in
 // arrival order. Inserts go into the newest, which is small enough to stay in cache. Nothing

@@ -140,9 +140,9 @@ class ChunkFrame {
 // Writes what a client socket in user non-blocking mode takes of `buffers` now, and returns
 // how many bytes that was. A relayed SSE event nearly always fits the socket's buffer: written
 // at once, it costs no completion handler posted and resumed through the event loop, whose
-// every turn polls epoll (docs/performance.md, "System calls per SSE event, counted again"),
-// and being a plain call, no coroutine frame either. *ec is set on a failure other than a full
-// socket.
+// every turn polls epoll (docs/performance-history.md, "System calls per SSE event, counted
+// again"), and being a plain call, no coroutine frame either. *ec is set on a failure other
+// than a full socket.
 template <typename Buffers>
 std::size_t WriteNow(WorkerSocket& socket, const Buffers& buffers, error_code& ec) {
   const std::size_t n = socket.write_some(buffers, ec);

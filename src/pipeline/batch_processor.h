@@ -119,7 +119,8 @@ class BatchProcessor final : public Sink<Request> {
       // Pauses are allowed while less than one configured batch waits behind the export in
       // progress: the configured size, not the lane's larger one, so that a lane taking 4,096
       // at a time still stops pausing once 512 wait (measured with the store at saturation:
-      // about 10 % less agent CPU per request than pausing until 4,096 wait; docs/performance.md).
+      // about 10 % less agent CPU per request than pausing until 4,096 wait;
+      // docs/performance-history.md).
       lane->exporter->UsePacer(Pacer(&lane->stats->queue_items, options_.max_batch_items));
       if (stats != nullptr)
         RegisterExporterStats(*stats, lane->exporter->Name(), SignalTraits<Request>::kName,

@@ -5,7 +5,7 @@
 // codec adds a third walk; the batch processor has already sized every item at Submit for its
 // byte bound. Encode() therefore sizes only the resource and scope headers afresh and reuses
 // each item's cached size: at 4 spans out per span in, the two walks saved were about 9 % of
-// the agent's CPU in the OTLP benchmark (docs/performance.md).
+// the agent's CPU in the OTLP benchmark (docs/performance-history.md).
 //
 // Precondition: no item (span, log record, metric) changed since ByteSizeLong() last ran on it
 // or on a message holding it. An item never sized (cached size 0) is sized here. The batch

@@ -4,8 +4,8 @@
 // A received OTLP request is about 60 heap objects per span (strings, key-values). Moved
 // between heap messages, every one of them is allocated on the receiver's thread and freed on
 // an exporter's, which was about a third of the agent's CPU in the OTLP benchmark
-// (docs/performance.md). A Held request instead lives on a protobuf Arena owned by a Memory,
-// and stages pass it on by linking pointers:
+// (docs/performance-history.md). A Held request instead lives on a protobuf Arena owned by a
+// Memory, and stages pass it on by linking pointers:
 //
 //   - the receiver parses each request onto the arena of a fresh Memory;
 //   - a stage that keeps some items (the assembler's waiting spans) keeps raw pointers to them

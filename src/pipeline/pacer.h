@@ -4,7 +4,7 @@
 //
 // Why: the agent's threads often share one core. Linux here ticks at 250 Hz and does not
 // preempt kernel code, so a gateway thread preempted by such a stretch waited up to a 4 ms
-// tick for the core, whatever its slice (docs/performance.md, "The store on the gateway's
+// tick for the core, whatever its slice (docs/performance-history.md, "The store on the gateway's
 // core"). Every `every` of work the pacer pauses the lane for `pause`: a short sleep, which
 // takes the lane off the run queue so that any runnable thread gets the core. A
 // sched_yield() does not do that: Linux's EEVDF scheduler only hands the core to a thread
@@ -15,7 +15,7 @@
 // backlog builds it keeps the core, so pausing never costs the lane its share of a saturated
 // core, and its queue never overflows because of it. Each pause still costs a sleep and two
 // switches: with the store on a saturated core, pausing until a 4,096-row batch waited instead
-// of 512 rows cost about a tenth of the agent's CPU per request (docs/performance.md).
+// of 512 rows cost about a tenth of the agent's CPU per request (docs/performance-history.md).
 
 #include <atomic>
 #include <chrono>

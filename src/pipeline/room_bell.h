@@ -6,7 +6,7 @@
 // Why: a request that finds the export queues three-quarters full waits for room rather than
 // being refused. Polling for it every millisecond cost the OTLP/HTTP receiver about a thousand
 // wake-ups a second under a steady overload, a fifth to a third of its CPU per span
-// (docs/performance.md, "Waking requests that wait for room"). Room only comes when a lane
+// (docs/performance-history.md, "Waking requests that wait for room"). Room only comes when a lane
 // takes a batch, a few hundred times a second at most, so the lane says so.
 //
 // Cost to the lane: a fence and a load per batch while nothing waits; a listener's work (a

@@ -4,7 +4,7 @@
 // Why not protobuf's own serializer: for a proto3 `string` field it checks the value for
 // valid UTF-8 on every write, and only logs when the check fails: the bytes written are the
 // same either way. At four spans out per span in, that check and the stream's per-field room
-// checks were about a third of the export lane's serializing time (docs/performance.md,
+// checks were about a third of the export lane's serializing time (docs/performance-history.md,
 // "Spans written field by field"). Here every size is known before the first byte (the
 // caller sized the batch), so the writer needs no room checks, and the strings were checked
 // where they came in (the receiver's parse) or were made by the agent.

@@ -9,7 +9,7 @@
 // (an export lane took a batch: pipeline/room_bell.h), and otherwise every kRoomPoll for a
 // sink without a bell, or every `fallback_poll` for one with a bell (a safety net: nothing
 // but a lane frees room). Looking every millisecond instead cost the HTTP receiver about a
-// thousand wake-ups a second under a steady overload (docs/performance.md).
+// thousand wake-ups a second under a steady overload (docs/performance-history.md).
 
 #include <array>
 #include <chrono>

@@ -7,7 +7,7 @@
 // heap allocation on the receiving thread, a string object on the arena with a destructor in
 // its cleanup list, and a free on the export lane when the arena went: freeing the received
 // strings was about 6 % of the agent's CPU in the OTLP pipeline benchmark, nearly as much as
-// writing the spans out (docs/performance.md, "Received keys shared").
+// writing the spans out (docs/performance-history.md, "Received keys shared").
 
 #include <cstdint>
 #include <string_view>

@@ -383,7 +383,7 @@ void RegisterStoreStats(StatsRegistry& registry, std::shared_ptr<const StoreStat
 namespace {
 
 // Spans per export: one transaction each, whose cost per span falls with its size
-// (docs/performance.md, "Larger store transactions").
+// (docs/performance-history.md, "Larger store transactions").
 constexpr std::size_t kStoreBatchRows = 4096;
 
 // The process's writable stores by path: the trace, log and metric exporters share one.

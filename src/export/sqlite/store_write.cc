@@ -47,7 +47,8 @@ void LogStoreProblem(std::string_view what) {
 
 // SQLite keeps allocation statistics by default, behind a process-wide mutex taken on every
 // malloc and free; nothing here reads them. Off, the store lane's locking of that mutex (about
-// 4 % of its CPU, docs/performance.md) goes. Only possible before SQLite initializes itself.
+// 4 % of its CPU, docs/performance-history.md) goes. Only possible before SQLite initializes
+// itself.
 void ConfigureSqliteOnce() {
   static std::once_flag once;
   std::call_once(once, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
