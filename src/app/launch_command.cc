@@ -213,6 +213,7 @@ void Run(const LaunchFlags& f) {
     if (kv.key() == "service.name") ro.service_name = kv.value().string_value();
   if (switches.tracing_level)
     ro.tracing_level = static_cast<int>(settings->GetInt(*switches.tracing_level));
+  ro.settings = settings;
   if (ro.otlp_grpc_endpoint.ends_with(":0") && ro.otlp_http_endpoint.ends_with(":0"))
     ro.instrument = false;  // no receiver: nowhere to send engine spans
   auto rewritten = launch::Rewrite(f.command, *cmd, ro, environment, &why);

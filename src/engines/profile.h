@@ -150,6 +150,9 @@ struct LaunchTelemetry {
   // The batch delay of the engine's span processor, for engines that read it from the
   // environment (OTEL_BSP_SCHEDULE_DELAY); empty: add nothing.
   std::string export_delay_ms;
+  // The switches as the agent resolved them (null: none): the engine maps those of its log
+  // switches that the user set (an unset one is the engine's own choice) to its own flags.
+  const config::Settings* settings = nullptr;
 };
 
 // Flags and variables launch adds to an engine's command.

@@ -187,6 +187,7 @@ std::optional<Rewritten> Rewrite(
   t.http = EnvValue(environment, otel_env::kOtlpTracesProtocol) == "http/protobuf";
   t.tracing_level = o.tracing_level;
   t.export_delay_ms = o.export_delay_ms;
+  t.settings = o.settings.get();
   const engines::LaunchAdditions adds = engine.LaunchTelemetryFor(
       t, [&](std::string_view flag) { return HasFlag(argv, cmd.args_begin, flag); });
   for (const auto& [flag, value] : adds.flags) {

@@ -6,6 +6,7 @@
 // Pure functions; thread-safe.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,6 +47,8 @@ struct RewriteOptions {
   // The engine's tracing level, for an engine that takes it at start (its profile decides
   // how), when the user set none.
   std::optional<int> tracing_level;
+  // The agent's switches, whose log switches the engine maps to its flags (null: none).
+  std::shared_ptr<const config::Settings> settings;
   // The batch delay of the engine's span processor, for an engine that reads it from the
   // environment, when the user set none; empty: add nothing. The OpenTelemetry SDK's default
   // is 5 s, so an engine span reached the backend about 1 s after its request under load and

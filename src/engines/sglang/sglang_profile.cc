@@ -1,6 +1,7 @@
 #include "engines/sglang/sglang_profile.h"
 
 #include <fmt/format.h>
+#include <cctype>
 
 #include <algorithm>
 
@@ -211,6 +212,21 @@ class SglangProfile final : public EngineProfile {
   std::pair<std::string_view, std::uint16_t> default_listen() const override {
     return {"127.0.0.1", 30000};
   }
+  // The console's log switches that the user set, as SGLang's server flags (SGLang's own
+  // defaults are request logging off and level 2, which an unset switch leaves alone).
+  template <typename Add>
+  static void AddLogFlags(const config::Settings& s, const Add& add) {
+    const Keys& k = keys();
+    if (s.IsSet(k.log_requests) && s.GetBool(k.log_requests)) add("--log-requests", std::nullopt);
+    if (s.IsSet(k.log_requests_level))
+      add("--log-requests-level", std::to_string(s.GetInt(k.log_requests_level)));
+    if (s.IsSet(k.logging_level)) {
+      std::string level(s.GetString(k.logging_level));
+      for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      add("--log-level", level);
+    }
+  }
+
   LaunchAdditions LaunchTelemetryFor(
       const LaunchTelemetry& t,
       const std::function<bool(std::string_view)>& has_flag) const override {
@@ -228,6 +244,7 @@ class SglangProfile final : public EngineProfile {
     // SGLang passes its own 500 ms to its span processor: no batch delay to set.
     if (t.tracing_level)
       out.env.emplace_back("SGLANG_TRACE_LEVEL", std::to_string(*t.tracing_level));
+    if (t.settings != nullptr) AddLogFlags(*t.settings, add);
     return out;
   }
 };

@@ -156,6 +156,13 @@ class VllmProfile final : public EngineProfile {
     // vLLM's span processor takes the OpenTelemetry SDK's 5 s batch delay by default.
     if (!t.export_delay_ms.empty())
       out.env.emplace_back(std::string(otel_env::kBspScheduleDelay), t.export_delay_ms);
+    // The log level, when the user set it: vLLM reads it from the environment at start. Its
+    // request logging is not mapped: the flag is --enable-log-requests from 0.10.2 (off by
+    // default) and --disable-log-requests before (on by default), and a flag the engine does
+    // not know stops it from starting.
+    if (t.settings != nullptr && t.settings->IsSet(keys().logging_level))
+      out.env.emplace_back("VLLM_LOGGING_LEVEL",
+                           std::string(t.settings->GetString(keys().logging_level)));
     return out;
   }
 

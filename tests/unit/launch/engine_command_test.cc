@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include "common/engine_ids.h"
+#include "config/settings.h"
+#include "engines/sglang/sglang_keys.h"
+#include "engines/vllm/vllm_keys.h"
 #include "launch/engine_command.h"
 
 namespace infertel::launch {
@@ -105,6 +108,48 @@ TEST(Rewrite, VllmPromptTokenDetailsOnlyWhereTheUserSetNone) {
   auto sglang = Must({"sglang", "serve", "--model-path", "m"});
   EXPECT_EQ(Count(sglang.argv, "--enable-prompt-tokens-details"), 0);
   EXPECT_EQ(Count(sglang.argv, "--enable-cache-report"), 1);
+}
+
+// The console's log switches that the user set become the engine's own flags; unset ones (the
+// engine's own choice) add nothing, and a flag the user gave wins.
+TEST(Rewrite, LogSwitchesTheUserSetBecomeTheEnginesFlags) {
+  const auto& sk = engines::sglang::keys();
+  const auto& vk = engines::vllm::keys();
+  auto none = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  auto set = std::make_shared<const config::Settings>(
+      config::Resolve(none, {{sk.log_requests, "true"},
+                             {sk.log_requests_level, "3"},
+                             {sk.logging_level, "DEBUG"},
+                             {vk.logging_level, "WARNING"}})
+          .settings);
+  RewriteOptions o = Opts();
+  o.settings = set;
+  auto sglang = Must({"sglang", "serve", "--model-path", "m"}, {}, o);
+  EXPECT_EQ(Count(sglang.argv, "--log-requests"), 1);
+  auto level = std::find(sglang.argv.begin(), sglang.argv.end(), "--log-requests-level");
+  ASSERT_NE(level, sglang.argv.end());
+  EXPECT_EQ(*(level + 1), "3");
+  auto log_level = std::find(sglang.argv.begin(), sglang.argv.end(), "--log-level");
+  ASSERT_NE(log_level, sglang.argv.end());
+  EXPECT_EQ(*(log_level + 1), "debug");
+  EXPECT_NE(std::find(sglang.added.begin(), sglang.added.end(), "--log-requests-level 3"),
+            sglang.added.end());
+  // The user's own flag wins.
+  auto theirs = Must({"sglang", "serve", "--model-path", "m", "--log-level", "error"}, {}, o);
+  EXPECT_EQ(Count(theirs.argv, "--log-level"), 1);
+  // vLLM: the log level through its environment variable, unless the user set it.
+  auto vllm = Must({"vllm", "serve", "m"}, {}, o);
+  EXPECT_NE(std::find(vllm.env.begin(), vllm.env.end(),
+                      std::pair<std::string, std::string>{"VLLM_LOGGING_LEVEL", "WARNING"}),
+            vllm.env.end());
+  auto user_env = Must({"vllm", "serve", "m"}, {{"VLLM_LOGGING_LEVEL", "INFO"}}, o);
+  EXPECT_EQ(std::count_if(user_env.env.begin(), user_env.env.end(),
+                          [](const auto& kv) { return kv.first == "VLLM_LOGGING_LEVEL"; }),
+            0);
+  // Nothing set: nothing added.
+  auto plain = Must({"sglang", "serve", "--model-path", "m"});
+  EXPECT_EQ(Count(plain.argv, "--log-requests"), 0);
+  EXPECT_EQ(Count(plain.argv, "--log-level"), 0);
 }
 
 // vLLM exports its spans every 500 ms instead of the SDK's 5 s, so that they are visible within
