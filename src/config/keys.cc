@@ -68,6 +68,18 @@ constexpr std::array<KeySpec, kAgentKeyCount> kAgentKeys{{
      "data). The spec names no key for this switch (C2: client frameworks only), so this one is "
      "infertel's own.",
      KeyGroup::kApplication},
+    {Key::kSemconvStabilityOptIn, "otel.semconv-stability.opt-in", "OTEL_SEMCONV_STABILITY_OPT_IN",
+     kList, "", kLive, "", 0, 0,
+     "gen_ai_latest_experimental|gen_ai_latest_experimental/dup|http|http/dup|database|"
+     "database/dup|messaging|messaging/dup|rpc|rpc/dup|code|code/dup",
+     false, "OpenTelemetry",
+     "Which names GenAI telemetry uses (the conventions' own switch; other instrumentations' "
+     "values are accepted and ignored). Unset: the telemetry model's. "
+     "`gen_ai_latest_experimental`: the latest OpenTelemetry GenAI conventions' instead "
+     "(attribute renames, gen_ai.provider.name, the gen_ai.client.* and gen_ai.server.* "
+     "histograms in place of the model's latency and token families); "
+     "`gen_ai_latest_experimental/dup`: both.",
+     KeyGroup::kApplication},
     {Key::kUpstreamConnectTimeoutMs,
      "infertel.upstream.connect-timeout-ms",
      "INFERTEL_UPSTREAM_CONNECT_TIMEOUT_MS",

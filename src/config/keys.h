@@ -24,6 +24,8 @@ enum class Key : std::uint16_t {
   kMessageContentMaxLength,
   kMessageContentCaptureStrategy,
   kCaptureMultimodal,
+  // The GenAI conventions' own switch: which dialect of their names spans and metrics speak.
+  kSemconvStabilityOptIn,
   // infertel's own: upstream timeouts and shutdown (docs/operations.md).
   kUpstreamConnectTimeoutMs,
   kUpstreamFirstByteTimeoutMs,
@@ -37,7 +39,7 @@ enum class Key : std::uint16_t {
   kSloE2eMs,
   kSloModels,
 };
-inline constexpr std::size_t kAgentKeyCount = 14;
+inline constexpr std::size_t kAgentKeyCount = 15;
 // The table's capacity: Settings hold this many values, and AddKeys refuses more.
 inline constexpr std::size_t kMaxKeys = 64;
 

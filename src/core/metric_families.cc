@@ -8,6 +8,8 @@
 #include <deque>
 #include <mutex>
 
+#include "core/semconv.h"
+
 namespace infertel::metrics {
 namespace {
 
@@ -25,13 +27,15 @@ constexpr std::array<MetricFamily, kAgentMetricCount> kAgentFamilies{{
   {MetricId::kUsageTokens, "genai_llm_usage_tokens", K::kCounter, "tokens", "", "", "M3.1, M5",
    kApiDims, "Input and output tokens of API requests, by usageType",
    "gateway measurement: the response's usage (or, for a stream without usage, the streamed tokens, "
-   "as the entry span counts them: the deltas times the engine's stream interval)"},
+   "as the entry span counts them: the deltas times the engine's stream interval)",
+   MergeRule::kSum, semconv::kMetricClientTokenUsage},
   {MetricId::kTimePerOutputToken, "gen_ai_server_time_per_output_token", K::kCounter, "s", "", "",
    "M3.1, M5", "", "Cumulative time per output token",
-   "gateway measurement: "},
+   "gateway measurement: ", MergeRule::kSum, semconv::kMetricServerTimePerOutputToken},
   {MetricId::kRequestDuration, "gen_ai_server_request_duration", K::kCounter, "s", "", "",
    "M3.1, M5", "", "Cumulative end-to-end request duration",
-   "gateway measurement: request received to response complete"},
+   "gateway measurement: request received to response complete", MergeRule::kSum,
+   semconv::kMetricServerRequestDuration},
 }};
 // clang-format on
 

@@ -52,6 +52,9 @@ struct MetricFamily {
   std::string_view help;        // one line
   std::string_view source;      // for docs: engine metric read, or gateway measurement
   MergeRule merge = MergeRule::kSum;
+  // The latest GenAI conventions' metric that measures the same (semconv.h), which takes its
+  // place when OTEL_SEMCONV_STABILITY_OPT_IN asks for the latest names alone; empty: none.
+  std::string_view replaced_by = {};
 };
 
 // A row of an engine's family list that declares no family but names one of the agent's

@@ -202,6 +202,30 @@ inline constexpr std::string_view kGenAiRequestStream = "gen_ai.request.stream";
 inline constexpr std::string_view kGenAiResponseTimeToFirstChunk =
     "gen_ai.response.time_to_first_chunk";
 
+// ---- The latest OpenTelemetry GenAI conventions (OTEL_SEMCONV_STABILITY_OPT_IN,
+// core/genai_dialect.h): the switch's values, the names the telemetry model spells differently
+// (read from the conventions' text; docs/telemetry-reference.md, "GenAI conventions"), and their
+// metrics.
+inline constexpr std::string_view kOptInGenAiLatest = "gen_ai_latest_experimental";
+inline constexpr std::string_view kOptInGenAiLatestDup = "gen_ai_latest_experimental/dup";
+inline constexpr std::string_view kGenAiProviderName = "gen_ai.provider.name";
+inline constexpr std::string_view kGenAiSystem = "gen_ai.system";  // its name before v1.37
+inline constexpr std::string_view kGenAiUsageCacheCreationInputTokens =
+    "gen_ai.usage.cache_creation.input_tokens";
+inline constexpr std::string_view kGenAiUsageCacheWriteInputTokens =
+    "gen_ai.usage.cache_write.input_tokens";
+inline constexpr std::string_view kGenAiTokenType = "gen_ai.token.type";
+inline constexpr std::string_view kTokenTypeInput = "input";
+inline constexpr std::string_view kTokenTypeOutput = "output";
+inline constexpr std::string_view kMetricClientTokenUsage = "gen_ai.client.token.usage";
+inline constexpr std::string_view kMetricClientOperationDuration =
+    "gen_ai.client.operation.duration";
+inline constexpr std::string_view kMetricServerRequestDuration = "gen_ai.server.request.duration";
+inline constexpr std::string_view kMetricServerTimeToFirstToken =
+    "gen_ai.server.time_to_first_token";
+inline constexpr std::string_view kMetricServerTimePerOutputToken =
+    "gen_ai.server.time_per_output_token";
+
 // ---- Resource attributes.
 inline constexpr std::string_view kServiceName = "service.name";
 inline constexpr std::string_view kTelemetrySdkName = "telemetry.sdk.name";

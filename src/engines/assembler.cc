@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "analytics/latency_attributes.h"
+#include "core/genai_dialect.h"
 #include "core/semconv.h"
 #include "core/static_key.h"
 #include "core/thread_name.h"
@@ -89,6 +90,12 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   r.engine_failed = analytics::EngineFailed(ex);
   return r;
 }
+
+namespace {
+GenAiDialect DialectOf(const config::Settings& s) {
+  return GenAiDialectOf(s.GetString(config::Key::kSemconvStabilityOptIn));
+}
+}  // namespace
 
 std::vector<Assembler::RequestEngine> Assembler::RequestEngines() {
   std::vector<RequestEngine> out;
@@ -251,6 +258,10 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
         w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
     if (record != nullptr && !record->tenant.empty()) InheritTenant(*record, w.span, phases);
+    if (const GenAiDialect d = DialectOf(*out->settings); d != GenAiDialect::kModel) {
+      ApplyGenAiDialect(w.span->mutable_attributes(), d);
+      for (Span* p : phases) ApplyGenAiDialect(p->mutable_attributes(), d);
+    }
     causes_.OnSpan(record, w.span, phases, report.timings);
     EngineSpanListener* listener = span_listener_.load(std::memory_order_acquire);
     if (record != nullptr && listener != nullptr && !report.timings.empty())
@@ -311,6 +322,8 @@ void Assembler::SplitNative(const NativeEngine& engine, const config::Settings& 
   result->native_spans += ss.spans_size();
   const int level = static_cast<int>(SwitchValue(settings, engine.tracing_level, 1));
   const NativeResult pr = engine.spans->Process(ss.mutable_spans(), level);
+  if (const GenAiDialect d = DialectOf(settings); d != GenAiDialect::kModel)
+    for (Span& s : *ss.mutable_spans()) ApplyGenAiDialect(s.mutable_attributes(), d);
   result->native_level_dropped += pr.dropped;
   result->native_pd_links += pr.pd_links;
   result->native_kept += ss.spans_size();

@@ -57,6 +57,19 @@ void AddAnalytics(const openai::Exchange& ex, Attributes* a) {
     arr->add_values()->set_string_value(std::string(name));
 }
 
+namespace {
+// What the latest GenAI conventions add to the model's attributes: the provider (the engine
+// that served the request) and, for a stream, its time to first chunk; then the names the two
+// spell differently (core/genai_dialect.h).
+void AddLatestConventions(const openai::Exchange& ex, Attributes* a) {
+  AddAttr(a, Key<sc::kGenAiProviderName>(), engines::Profile(ex.engine).name());
+  if (ex.streamed)
+    if (auto ttft = analytics::MeasureLatency(ex).ttft_s)
+      AddAttr(a, Key<sc::kGenAiResponseTimeToFirstChunk>(), *ttft);
+  ApplyGenAiDialect(a, ex.genai_dialect);
+}
+}  // namespace
+
 void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& engine) {
   span->set_trace_id(std::string(AsBytes(ex.trace_id)));
   span->set_span_id(std::string(AsBytes(ex.span_id)));
@@ -101,6 +114,7 @@ void BuildEntrySpan(const openai::Exchange& ex, Span* span, const EngineFacts& e
   }
 
   AddAnalytics(ex, a);
+  if (SpeaksLatest(ex.genai_dialect)) AddLatestConventions(ex, a);
   if (!rq.parsed) {
     // Forwarded untouched, but the span says why it knows less.
     AddAttr(a, Key<sc::kInfertelParseError>(), rq.parse_error);

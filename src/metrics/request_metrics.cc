@@ -4,6 +4,7 @@
 #include <string>
 
 #include "analytics/slo.h"
+#include "core/semconv.h"
 #include "engines/registry.h"
 
 namespace infertel::metrics {
@@ -157,6 +158,33 @@ void RequestMetrics::ObserveExchange(const openai::Exchange& ex, std::string_vie
                        ex.start.WallAt(ex.end_mono_ns));
 }
 
+void RequestMetrics::ObserveConventions(const openai::Exchange& ex, std::string_view model) const {
+  GenAiAttributes a{std::string(openai::OperationName(ex.op)),
+                    std::string(engines::Profile(ex.engine).name()),
+                    std::string(model),
+                    {},
+                    {}};
+  const bool ok = ex.outcome == Outcome::kOk;
+  if (!ok) a.error_type = ex.error_type.empty() ? "_OTHER" : ex.error_type;
+  const analytics::MeasuredLatency m = analytics::MeasureLatency(ex);
+  if (m.e2e_s) {
+    genai_->Observe(GenAiMetric::kClientOperationDuration, a, *m.e2e_s);
+    genai_->Observe(GenAiMetric::kServerRequestDuration, a, *m.e2e_s);
+  }
+  if (!ok) return;
+  if (ex.streamed && m.ttft_s) genai_->Observe(GenAiMetric::kServerTimeToFirstToken, a, *m.ttft_s);
+  if (m.tpot_s) genai_->Observe(GenAiMetric::kServerTimePerOutputToken, a, *m.tpot_s);
+  const auto& usage = ex.response.usage;
+  const std::pair<std::string_view, std::optional<std::int64_t>> tokens[] = {
+      {semconv::kTokenTypeInput, usage.input_tokens},
+      {semconv::kTokenTypeOutput, usage.output_tokens}};
+  for (const auto& [type, n] : tokens) {
+    if (!n) continue;
+    a.token_type = std::string(type);
+    genai_->Observe(GenAiMetric::kClientTokenUsage, a, static_cast<double>(*n));
+  }
+}
+
 void RequestMetrics::ObserveEngineSpan(const engines::JoinRecord& r,
                                        const engines::EngineTimings& t,
                                        std::string_view model) const {
@@ -207,8 +235,8 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
   auto settings = config_->Current();
   if (!MetricsEnabled(*settings, ex.engine)) return;
   // Before Admit: a refused request takes no model's room (a judged one ran on the server).
-  const bool counted = overview_ != nullptr && Counted(ex);
-  if (!Measurable(ex) && !ex.slo.judged && !counted) return;
+  const bool served = Counted(ex);
+  if (!Measurable(ex) && !ex.slo.judged && !served) return;
   try {
     std::string_view model = ModelOf(ex);
     // The model is whatever the client named, and some engines answer any name.
@@ -216,7 +244,10 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     if (slo_ != nullptr && ex.slo.judged)
       slo_->Record(model, ex.tenant, ex.slo, ex.response.usage.output_tokens,
                    static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
-    if (counted) overview_->CountRequest(model, ex.tenant, ex.outcome != openai::Outcome::kOk);
+    if (served && overview_ != nullptr)
+      overview_->CountRequest(model, ex.tenant, ex.outcome != openai::Outcome::kOk);
+    if (served && genai_ != nullptr && SpeaksLatest(ex.genai_dialect))
+      ObserveConventions(ex, model);
     if (!Measurable(ex)) return;
     const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name));
     if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);

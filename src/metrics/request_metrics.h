@@ -23,6 +23,7 @@
 #include "core/metric_families.h"
 #include "engines/engine_spans.h"
 #include "engines/profile.h"
+#include "metrics/genai_histograms.h"
 #include "metrics/label_bound.h"
 #include "metrics/latency_histograms.h"
 #include "metrics/overview_history.h"
@@ -76,17 +77,20 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& record,
 
 class RequestMetrics : public openai::ExchangeListener, public engines::EngineSpanListener {
  public:
-  // `histograms`, `slo` and `overview` (each may be null) take the latency distributions, the
-  // SLO verdicts and the overview's request counts.
+  // `histograms`, `slo`, `overview` and `genai` (each may be null) take the latency
+  // distributions, the SLO verdicts, the overview's request counts and the GenAI conventions'
+  // histograms (for an exchange whose dialect speaks them).
   RequestMetrics(MetricStore* store, std::shared_ptr<config::ConfigStore> config,
                  LabelBoundOptions model_bound = {}, LatencyHistograms* histograms = nullptr,
-                 SloMetrics* slo = nullptr, OverviewHistory* overview = nullptr)
+                 SloMetrics* slo = nullptr, OverviewHistory* overview = nullptr,
+                 GenAiHistograms* genai = nullptr)
       : store_(store),
         config_(std::move(config)),
         model_bound_(model_bound),
         histograms_(histograms),
         slo_(slo),
-        overview_(overview) {}
+        overview_(overview),
+        genai_(genai) {}
   // Gives `upstream` its own bound on model label values. Not thread-safe: call before the
   // gateway starts. Exchanges of an upstream never added share one bound.
   void AddUpstream(const std::string& upstream);
@@ -102,6 +106,7 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
 
  private:
   void ObserveExchange(const openai::Exchange& ex, std::string_view model) const;
+  void ObserveConventions(const openai::Exchange& ex, std::string_view model) const;
   void ObserveEngineSpan(const engines::JoinRecord& r, const engines::EngineTimings& t,
                          std::string_view model) const;
 
@@ -111,6 +116,7 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   LatencyHistograms* histograms_;
   SloMetrics* slo_;
   OverviewHistory* overview_;
+  GenAiHistograms* genai_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
   // Each upstream's stream interval as its facts say (0: not known), read per exchange.

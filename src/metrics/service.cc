@@ -39,7 +39,8 @@ MetricsService::MetricsService(MetricsOptions options, std::vector<ScrapeTarget>
       sink_(sink),
       resource_(std::move(resource)),
       version_(std::move(version)),
-      request_metrics_(&store_, config_, options_.model_bound, &histograms_, &slo_, &overview_),
+      request_metrics_(&store_, config_, options_.model_bound, &histograms_, &slo_, &overview_,
+                       &genai_),
       start_unix_nano_(WallNanos()) {
   for (auto& tc : targets) {
     auto t = std::make_unique<Target>();
@@ -108,15 +109,32 @@ std::vector<MetricPoint> MetricsService::Snapshot() const {
       [&](std::string_view, EngineId engine) { return MetricsEnabled(*settings, engine); });
 }
 
-std::string MetricsService::RenderPrometheus(bool exemplars) const {
+namespace {
+GenAiDialect DialectOf(const config::Settings& s) {
+  return GenAiDialectOf(s.GetString(config::Key::kSemconvStabilityOptIn));
+}
+}  // namespace
+
+std::vector<MetricPoint> MetricsService::ExposedPoints(GenAiDialect dialect) const {
   auto points = Snapshot();
-  return metrics::RenderPrometheus(points) + histograms_.RenderPrometheus(exemplars) +
-         slo_.RenderPrometheus(static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
+  if (SpeaksModel(dialect)) return points;
+  std::erase_if(points, [](const MetricPoint& p) { return !Family(p.id).replaced_by.empty(); });
+  return points;
+}
+
+std::string MetricsService::RenderPrometheus(bool exemplars) const {
+  const GenAiDialect dialect = DialectOf(*config_->Current());
+  std::string out = metrics::RenderPrometheus(ExposedPoints(dialect));
+  out += histograms_.RenderPrometheus(exemplars);
+  out += slo_.RenderPrometheus(static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
+  if (SpeaksLatest(dialect)) out += genai_.RenderPrometheus();
+  return out;
 }
 
 void MetricsService::ExportOnce() {
   if (!sink_) return;
-  auto points = Snapshot();
+  const GenAiDialect dialect = DialectOf(*config_->Current());
+  auto points = ExposedPoints(dialect);
   const std::uint64_t now = WallNanos();
   MetricsRequest req = BuildOtlpMetrics(points, resource_, start_unix_nano_, now, version_);
   if (req.resource_metrics_size() == 0) {  // no series of the seed's families yet
@@ -129,6 +147,7 @@ void MetricsService::ExportOnce() {
   auto* sm = req.mutable_resource_metrics(0)->mutable_scope_metrics(0);
   histograms_.AppendOtlp(sm, start_unix_nano_, now);
   slo_.AppendOtlp(sm, start_unix_nano_, now);
+  if (SpeaksLatest(dialect)) genai_.AppendOtlp(sm, start_unix_nano_, now);
   if (sm->metrics_size() == 0) return;
   sink_->Submit(std::move(req));
 }
@@ -304,6 +323,10 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
   stats->AddFn("infertel_latency_observations_dropped",
                "Latency observations dropped: their histogram series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(histograms_.dropped()); });
+  stats->AddFn("infertel_genai_observations_dropped",
+               "Observations of the GenAI conventions' histograms dropped: their series would "
+               "pass the bound",
+               T::kCounter, "", [this] { return static_cast<double>(genai_.dropped()); });
   stats->AddFn("infertel_overview_values_dropped",
                "Values of the web UI's overview not kept: their series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(overview_.dropped()); });

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "core/genai_dialect.h"
 #include "core/stats.h"
 #include "core/telemetry.h"
 #include "engines/profile.h"
+#include "metrics/genai_histograms.h"
 #include "metrics/overview_history.h"
 #include "metrics/request_metrics.h"
 #include "metrics/store.h"
@@ -112,6 +114,9 @@ class MetricsService {
   void CountRefused(Target& t, const ScrapeUpdate& u, std::size_t over_sample_limit,
                     std::size_t invalid_values);
   void RegisterModelStats(StatsRegistry* stats);
+  // The series the exposition and the export carry: the seed's families, without those the
+  // latest GenAI conventions replace when the dialect speaks only those.
+  std::vector<MetricPoint> ExposedPoints(GenAiDialect dialect) const;
   EngineState ReadEngineState(const Target& t, const config::Settings& settings) const;
   void Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)());
 
@@ -124,6 +129,7 @@ class MetricsService {
   LatencyHistograms histograms_;
   SloMetrics slo_;
   OverviewHistory overview_;
+  GenAiHistograms genai_;
   RequestMetrics request_metrics_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::uint64_t start_unix_nano_ = 0;

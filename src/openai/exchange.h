@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/engine_id.h"
+#include "core/genai_dialect.h"
 #include "core/ids.h"
 #include "core/latency_buckets.h"
 #include "openai/openai.h"
@@ -120,6 +121,8 @@ struct Exchange {
   std::string error_message;  // span status message
 
   bool capture_content = true;  // content capture was on for this exchange
+  // The names its telemetry speaks (OTEL_SEMCONV_STABILITY_OPT_IN) when it began.
+  GenAiDialect genai_dialect = GenAiDialect::kModel;
   // Where captured content goes (the capture strategy when the request arrived): entry-span
   // attributes, a gen_ai.client.inference.operation.details log event, or both.
   bool content_on_span = true;

@@ -4,10 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/semconv.h"
+
 namespace infertel::engines::sglang {
 namespace {
 
 using K = metrics::MetricKind;
+using M = metrics::MergeRule;
 using metrics::MetricId;
 
 constexpr std::string_view kSglangDims = "callType, callKind, rpcType";
@@ -41,9 +44,10 @@ constexpr std::array<metrics::MetricFamily, 16> kRows{{
    "one per successful scrape of the engine's /metrics that has the scheduler's state (a "
    "data-parallel fragment without it adds none, so that the averages stay averages)"},
   {{}, "prompt_tokens_total", K::kCounter, "tokens", "sglang", "", "M5",
-   kSglangDims, "Cumulative input tokens", kGateway},
+   kSglangDims, "Cumulative input tokens", kGateway, M::kSum, semconv::kMetricClientTokenUsage},
   {{}, "generation_tokens_total", K::kCounter, "tokens", "sglang", "",
-   "M5", kSglangDims, "Cumulative output tokens", kGateway},
+   "M5", kSglangDims, "Cumulative output tokens", kGateway, M::kSum,
+   semconv::kMetricClientTokenUsage},
   {{}, "gen_ai_sglang_cached_tokens_total", K::kCounter, "tokens",
    "sglang", "", "M5", kSglangDims, "Cumulative cached input tokens",
    "gateway measurement: usage.prompt_tokens_details.cached_tokens (SGLang reports it with --enable-cache-report)"},
@@ -51,7 +55,8 @@ constexpr std::array<metrics::MetricFamily, 16> kRows{{
    kSglangDims, "Cumulative requests that reached the engine", kGateway},
   {{}, "gen_ai_server_time_to_first_token", K::kCounter, "s", "sglang", "", "M5",
    kSglangDims, "Cumulative time to first token",
-   "gateway measurement: request received to first content delta (streams)"},
+   "gateway measurement: request received to first content delta (streams)", M::kSum,
+   semconv::kMetricServerTimeToFirstToken},
   {{}, "sglang_inter_token_latency_seconds", K::kCounter, "s", "sglang", "",
    "M5", kSglangDims, "Cumulative inter-token latency (the true gaps between streamed tokens)",
    "gateway measurement: sum of gaps between consecutive stream deltas"},

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/semconv.h"
+
 namespace infertel::engines::vllm {
 namespace {
 
@@ -33,7 +35,8 @@ constexpr std::array<metrics::MetricFamily, 28> kRows{{
   {{}, "genai_llm_first_token_seconds", K::kCounter, "s", "vllm", "", "M3.1",
    kVllmGatewayDims, "Cumulative time to first token",
    "gateway measurement: request received to first content delta (streams); a response not "
-   "streamed: the engine's request span's `gen_ai.latency.time_to_first_token` (vLLM V1)"},
+   "streamed: the engine's request span's `gen_ai.latency.time_to_first_token` (vLLM V1)",
+   M::kSum, semconv::kMetricServerTimeToFirstToken},
   metrics::AgentFamily(MetricId::kTimePerOutputToken, kSharedDims,
                         "vLLM (last − first token) / (output tokens − 1) per stream (a response "
                         "not streamed: the engine span's decode time instead)"),
