@@ -116,6 +116,12 @@ function fmtValue(v, unit) {
   return Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(2);
 }
 
+/** An event's time from its span's start: +12.0 ms, or −120 µs when it came before it. */
+function fmtOffset(eventNs, spanStartNs) {
+  const ns = Number(BigInt(eventNs) - BigInt(spanStartNs));
+  return `${ns < 0 ? '−' : '+'}${fmtMs(Math.abs(ns) / 1e6)}`;
+}
+
 const fmtTime = (unixNanoString) => new Date(Number(BigInt(unixNanoString) / 1000000n)).toLocaleString();
 
 // ---- overview: charts of the metric series -------------------------------------------------
@@ -440,7 +446,7 @@ function waterfallRow({ span: sp, depth, root }, pct, select) {
   bar.style.width = `${Math.max(0, pct(sp.end_time_unix_nano) - left)}%`;
   const lane = h('div', { class: 'lane' }, bar);
   for (const ev of sp.events ?? []) {
-    const mark = h('span', { class: 'event', title: `${ev.name} at +${fmtMs((Number(BigInt(ev.time_unix_nano) - BigInt(sp.start_time_unix_nano))) / 1e6)}` });
+    const mark = h('span', { class: 'event', title: `${ev.name} at ${fmtOffset(ev.time_unix_nano, sp.start_time_unix_nano)}` });
     mark.style.left = `${pct(ev.time_unix_nano)}%`;
     lane.append(mark);
   }
@@ -501,7 +507,7 @@ function eventsList(sp) {
   if (!events.length) return null;
   return h('div', {}, h('h3', {}, `Events (${events.length})`),
     events.map((ev) => h('div', { class: 'event-item' },
-      h('div', {}, h('b', {}, ev.name), ` +${fmtMs(Number(BigInt(ev.time_unix_nano) - BigInt(sp.start_time_unix_nano)) / 1e6)}`),
+      h('div', {}, h('b', {}, ev.name), ` ${fmtOffset(ev.time_unix_nano, sp.start_time_unix_nano)}`),
       attributesTable(ev.attributes ?? {}))));
 }
 
