@@ -30,6 +30,7 @@ const MARK = 'needle-in-the-ui-4417';
 const XSS_MARK = 'hostile-prompt-9902';
 const XSS_PROMPT = `${XSS_MARK}: <img src=x onerror="window.__xss=1"> and <script>window.__xss=2</script>`;
 const CAPTURE = 'otel.instrumentation.genai.capture-message-content';
+const TOKEN = 'ui-e2e-token-77';
 const PHASES = ['wait', 'prefill', 'decode'];
 const SIM_ENV = { OTEL_BSP_SCHEDULE_DELAY: '50', SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS: '50' };
 
@@ -243,10 +244,10 @@ describe('the web UI in a browser', { skip: HAVE_CHROMIUM ? false : `${CHROMIUM}
     await page.close();
   });
 
-  test('`infertel ui` over the store after the agent stopped: pages, a trace, no agent', async () => {
+  test('`infertel ui` over the store after the agent stopped: the token asked once, pages, a trace, no agent', async () => {
     const traces = (await get(`${vllm.agent.adminUrl}/api/v1/traces?limit=5`)).json.traces;
     await stopAll(vllm.agent, vllm.sim);
-    const ui = await startInfertel(['ui', '--store', path.join(dir, 'store'), '--listen', '127.0.0.1:0'], {
+    const ui = await startInfertel(['ui', '--store', path.join(dir, 'store'), '--listen', '127.0.0.1:0', '--token', TOKEN], {
       name: 'ui',
       waitFor: { url: /^infertel ui: serving .* on (http:\/\/[0-9.]+:[0-9]+)\/ui\/$/ },
     });
@@ -254,17 +255,22 @@ describe('the web UI in a browser', { skip: HAVE_CHROMIUM ? false : `${CHROMIUM}
       const base = ui.urls.url;
       const bare = await fetch(`${base}/ui`, { redirect: 'manual' });
       assert.deepEqual([bare.status, bare.headers.get('location')], [301, '/ui/']);
-      let { page } = await open(`${base}/ui/`);
+      // The pages need no token; their API does: the page asks for it once per tab.
+      const { page } = await open(`${base}/ui/traces`);
+      await page.waitForSelector('form.token-form');
+      await page.fill('form.token-form input', TOKEN);
+      await page.click('form.token-form button');
+      await page.waitForSelector('table.traces tbody tr');
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('infertel.admin-token')), TOKEN);
+      await page.goto(`${base}/ui/`);
       await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview');
-      await page.close();
-      ({ page } = await open(`${base}/ui/traces`));
+      await page.goto(`${base}/ui/traces`);
       await page.waitForSelector('table.traces tbody tr');
       assert.ok(await page.locator('table.traces tbody tr').count() >= traces.length);
       await Promise.all([page.waitForURL(/\/ui\/trace\//), page.click('a.trace-link')]);
       await page.waitForSelector('.waterfall .row[data-span]');
       await shot(page, 'ui-mode-trace');
-      await page.close();
-      ({ page } = await open(`${base}/ui/config`));
+      await page.goto(`${base}/ui/config`);
       await page.waitForSelector('p.no-agent');
       assert.match(await page.locator('p.no-agent').textContent(), /No agent is running/);
       await page.close();
