@@ -170,7 +170,7 @@ function drawOverview(doc) {
   const grid = h('div', { class: 'charts' });
   for (const chart of CHARTS) {
     const series = (doc.series ?? []).filter((x) => chart.metrics.includes(x.metric));
-    grid.append(chartCard(chart, doc.times ?? [], series));
+    grid.append(chartCard(chart, doc.times ?? [], series, (doc.step_seconds || 5) * 1000));
   }
   mount(h('h1', {}, 'Overview'),
     h('p', { class: 'muted' }, `${live ? 'The running agent' : 'The store'}: the last 15 minutes, one step every ${doc.step_seconds ?? '?'} s.`),
@@ -178,14 +178,14 @@ function drawOverview(doc) {
   document.body.dataset.renderedMs = performance.now().toFixed(1);
 }
 
-function chartCard(chart, times, series) {
+function chartCard(chart, times, series, stepMs) {
   const card = h('section', { class: 'chart', 'data-metric': chart.metrics[0] }, h('h2', {}, chart.title));
   const withData = series.filter((x) => x.values.some((v) => v !== null));
   if (withData.length === 0) {
     card.append(h('p', { class: 'muted nodata' }, 'No data.'));
     return card;
   }
-  card.append(chartSvg(chart, times, withData));
+  card.append(chartSvg(chart, times, withData, stepMs));
   const legend = h('ul', { class: 'legend' });
   withData.forEach((x, i) => {
     const last = [...x.values].reverse().find((v) => v !== null);
@@ -201,9 +201,13 @@ const W = 460;
 const H = 160;
 const PAD = { l: 52, r: 8, t: 8, b: 20 };
 
-function chartSvg(chart, times, series) {
-  const t0 = times[0];
-  const t1 = Math.max(times[times.length - 1], t0 + 1);
+const MIN_STEPS_SHOWN = 12;
+
+function chartSvg(chart, times, series, stepMs) {
+  // An agent that has just started has a few steps: they are drawn at the right of a minute
+  // or so, not stretched over the whole width.
+  const t1 = times[times.length - 1];
+  const t0 = Math.min(times[0], t1 - MIN_STEPS_SHOWN * stepMs);
   let max = chart.max ?? 0;
   for (const x of series) for (const v of x.values) if (v !== null && v > max) max = v;
   if (max <= 0) max = 1;
