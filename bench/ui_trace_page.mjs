@@ -1,11 +1,12 @@
-// bench/ui_trace_page.mjs BASE_URL RUNS — opens /ui/trace/{id} for RUNS traces of the newest
-// page of BASE_URL's store in headless chromium, each in a fresh page, and prints the time from
-// the navigation to the waterfall drawn (the page's data-rendered-ms) as RESULT lines.
+// bench/ui_trace_page.mjs BASE_URL RUNS [UNTIL_MS] — opens /ui/trace/{id} for RUNS traces of
+// BASE_URL's store in headless chromium, each in a fresh page, and prints the time from the
+// navigation to the waterfall drawn (the page's data-rendered-ms) as RESULT lines. The traces:
+// the newest, or with UNTIL_MS the newest of those started by then (the oldest partitions).
 // Run by bench/ui_trace_page.sh.
 import { chromium } from 'playwright-core';
 
-const [base, runs = '5'] = process.argv.slice(2);
-const traces = (await (await fetch(`${base}/api/v1/traces?limit=${runs}`)).json()).traces;
+const [base, runs = '5', until] = process.argv.slice(2);
+const traces = (await (await fetch(`${base}/api/v1/traces?limit=${runs}${until ? `&until=${until}` : ''}`)).json()).traces;
 if (!traces.length) throw new Error('the store has no trace');
 const browser = await chromium.launch({ executablePath: process.env.INFERTEL_CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
 const times = [];
