@@ -577,6 +577,11 @@ function configRow(base, k) {
   set.addEventListener('click', () => run(() => apply('PUT', { value: editor.read() })));
   const reset = h('button', { type: 'button', class: 'reset', title: 'remove the value set here' }, 'Reset');
   reset.addEventListener('click', () => run(() => apply('DELETE')));
+  // An engine knob this engine cannot change: shown, not offered.
+  if (k.unsupported) {
+    for (const control of [editor.node, set, reset]) control.disabled = true;
+    message.textContent = k.unsupported;
+  }
   return h('tr', { 'data-key': k.key },
     h('td', {}, h('code', {}, k.key), k.accepted ? h('div', { class: 'muted' }, k.accepted) : null),
     valueCell, sourceCell, h('td', {}, k.apply ?? ''), h('td', {}, k.env ?? ''),
