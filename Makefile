@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build benches demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations format clean
+.PHONY: all deps build benches demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations bench-ui format clean
 
 all: build
 
@@ -67,6 +67,10 @@ bench-saturation: benches
 # The store's bytes per span, write rate and query times (bench/store_format.sh).
 bench-store-format: benches
 	bash bench/store_format.sh $(BUILD_DIR)
+
+# The web UI's trace page over a store of 10 million spans, in chromium (bench/ui_trace_page.sh).
+bench-ui: benches
+	bash bench/ui_trace_page.sh $(BUILD_DIR)
 
 # Issue 38's items 2-4 in one run: the store's format, then the tail, throughput and CPU per
 # request against nginx with the store on and off (bench/saturation.sh).

@@ -16,6 +16,7 @@ APT_PACKAGES=(
   python3-yaml systemd
   clang libclang-rt-14-dev lld
   nodejs npm
+  chromium
 )
 
 missing=()

@@ -208,6 +208,10 @@ void PrintAgentAddresses(Agent& agent, std::string_view who) {
   }
   std::printf("%s: admin listening on http://%s:%u\n", std::string(who).c_str(),
               agent.options().admin.host.c_str(), agent.AdminPort());
+  if (agent.options().exports.store_enabled) {
+    std::printf("%s: web UI on http://%s:%u/ui/\n", std::string(who).c_str(),
+                agent.options().admin.host.c_str(), agent.AdminPort());
+  }
   if (agent.ReceiverGrpcPort() != 0) {
     std::printf("%s: OTLP gRPC receiver listening on %s:%u\n", std::string(who).c_str(),
                 http::ParseHostPort(agent.options().receiver.grpc_address)->host.c_str(),

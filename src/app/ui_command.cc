@@ -1,5 +1,6 @@
-// `infertel ui`: the store's JSON API (ui/api_v1.h) over a store with no agent running (after the
-// demo, or a copy from another machine), until SIGINT or SIGTERM.
+// `infertel ui`: the web UI's pages (ui/static_assets.h) and the store's JSON API (ui/api_v1.h)
+// over a store with no agent running (after the demo, or a copy from another machine), until SIGINT
+// or SIGTERM.
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include "http/simple_server.h"
 #include "http/url.h"
 #include "ui/api_v1.h"
+#include "ui/static_assets.h"
 
 namespace infertel {
 namespace {
@@ -56,12 +58,13 @@ void Run(const UiFlags& f) {
       *address,
       [api](const http::StringRequest& req) {
         if (req.target().starts_with(ui::kApiV1Prefix)) return api->Handle(req);
+        if (req.target().starts_with(ui::kUiPrefix)) return ui::ServeUi(req);
         return http::MakeResponse(404, http::JsonErrorBody(404, "not_found", "no such page"),
                                   "application/json");
       },
       &error, 2, http::ServerLimits{.body_bytes = 64u << 10, .refuse_content_encoding = true});
   if (!server) FailUi(1, error);
-  std::printf("infertel ui: serving %s on http://%s:%u/api/v1/traces\n", path->c_str(),
+  std::printf("infertel ui: serving %s on http://%s:%u/ui/\n", path->c_str(),
               server->host().c_str(), server->port());
   std::fflush(stdout);
   while (true) {
@@ -76,7 +79,8 @@ void Run(const UiFlags& f) {
 void AddUiCommand(CLI::App& app) {
   auto flags = std::make_shared<UiFlags>();
   CLI::App* sub = app.add_subcommand(
-      "ui", "Serve the embedded store's JSON API (/api/v1) with no agent running");
+      "ui",
+      "Serve the web UI (/ui/) and the embedded store's JSON API (/api/v1) with no agent running");
   sub->add_option("--store", flags->store,
                   "Embedded store directory (default: store in the data directory)");
   sub->add_option("--data-dir", flags->data_dir,

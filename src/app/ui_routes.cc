@@ -6,6 +6,7 @@
 #include "console/admin_api.h"
 #include "metrics/service.h"
 #include "ui/api_v1.h"
+#include "ui/static_assets.h"
 
 namespace infertel {
 
@@ -26,6 +27,8 @@ void AddUiRoutes(Agent& agent, const std::string& store_path, const std::string&
   auto api = std::make_shared<ui::ApiV1>(store_path, token, std::move(hooks));
   agent.AddAdminRoute(std::string(ui::kApiV1Prefix),
                       [api](const http::StringRequest& req) { return api->Handle(req); });
+  // The pages (ui/static_assets.h) hold no data: served without the token.
+  agent.AddAdminRoute(std::string(ui::kUiPrefix), ui::ServeUi);
 }
 
 }  // namespace infertel

@@ -1,7 +1,7 @@
 #pragma once
-// The web UI's routes on an agent's admin address (src/ui): the store's JSON API under
-// /api/v1, with the agent's overview series and its console's config API. Shared by the agent,
-// launch and the demo, which all serve it.
+// The web UI's routes on an agent's admin address (src/ui): its pages under /ui/, and the
+// store's JSON API under /api/v1 with the agent's overview series and its console's config API.
+// Shared by the agent, launch and the demo, which all serve it.
 
 #include <string>
 

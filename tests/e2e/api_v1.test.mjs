@@ -159,7 +159,7 @@ describe('the store\'s JSON API', () => {
     await stopAll(agent);
     const ui = await startInfertel(['ui', '--store', path.join(dir, 'store'), '--listen', '127.0.0.1:0', '--token', 's3cret'], {
       name: 'ui',
-      waitFor: { url: /^infertel ui: serving .* on (http:\/\/[0-9.]+:[0-9]+)\/api\/v1\/traces/ },
+      waitFor: { url: /^infertel ui: serving .* on (http:\/\/[0-9.]+:[0-9]+)\/ui\// },
     });
     try {
       const base = ui.urls.url;
