@@ -84,6 +84,9 @@ describe('the web UI in a browser', { skip: HAVE_CHROMIUM ? false : `${CHROMIUM}
     await page.waitForSelector('section[data-metric="requests_per_second"] circle.pt', { timeout: 15000 });
     assert.equal(await page.locator('section.chart').count(), 10);
     assert.ok(await page.locator('section[data-metric="ttft_p50_seconds"] circle.pt').count() > 0);
+    // The engine's state, from its scraped metrics: on the page once a step had two scrapes.
+    for (const m of ['kv_cache_usage_ratio', 'requests_running'])
+      await page.waitForSelector(`section[data-metric="${m}"] circle.pt`, { timeout: 30000 });
     assert.match(await page.locator('#status').textContent(), /live/);
     await shot(page, 'overview');
     await page.close();
