@@ -131,6 +131,39 @@ describe('launch: vLLM', () => {
     }
   });
 
+  test('the web UI and its API on the admin address, over the store', async () => {
+    const store = path.join(tmp.dir, 'launch-ui-store');
+    const port = await closedPort();
+    const p = await startInfertel(['launch', '--store', store, '--admin', '127.0.0.1:0', '--export-delay-ms', '50', '--',
+      'vllm', 'serve', MODEL, '--host', '127.0.0.1', '--port', String(port)], {
+      name: 'launch',
+      env: { PATH: `${binDir}:${process.env.PATH}` },
+      waitFor: {
+        adminUrl: new RegExp(`^infertel launch: admin listening on ${URL_RE}`),
+        ui: /^infertel launch: web UI on (http:\/\/[0-9.]+:[0-9]+\/ui\/)/,
+      },
+    });
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      await waitHealthy(base);
+      const r = await openaiClient(base).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'launch ui' }], max_tokens: 3 });
+      assert.ok(r.choices[0].message.content.length > 0);
+      const page = await get(p.urls.ui);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+      const traces = await pollUntil(async () => {
+        const t = JSON.parse((await get(`${p.urls.adminUrl}/api/v1/traces?q=${encodeURIComponent('launch ui')}`)).text).traces;
+        return t.length === 1 ? t : null;
+      }, { timeoutMs: 10000 });
+      assert.equal(traces[0].model, MODEL);
+      assert.equal(JSON.parse((await get(`${p.urls.adminUrl}/api/v1/metrics`)).text).source, 'agent');
+      assert.ok(JSON.parse((await get(`${p.urls.adminUrl}/api/v1/config`)).text).keys.length > 10);
+    } finally {
+      const exit = await p.stop();
+      assert.equal(exit.code, 0, p.describe());
+    }
+  });
+
   test('user-set flags are kept, not duplicated', async () => {
     const argsFile = path.join(tmp.dir, 'vllm-args-2.txt');
     const p = await launch((port) => ['vllm', 'serve', MODEL, `--port=${port}`, '--host=127.0.0.1', '--otlp-traces-endpoint', rx.endpoint, '--enable-prompt-tokens-details'], {
@@ -245,6 +278,33 @@ describe('launch: SGLang', () => {
     rx = await startGrpcReceiver();
   });
   after(async () => rx?.close());
+
+  test('the console\'s log switches that were set become SGLang\'s flags; the user\'s own win', async () => {
+    const argsFile = path.join(tmp.dir, 'sglang-log-args.txt');
+    const consoleFile = path.join(tmp.dir, 'sglang-log-console.yaml');
+    fs.writeFileSync(consoleFile, [
+      'apsara.apm.inference.sglang.log_requests.enabled: true',
+      'apsara.apm.inference.sglang.log_requests.level: 3',
+      'apsara.apm.inference.sglang.logging.level: WARNING',
+    ].join('\n') + '\n');
+    const p = await launch((port) => ['python3', '-m', 'sglang.launch_server', '--model-path', MODEL, '--port', String(port), '--log-requests-level', '1'], {
+      agentArgs: ['--console-file', consoleFile],
+      env: { LAUNCH_TEST_ARGS: argsFile },
+    });
+    try {
+      await waitHealthy(p.url);
+      assert.match(p.line, /--log-requests\b/);
+      assert.match(p.line, /--log-level warning/);
+      const engineArgs = fs.readFileSync(argsFile, 'utf8');
+      assert.match(engineArgs, /--log-requests\b/);
+      assert.match(engineArgs, /--log-level warning/);
+      assert.equal(engineArgs.match(/--log-requests-level/g).length, 1, 'the user\'s --log-requests-level stays, alone');
+      assert.match(engineArgs, /--log-requests-level 1/);
+    } finally {
+      const exit = await p.stop();
+      assert.equal(exit.code, 0, p.describe());
+    }
+  });
 
   test('python3 -m sglang.launch_server: trace, metrics and flags added', async () => {
     const argsFile = path.join(tmp.dir, 'sglang-args.txt');
