@@ -174,4 +174,17 @@ MetricsRequest BuildOtlpMetrics(std::span<const MetricPoint> points, const Resou
   return req;
 }
 
+otlp_metrics::Histogram* AddCumulativeHistogram(otlp_metrics::ScopeMetrics* sm,
+                                                std::string_view name, std::string_view unit,
+                                                std::string_view help) {
+  auto* m = sm->add_metrics();
+  m->set_name(std::string(name));
+  m->set_unit(std::string(unit));
+  m->set_description(std::string(help));
+  auto* h = m->mutable_histogram();
+  h->set_aggregation_temporality(
+      otlp_metrics::AggregationTemporality::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  return h;
+}
+
 }  // namespace infertel::metrics

@@ -29,6 +29,12 @@ bool WantsOpenMetrics(std::string_view accept);
 // buckets are kept.
 std::string ToOpenMetrics(std::string_view text);
 
+// A new cumulative histogram metric in `sm`, for its points to be added to (the agent's own
+// histogram families: latency_histograms.h, genai_histograms.h).
+otlp_metrics::Histogram* AddCumulativeHistogram(otlp_metrics::ScopeMetrics* sm,
+                                                std::string_view name, std::string_view unit,
+                                                std::string_view help);
+
 // One ResourceMetrics (the agent's resource, scope "infertel") with a metric per family
 // present, under the exact spec name and unit: counters as monotonic cumulative Sums
 // starting at `start_unix_nano`, gauges as Gauges; every data point at `now_unix_nano`.

@@ -8,6 +8,7 @@
 
 #include "core/semconv.h"
 #include "core/stats.h"
+#include "metrics/exposition.h"
 
 namespace infertel::metrics {
 namespace {
@@ -135,13 +136,7 @@ void GenAiHistograms::AppendOtlp(otlp_metrics::ScopeMetrics* sm, std::uint64_t s
     const GenAiMetricFamily& f = FamilyOf(id);
     if (current != id) {
       current = id;
-      auto* m = sm->add_metrics();
-      m->set_name(std::string(f.name));
-      m->set_unit(std::string(f.unit));
-      m->set_description(std::string(f.help));
-      h = m->mutable_histogram();
-      h->set_aggregation_temporality(
-          otlp_metrics::AggregationTemporality::AGGREGATION_TEMPORALITY_CUMULATIVE);
+      h = AddCumulativeHistogram(sm, f.name, f.unit, f.help);
     }
     auto* dp = h->add_data_points();
     dp->set_start_time_unix_nano(start_unix_nano);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/stats.h"
+#include "metrics/exposition.h"
 
 namespace infertel::metrics {
 namespace {
@@ -146,13 +147,7 @@ void LatencyHistograms::AppendOtlp(otlp_metrics::ScopeMetrics* sm, std::uint64_t
     const auto& [id, labels] = key;
     if (current != id) {
       current = id;
-      auto* m = sm->add_metrics();
-      m->set_name(std::string(FamilyOf(id).name));
-      m->set_unit("s");
-      m->set_description(std::string(FamilyOf(id).help));
-      h = m->mutable_histogram();
-      h->set_aggregation_temporality(
-          otlp_metrics::AggregationTemporality::AGGREGATION_TEMPORALITY_CUMULATIVE);
+      h = AddCumulativeHistogram(sm, FamilyOf(id).name, "s", FamilyOf(id).help);
     }
     auto* dp = h->add_data_points();
     dp->set_start_time_unix_nano(start_unix_nano);

@@ -51,11 +51,12 @@ std::optional<double> BucketQuantile(const Buckets& b, double q) {
 
 void OverviewHistory::CountRequest(std::string_view model, std::string_view tenant, bool error) {
   std::lock_guard lock(counts_mu_);
-  auto key = std::make_pair(std::string(model), std::string(tenant));
-  auto it = counts_.find(key);
+  auto it = counts_.find(std::pair<std::string_view, std::string_view>(model, tenant));
   if (it == counts_.end()) {
     if (counts_.size() >= max_series_) return;  // the series would be dropped anyway
-    it = counts_.emplace(std::move(key), std::make_pair(0, 0)).first;
+    it = counts_
+             .emplace(std::make_pair(std::string(model), std::string(tenant)), std::make_pair(0, 0))
+             .first;
   }
   ++it->second.first;
   if (error) ++it->second.second;

@@ -96,10 +96,18 @@ class OverviewHistory {
   std::vector<const SeriesKey*> keys_;                                // by id; guarded by mu_
   std::uint64_t dropped_ = 0;                                         // guarded by mu_
 
+  // (model, tenant) → requests, errors; found by views, so that a request allocates nothing.
+  struct ViewLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      using Views = std::pair<std::string_view, std::string_view>;
+      return Views(a.first, a.second) < Views(b.first, b.second);
+    }
+  };
   mutable std::mutex counts_mu_;
-  std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>,
-           std::less<>>
-      counts_;  // (model, tenant) → requests, errors; guarded by counts_mu_
+  std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>, ViewLess>
+      counts_;  // guarded by counts_mu_
 };
 
 }  // namespace infertel::metrics
