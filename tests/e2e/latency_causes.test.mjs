@@ -83,9 +83,12 @@ describe('latency causes', () => {
   });
 
   test('a streamed burst that misses its first-token objective: the engine spans carry the cause at ingest', async () => {
-    const ids = Array.from({ length: 4 }, () => randomTraceId());
+    // Six streams of 60 tokens on a one-request engine: each takes about 40 ms at this speed, so
+    // that the third and later wait longer than the objective however the six arrive (the first
+    // two may start almost together on a loaded machine).
+    const ids = Array.from({ length: 6 }, () => randomTraceId());
     await Promise.all(ids.map(async (id, i) => {
-      const s = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `stream ${i}` }], max_tokens: 30, stream: true }, traced(id));
+      const s = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `stream ${i}` }], max_tokens: 60, stream: true }, traced(id));
       for await (const _ of s);
     }));
     const missed = [];
