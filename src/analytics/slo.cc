@@ -15,20 +15,6 @@ std::optional<std::int64_t> IntOf(const config::Settings& s, config::Key k) {
   return s.GetInt(k);
 }
 
-// Whether the request was the server's to serve: refused by the gateway, a client's mistake
-// (a 4xx from the engine) or given up by its client are not.
-bool Judgeable(const openai::Exchange& ex) {
-  switch (ex.outcome) {
-    case Outcome::kRejected:
-    case Outcome::kClientAborted:
-      return false;
-    case Outcome::kEngineError:
-      return !(ex.http_status >= 400 && ex.http_status < 500);
-    default:
-      return true;
-  }
-}
-
 }  // namespace
 
 SloPolicy::SloPolicy(const config::Settings& s) {
@@ -60,6 +46,20 @@ const Objectives& SloPolicy::For(std::string_view model) const {
   return it == by_model_.end() ? general_ : it->second;
 }
 
+// Whether the request was the server's to serve: refused by the gateway, a client's mistake
+// (a 4xx from the engine) or given up by its client are not.
+bool ServersToServe(const openai::Exchange& ex) {
+  switch (ex.outcome) {
+    case Outcome::kRejected:
+    case Outcome::kClientAborted:
+      return false;
+    case Outcome::kEngineError:
+      return !(ex.http_status >= 400 && ex.http_status < 500);
+    default:
+      return true;
+  }
+}
+
 MeasuredLatency MeasureLatency(const openai::Exchange& ex) {
   MeasuredLatency m;
   const std::uint64_t start = ex.start.mono_start_ns, first = ex.first_token_mono_ns;
@@ -73,7 +73,7 @@ MeasuredLatency MeasureLatency(const openai::Exchange& ex) {
 
 openai::SloVerdict Judge(const openai::Exchange& ex, const Objectives& o) {
   openai::SloVerdict v;
-  if (o.empty() || !Judgeable(ex)) return v;
+  if (o.empty() || !ServersToServe(ex)) return v;
   v.judged = true;
   const MeasuredLatency m = MeasureLatency(ex);
   auto over = [](std::optional<double> s, std::optional<std::int64_t> ms) {

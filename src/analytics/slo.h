@@ -59,6 +59,11 @@ struct MeasuredLatency {
 // read the same figures.
 MeasuredLatency MeasureLatency(const openai::Exchange& ex);
 
+// Whether the request was the server's to serve: not when the gateway refused it, its client
+// gave it up, or it was the client's mistake (a 4xx from the engine, such as an unknown model).
+// Only these are judged, and counted among the overview's requests.
+bool ServersToServe(const openai::Exchange& ex);
+
 // The verdict of `ex` against `objectives` (not judged when none applies, or when the request
 // was not the server's to serve).
 openai::SloVerdict Judge(const openai::Exchange& ex, const Objectives& objectives);

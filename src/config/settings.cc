@@ -153,6 +153,10 @@ std::optional<std::string> ParseTable(const KeySpec& spec, std::string_view text
 
 std::string AcceptedValues(const KeySpec& spec) { return AcceptedText(spec); }
 
+GenAiDialect GenAiDialectIn(const Settings& s) {
+  return GenAiDialectOf(s.GetString(Key::kSemconvStabilityOptIn));
+}
+
 std::string_view SourceName(Source s) {
   switch (s) {
     case Source::kDefault:

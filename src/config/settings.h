@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/keys.h"
+#include "core/genai_dialect.h"
 
 namespace infertel::config {
 
@@ -49,6 +50,9 @@ class Settings {
  private:
   std::array<Entry, kMaxKeys> entries_{};  // index: the key
 };
+
+// The GenAI dialect the settings ask for (Key::kSemconvStabilityOptIn, core/genai_dialect.h).
+GenAiDialect GenAiDialectIn(const Settings& s);
 
 using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
 EnvLookup ProcessEnv();

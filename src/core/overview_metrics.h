@@ -6,6 +6,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace infertel::metrics {
@@ -44,5 +47,14 @@ inline constexpr std::array<std::string_view, kOverviewMetricCount> kOverviewMet
 constexpr std::string_view OverviewMetricName(OverviewMetric m) {
   return kOverviewMetrics[static_cast<std::size_t>(m)];
 }
+
+// The answer's JSON, written the same by both sources: its head up to the series' opening
+// bracket, then each series (`first`: the first, with no comma before it); the caller closes
+// with "]}". A value without a number is null.
+void AppendOverviewHead(std::string* out, std::string_view source, std::int64_t step_seconds,
+                        std::span<const std::int64_t> times_unix_ms);
+void AppendOverviewSeries(std::string* out, bool first, OverviewMetric metric,
+                          std::string_view model, std::string_view tenant,
+                          std::string_view upstream, std::span<const std::optional<double>> values);
 
 }  // namespace infertel::metrics

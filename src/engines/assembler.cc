@@ -91,12 +91,6 @@ JoinRecord MakeJoinRecord(const openai::Exchange& ex) {
   return r;
 }
 
-namespace {
-GenAiDialect DialectOf(const config::Settings& s) {
-  return GenAiDialectOf(s.GetString(config::Key::kSemconvStabilityOptIn));
-}
-}  // namespace
-
 std::vector<Assembler::RequestEngine> Assembler::RequestEngines() {
   std::vector<RequestEngine> out;
   for (std::size_t i = 0; i < EngineCount(); ++i) {
@@ -258,7 +252,7 @@ void Assembler::Emit(Waiting&& w, const JoinRecord* record, Output* out) {
         w.engine->spans->Normalize(w.span, origin.scope->name(), ctx, w.memory->arena(), &phases);
     CountRefusedLatencies(report);
     if (record != nullptr && !record->tenant.empty()) InheritTenant(*record, w.span, phases);
-    if (const GenAiDialect d = DialectOf(*out->settings); d != GenAiDialect::kModel) {
+    if (const GenAiDialect d = config::GenAiDialectIn(*out->settings); d != GenAiDialect::kModel) {
       ApplyGenAiDialect(w.span->mutable_attributes(), d);
       for (Span* p : phases) ApplyGenAiDialect(p->mutable_attributes(), d);
     }
@@ -322,7 +316,7 @@ void Assembler::SplitNative(const NativeEngine& engine, const config::Settings& 
   result->native_spans += ss.spans_size();
   const int level = static_cast<int>(SwitchValue(settings, engine.tracing_level, 1));
   const NativeResult pr = engine.spans->Process(ss.mutable_spans(), level);
-  if (const GenAiDialect d = DialectOf(settings); d != GenAiDialect::kModel)
+  if (const GenAiDialect d = config::GenAiDialectIn(settings); d != GenAiDialect::kModel)
     for (Span& s : *ss.mutable_spans()) ApplyGenAiDialect(s.mutable_attributes(), d);
   result->native_level_dropped += pr.dropped;
   result->native_pd_links += pr.pd_links;

@@ -1145,7 +1145,7 @@ bool Gateway::Impl::PrepareExchange(std::size_t ui,
         static_cast<std::size_t>(settings.GetInt(config::Key::kMessageContentMaxLength));
     capture.capture_multimodal = settings.GetBool(config::Key::kCaptureMultimodal);
     ex.capture_content = capture.capture_content;
-    ex.genai_dialect = GenAiDialectOf(settings.GetString(config::Key::kSemconvStabilityOptIn));
+    ex.genai_dialect = config::GenAiDialectIn(settings);
     const ContentStrategy strategy =
         ParseContentStrategy(settings.GetString(config::Key::kMessageContentCaptureStrategy));
     ex.content_on_span = strategy != ContentStrategy::kEvent;

@@ -1,10 +1,6 @@
 #include "metrics/overview_history.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
-
-#include "core/json.h"
 
 namespace infertel::metrics {
 namespace {
@@ -169,29 +165,15 @@ std::string OverviewHistory::Json(std::int64_t since_unix_ms, int step_seconds) 
       if (row.empty()) row.resize(steps.size());
       row[i] = v;
     }
-  std::string out =
-      fmt::format("{{\"source\":\"agent\",\"step_seconds\":{},\"times\":[", step_seconds);
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", steps[i]->unix_ms);
-  out += "],\"series\":[";
+  std::vector<std::int64_t> times;
+  for (const Step* step : steps) times.push_back(step->unix_ms);
+  std::string out;
+  AppendOverviewHead(&out, "agent", step_seconds, times);
   bool first = true;
   for (const auto& [id, values] : table) {
     const SeriesKey& k = *keys_[id];
-    out += first ? "{\"metric\":" : ",{\"metric\":";
+    AppendOverviewSeries(&out, first, k.metric, k.model, k.tenant, k.upstream, values);
     first = false;
-    AppendJsonString(&out, OverviewMetricName(k.metric));
-    out += ",\"model\":";
-    AppendJsonString(&out, k.model);
-    out += ",\"tenant\":";
-    AppendJsonString(&out, k.tenant);
-    out += ",\"upstream\":";
-    AppendJsonString(&out, k.upstream);
-    out += ",\"values\":[";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (i) out += ',';
-      out += values[i] ? fmt::format("{:.6g}", *values[i]) : "null";
-    }
-    out += "]}";
   }
   out += "]}";
   return out;

@@ -40,9 +40,15 @@ std::vector<MetricPoint> ExchangeMeasures::Points() const {
   return out;
 }
 
+namespace {
+bool ApiOperation(const openai::Exchange& ex) {
+  return ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
+         ex.op == Operation::kEmbeddings;
+}
+}  // namespace
+
 bool Measurable(const openai::Exchange& ex) {
-  const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
-                   ex.op == Operation::kEmbeddings;
+  const bool api = ApiOperation(ex);
   // A request cut short by its client or by the drain timeout still generated tokens.
   return api &&
          (ex.outcome == openai::Outcome::kOk || ex.outcome == openai::Outcome::kClientAborted ||
@@ -50,15 +56,9 @@ bool Measurable(const openai::Exchange& ex) {
 }
 
 namespace {
-// A request the server had to serve: the API's operations, but not those refused by the
-// gateway, given up by their client, or a client's mistake (a 4xx, such as an unknown model,
-// whose name must take no room among the model label's values).
+// A request of the API that the server had to serve (analytics::ServersToServe).
 bool Counted(const openai::Exchange& ex) {
-  const bool api = ex.op == Operation::kChat || ex.op == Operation::kTextCompletion ||
-                   ex.op == Operation::kEmbeddings;
-  const bool client_error = ex.http_status >= 400 && ex.http_status < 500;
-  return api && !client_error && ex.outcome != openai::Outcome::kRejected &&
-         ex.outcome != openai::Outcome::kClientAborted;
+  return ApiOperation(ex) && analytics::ServersToServe(ex);
 }
 }  // namespace
 

@@ -109,12 +109,6 @@ std::vector<MetricPoint> MetricsService::Snapshot() const {
       [&](std::string_view, EngineId engine) { return MetricsEnabled(*settings, engine); });
 }
 
-namespace {
-GenAiDialect DialectOf(const config::Settings& s) {
-  return GenAiDialectOf(s.GetString(config::Key::kSemconvStabilityOptIn));
-}
-}  // namespace
-
 std::vector<MetricPoint> MetricsService::ExposedPoints(GenAiDialect dialect) const {
   auto points = Snapshot();
   if (SpeaksModel(dialect)) return points;
@@ -123,7 +117,7 @@ std::vector<MetricPoint> MetricsService::ExposedPoints(GenAiDialect dialect) con
 }
 
 std::string MetricsService::RenderPrometheus(bool exemplars) const {
-  const GenAiDialect dialect = DialectOf(*config_->Current());
+  const GenAiDialect dialect = config::GenAiDialectIn(*config_->Current());
   std::string out = metrics::RenderPrometheus(ExposedPoints(dialect));
   out += histograms_.RenderPrometheus(exemplars);
   out += slo_.RenderPrometheus(static_cast<std::int64_t>(WallNanos() / 1'000'000'000));
@@ -133,7 +127,7 @@ std::string MetricsService::RenderPrometheus(bool exemplars) const {
 
 void MetricsService::ExportOnce() {
   if (!sink_) return;
-  const GenAiDialect dialect = DialectOf(*config_->Current());
+  const GenAiDialect dialect = config::GenAiDialectIn(*config_->Current());
   auto points = ExposedPoints(dialect);
   const std::uint64_t now = WallNanos();
   MetricsRequest req = BuildOtlpMetrics(points, resource_, start_unix_nano_, now, version_);

@@ -1,7 +1,5 @@
 #include "ui/store_series.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/json.h"
 #include "core/overview_metrics.h"
 
 namespace infertel::ui {
@@ -28,24 +25,6 @@ double Quantile(std::vector<std::int64_t>& v, double q) {
   const std::size_t i = std::min(v.size() - 1, rank == 0 ? 0 : rank - 1);
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
   return static_cast<double>(v[i]) / 1e9;
-}
-
-void AppendSeries(std::string* out, bool* first, OverviewMetric m,
-                  const std::pair<std::string, std::string>& key,
-                  const std::vector<std::optional<double>>& values) {
-  *out += *first ? "{\"metric\":" : ",{\"metric\":";
-  *first = false;
-  AppendJsonString(out, metrics::OverviewMetricName(m));
-  *out += ",\"model\":";
-  AppendJsonString(out, key.first);
-  *out += ",\"tenant\":";
-  AppendJsonString(out, key.second);
-  *out += ",\"upstream\":\"\",\"values\":[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i) *out += ',';
-    *out += values[i] ? fmt::format("{:.6g}", *values[i]) : "null";
-  }
-  *out += "]}";
 }
 
 }  // namespace
@@ -86,18 +65,19 @@ std::string StoreSeriesJson(std::span<const exporting::TraceSummary> traces, std
     else
       c.ok_durations_ns.push_back(t.duration_ns);
   }
-  std::string out = fmt::format("{{\"source\":\"store\",\"step_seconds\":{},\"times\":[", step_s);
+  std::vector<std::int64_t> times;
   for (std::size_t i = 0; i < steps; ++i)
-    fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "",
-                   first_ms + static_cast<std::int64_t>(i + 1) * step_ms);
-  out += "],\"series\":[";
+    times.push_back(first_ms + static_cast<std::int64_t>(i + 1) * step_ms);
+  std::string out;
+  metrics::AppendOverviewHead(&out, "store", step_s, times);
   bool first = true;
   std::vector<std::optional<double>> values(steps);
   for (auto& [key, row] : cells) {
     auto emit = [&](OverviewMetric m, auto value_of) {
       for (std::size_t i = 0; i < steps; ++i)
         values[i] = i < known_from ? std::nullopt : value_of(row[i]);
-      AppendSeries(&out, &first, m, key, values);
+      metrics::AppendOverviewSeries(&out, first, m, key.first, key.second, "", values);
+      first = false;
     };
     const double secs = static_cast<double>(step_s);
     emit(OverviewMetric::kRequestsPerSecond,
