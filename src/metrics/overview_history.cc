@@ -49,7 +49,10 @@ void OverviewHistory::CountRequest(std::string_view model, std::string_view tena
   std::lock_guard lock(counts_mu_);
   auto it = counts_.find(std::pair<std::string_view, std::string_view>(model, tenant));
   if (it == counts_.end()) {
-    if (counts_.size() >= max_series_) return;  // the series would be dropped anyway
+    if (counts_.size() >= max_series_) {  // its series would be dropped anyway
+      counts_refused_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     it = counts_
              .emplace(std::make_pair(std::string(model), std::string(tenant)), std::make_pair(0, 0))
              .first;
@@ -181,7 +184,7 @@ std::string OverviewHistory::Json(std::int64_t since_unix_ms, int step_seconds) 
 
 std::uint64_t OverviewHistory::dropped() const {
   std::lock_guard lock(mu_);
-  return dropped_;
+  return dropped_ + counts_refused_.load(std::memory_order_relaxed);
 }
 
 }  // namespace infertel::metrics

@@ -13,6 +13,7 @@
 // request counts, which the gateway's threads add to).
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -72,7 +73,8 @@ class OverviewHistory {
   //  "upstream","values":[number|null…]}…]} for the steps since `since_unix_ms`.
   std::string Json(std::int64_t since_unix_ms, int step_seconds) const;
 
-  std::uint64_t dropped() const;  // values of series beyond max_series
+  // Values of series beyond max_series, and requests not counted for the same reason.
+  std::uint64_t dropped() const;
 
  private:
   struct SeriesKey {
@@ -105,6 +107,7 @@ class OverviewHistory {
       return Views(a.first, a.second) < Views(b.first, b.second);
     }
   };
+  std::atomic<std::uint64_t> counts_refused_{0};  // requests of pairs beyond max_series
   mutable std::mutex counts_mu_;
   std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>, ViewLess>
       counts_;  // guarded by counts_mu_

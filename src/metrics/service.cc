@@ -322,7 +322,8 @@ void MetricsService::RegisterStats(StatsRegistry* stats) {
                "pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(genai_.dropped()); });
   stats->AddFn("infertel_overview_values_dropped",
-               "Values of the web UI's overview not kept: their series would pass the bound",
+               "Values of the web UI's overview not kept, and requests not counted in it: their "
+               "series would pass the bound",
                T::kCounter, "", [this] { return static_cast<double>(overview_.dropped()); });
   stats->AddFn("infertel_slo_verdicts_dropped",
                "SLO verdicts not counted: their (model, tenant) series would pass the bound",

@@ -107,6 +107,11 @@ TEST(OverviewHistory, BoundedInStepsAndSeries) {
   EXPECT_EQ(ValuesOf(json, "requests_running", "", "u").size(), 3u);
   EXPECT_TRUE(ValuesOf(json, "requests_waiting", "", "u").empty());
   EXPECT_EQ(h.dropped(), 5u);
+  // Requests of a (model, tenant) past the bound are not counted, and say so.
+  h.CountRequest("m1", "t", false);
+  h.CountRequest("m2", "t", false);
+  h.CountRequest("m3", "t", false);
+  EXPECT_EQ(h.dropped(), 6u);
   // `since` keeps the steps from then on.
   EXPECT_EQ(ValuesOf(h.Json(20000, 5), "requests_running", "", "u").size(), 2u);
 }
