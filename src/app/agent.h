@@ -25,7 +25,7 @@ struct AgentOptions {
   std::vector<gateway::UpstreamConfig> upstreams;
   http::HostPort admin{"127.0.0.1", 9464};
   http::ConnectionLimits admin_connections{.max_connections = 64};  // cap and read timeouts
-  int threads = 2;
+  int threads = 0;  // gateway workers; 0: GatewayWorkers' default (gateway/gateway.h)
   std::size_t max_request_body = 32u << 20;
   std::size_t gateway_max_connections = 4096;  // client connections, every listener together
   exporting::ExportOptions exports;

@@ -27,7 +27,7 @@ struct AgentFlags {
   std::string config_file;
   std::string pd_role = "none";
   exporting::ExportOptions exports;  // env first, then flags (AddExportFlags)
-  int threads = 2;
+  int threads = 0;  // 0: one gateway worker per CPU the agent may run on, at most 2
   std::size_t max_body = 32u << 20;
   int export_delay_ms = -1;
   std::string receiver_grpc = "127.0.0.1:4317";

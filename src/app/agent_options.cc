@@ -114,7 +114,12 @@ const std::array kTable = std::to_array<AgentOption>({
      .env_var = "OTEL_METRIC_EXPORT_INTERVAL",
      .default_text = "60s",
      .more = "a bare number is refused; the variable is in milliseconds"},
-    {.flag = "--threads", .field = INFERTEL_FIELD(int, threads), .help = "Gateway worker threads"},
+    {.flag = "--threads",
+     .field = INFERTEL_FIELD(int, threads),
+     .help = "Gateway worker threads; 0: one per CPU the agent may run on (its affinity), at "
+             "most 2",
+     .min = 0,
+     .max = 256},
     {.flag = "--max-body-bytes",
      .field = INFERTEL_FIELD(std::size_t, max_body),
      .help = "Request body limit (413 above it)",

@@ -17,6 +17,7 @@
 #include <limits>
 #include <thread>
 
+#include "core/cpus.h"
 #include "core/hex.h"
 #include "core/semconv.h"
 #include "core/thread_name.h"
@@ -507,6 +508,11 @@ struct Gateway::Impl {
                          unsigned status, std::string body, bool keep_alive);
 };
 
+int GatewayWorkers(int threads, int allowed_cpus) {
+  if (threads > 0) return threads;
+  return std::clamp(allowed_cpus, 1, kMaxDefaultWorkers);
+}
+
 Gateway::Gateway(GatewayOptions options, std::shared_ptr<config::ConfigStore> config)
     : options_(std::move(options)),
       config_(std::move(config)),
@@ -587,7 +593,7 @@ bool Gateway::Start(std::string* error) {
   im.connections = http::ConnectionTable::Make(
       http::ConnectionLimits{.max_connections = std::max<std::size_t>(1, options_.max_connections)},
       std::shared_ptr<http::ConnectionStats>(std::shared_ptr<void>(), &stats_.connections));
-  int n = std::max(1, options_.threads);
+  const int n = GatewayWorkers(options_.threads, AllowedCpuCount());
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<Impl::Worker>();
     w->guard.emplace(w->io.get_executor());

@@ -1,7 +1,8 @@
 #pragma once
 // The gateway: a reverse proxy in front of each engine that observes the OpenAI API.
 //
-// Threads: `threads` workers, each with its own io_context; a connection is pinned to one
+// Threads: `threads` workers (by default one per CPU the process may run on, at most
+// kMaxDefaultWorkers), each with its own io_context; a connection is pinned to one
 // worker for its life, so per-connection and per-worker state (upstream connection pools)
 // needs no locks. Telemetry leaves through ExchangeListeners, which must not block.
 
@@ -42,9 +43,18 @@ struct UpstreamConfig {
   bool start_ready = true;
 };
 
+// The most workers the gateway starts by default. Two workers on one CPU take turns at the
+// scheduler's tick (4 ms at 250 Hz) once the CPU is saturated, and a request on the waiting
+// worker waits that long: one worker per CPU, so an agent confined to one CPU runs one
+// (docs/performance-history.md, "One gateway worker per CPU, on a quiet machine").
+inline constexpr int kMaxDefaultWorkers = 2;
+// The workers for `threads`: itself when positive, else one per CPU in `allowed_cpus`, at
+// most kMaxDefaultWorkers.
+int GatewayWorkers(int threads, int allowed_cpus);
+
 struct GatewayOptions {
   std::vector<UpstreamConfig> upstreams;
-  int threads = 2;
+  int threads = 0;                            // 0: GatewayWorkers' default
   std::size_t max_request_body = 32u << 20;   // above it: 413 with a JSON error
   std::size_t max_observed_body = 16u << 20;  // response bytes kept for parsing
   // The upstream timeouts are live keys (infertel.upstream.*-timeout-ms), read per request:

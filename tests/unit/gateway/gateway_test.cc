@@ -257,6 +257,15 @@ TEST_F(GatewayTest, NonOpenAiPathsAreForwardedWithoutAnExchange) {
 namespace infertel::gateway {
 namespace {
 
+TEST(GatewayWorkersTest, OnePerAllowedCpuAtMostTwoUnlessAsked) {
+  EXPECT_EQ(GatewayWorkers(0, 1), 1);
+  EXPECT_EQ(GatewayWorkers(0, 2), 2);
+  EXPECT_EQ(GatewayWorkers(0, 64), kMaxDefaultWorkers);
+  EXPECT_EQ(GatewayWorkers(0, 0), 1);
+  EXPECT_EQ(GatewayWorkers(3, 1), 3);
+  EXPECT_EQ(GatewayWorkers(1, 8), 1);
+}
+
 // Several upstreams: each listener forwards to its own engine and tags exchanges with it.
 TEST(GatewayMultiTest, EachListenerForwardsToItsOwnUpstream) {
   std::string error;
