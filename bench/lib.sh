@@ -93,7 +93,14 @@ sink_count() {  # sink_count LOG: the last cumulative count of spans the sink pr
   awk '/^SINK / { for (i = 1; i <= NF; i++) if ($i ~ /^spans=/) { sub("spans=", "", $i); n = $i } } END { print n + 0 }' "$1"
 }
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }  # utime + stime
+# cpu_ticks PID[,PID...]: utime + stime of the processes, summed.
+cpu_ticks() {
+  local p n=0
+  for p in ${1//,/ }; do
+    n=$((n + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat")))
+  done
+  echo "$n"
+}
 # thread_ticks PID: one line per thread of PID, "name ticks" (utime + stime; the agent names
 # its threads: gateway-io-0, assembler, traces:otlp_grpc, ...).
 thread_ticks() {
@@ -182,7 +189,9 @@ agent_compat_flags() {
 # start_nginx NAME UPSTREAM_PORT: nginx from bench/nginx.conf.template in $TMP/NAME, started
 # with ${PIN_PROXY[@]} (may be empty); needs $ROOT and $LOADGEN (for a free port). With
 # NGINX_WORKER_CONNECTIONS set, the config is a variant with that many worker_connections and a
-# matching worker_rlimit_nofile. Sets NGINX_PORT, NGINX_MASTER, NGINX_WORKER.
+# matching worker_rlimit_nofile; with NGINX_WORKER_PROCESSES set, that many workers instead of
+# one. Sets NGINX_PORT, NGINX_MASTER, NGINX_WORKER (the first worker) and NGINX_WORKERS (all,
+# comma-separated).
 start_nginx() {
   local dir=$TMP/$1
   mkdir -p "$dir"
@@ -195,6 +204,9 @@ start_nginx() {
     variant=(-e "s#worker_connections [0-9]*;#worker_connections $NGINX_WORKER_CONNECTIONS;#"
       -e "s#^worker_processes 1;#worker_processes 1;\nworker_rlimit_nofile $nofile;#")
   fi
+  if [[ -n ${NGINX_WORKER_PROCESSES:-} ]]; then
+    variant+=(-e "s#^worker_processes 1;#worker_processes $NGINX_WORKER_PROCESSES;#")
+  fi
   sed -e "s#@PREFIX@#$dir#g" -e "s#@LISTEN_PORT@#$NGINX_PORT#g" -e "s#@UPSTREAM_PORT@#$2#g" \
     "${variant[@]}" "$ROOT/bench/nginx.conf.template" >"$dir/nginx.conf"
   "${PIN_PROXY[@]}" nginx -c "$dir/nginx.conf" -p "$dir/" -e "$dir/error.log" \
@@ -202,7 +214,13 @@ start_nginx() {
   NGINX_MASTER=$!
   PIDS+=("$NGINX_MASTER")
   wait_port "$NGINX_PORT"
+  local want=${NGINX_WORKER_PROCESSES:-1} i
+  for ((i = 0; i < 50; i++)); do
+    (($(pgrep -P "$NGINX_MASTER" | wc -l) >= want)) && break
+    sleep 0.1
+  done
   NGINX_WORKER=$(pgrep -P "$NGINX_MASTER" | head -1)
+  NGINX_WORKERS=$(pgrep -P "$NGINX_MASTER" | paste -sd, -)
   if [[ -z $NGINX_WORKER ]]; then
     cat "$dir/error.log" >&2
     bench_die "nginx worker not found"

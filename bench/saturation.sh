@@ -16,7 +16,9 @@
 # the upstream is another process, so its cost is not in it); for the agents also the CPU per
 # request of each thread and their context switches per request. Each ratio is taken round by round against nginx's run of the same
 # round (added p99 = p99 − direct's p99 of the same round) and reported as the median of the
-# rounds. Every process it starts is stopped on exit. About 3 minutes (more on a loaded machine).
+# rounds. All of it twice by default: with that layout ("pinned") and with nothing pinned
+# ("shared", nginx with one worker per core), BENCH_SAT_LAYOUT below. Every process it starts
+# is stopped on exit. About 3 minutes per layout (more on a loaded machine).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +31,20 @@ command -v wrk >/dev/null || { echo "saturation bench: wrk not installed (make d
 ROUNDS=${BENCH_SAT_ROUNDS:-4}
 DURATION=${BENCH_SAT_DURATION:-6}
 CONNS=${BENCH_SAT_CONNECTIONS:-32}
+# Where the processes run. `pinned` (the default): the upstream and wrk on core 0, each proxy
+# alone on core 1 with one nginx worker; the proxy's core saturates, so throughput is the
+# inverse of its CPU per request. `shared`: nothing pinned, every process on both cores as an
+# agent beside an engine runs, nginx with one worker per core (its `worker_processes auto`,
+# two here, as the agent's two gateway workers); throughput is then what the whole machine
+# serves, the proxy's CPU taken from the upstream and wrk as it would be from an engine.
+# BENCH_SAT_LAYOUT="pinned shared" (the default) runs the whole bench once per layout.
+LAYOUT=${BENCH_SAT_LAYOUT:-pinned shared}
+if [[ $LAYOUT == *" "* ]]; then
+  for one in $LAYOUT; do BENCH_SAT_LAYOUT=$one bash "$0" "$@" || exit; done
+  exit 0
+fi
+[[ $LAYOUT == pinned || $LAYOUT == shared ]] ||
+  { echo "saturation bench: BENCH_SAT_LAYOUT is pinned or shared, not $LAYOUT" >&2; exit 2; }
 # Extra flags for both agents: BENCH_SAT_AGENT_FLAGS="--threads 1".
 read -r -a EXTRA <<<"${BENCH_SAT_AGENT_FLAGS:-}"
 # A candidate, to measure a change in the same run: a fifth target "candidate", an agent with
@@ -43,6 +59,10 @@ CANDIDATE=""
 [[ -n $CANDIDATE_BIN || ${#CANDIDATE_FLAGS[@]} -gt 0 || -n $CANDIDATE_SETUP ]] && CANDIDATE=1
 
 pin_cores
+if [[ $LAYOUT == shared ]]; then
+  PIN_LG=() PIN_PROXY=() LG_CPU="" PROXY_CPU=""
+  NGINX_WORKER_PROCESSES=$(nproc)
+fi
 bench_init "saturation bench" saturation
 agent_compat_flags "$INFERTEL"
 AGENT_ARGS=("${EXTRA[@]}")
@@ -130,13 +150,13 @@ PY
 }
 
 echo "saturation bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
-echo "saturation bench: wrk -t1 -c$CONNS ${DURATION}s per run, $ROUNDS alternating rounds;" \
-  "upstream+wrk on core ${LG_CPU:-any}, proxies on core ${PROXY_CPU:-any};" \
+echo "saturation bench: layout $LAYOUT; wrk -t1 -c$CONNS ${DURATION}s per run, $ROUNDS alternating rounds;" \
+  "nginx workers ${NGINX_WORKER_PROCESSES:-1}; upstream+wrk on core ${LG_CPU:-any}, proxies on core ${PROXY_CPU:-any};" \
   "agents: defaults${EXTRA[*]:+ + ${EXTRA[*]}}${CANDIDATE:+; candidate: ${CANDIDATE_BIN:-same binary} ${CANDIDATE_FLAGS[*]} ${CANDIDATE_SETUP}}"
 LOAD_BEFORE=$(load_avg)
 for ((r = 1; r <= ROUNDS; r++)); do
   run direct "$UP_PORT" -
-  run nginx "$NGINX_PORT" "$NGINX_WORKER"
+  run nginx "$NGINX_PORT" "$NGINX_WORKERS"
   run infertel+store "$STORE_PORT" "$STORE_PID"
   run infertel "$NOSTORE_PORT" "$NOSTORE_PID"
   if [[ -n $CANDIDATE ]]; then run candidate "$CAND_PORT" "$CAND_PID"; fi
@@ -145,7 +165,7 @@ LOAD_AFTER=$(load_avg)
 DROPPED=$(metric "$(wait_line "$TMP/agent-store.log" 'admin listening on' | port_of)" \
   infertel_exporter_dropped_items)
 
-python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" "$DROPPED" <<'PY'
+python3 - "$RESULTS" "$LOAD_BEFORE" "$LOAD_AFTER" "$DROPPED" "$LAYOUT" <<'PY'
 import sys
 runs, threads, switches = {}, {}, {}
 for line in open(sys.argv[1]):
@@ -209,4 +229,13 @@ row("added p99: <= 1.5x nginx's", p99_ratio, lambda x: x <= 1.5)
 row("throughput (req/s): >= 0.95x nginx's", lambda a, n, d: a["per_s"] / n["per_s"], lambda x: x >= 0.95)
 row("CPU per request: <= 1.5x nginx's", lambda a, n, d: a["cpu_us_req"] / n["cpu_us_req"],
     lambda x: x <= 1.5)
+# In a closed loop the latency is the connections over the throughput (Little's law), and with
+# the proxy's core saturated the throughput is the inverse of its CPU per request: all three
+# ratios follow the CPU per request. This row is the throughput that CPU alone allows. (Shared,
+# the upstream's and wrk's CPU count too: no such simple bound.)
+if sys.argv[5] == "pinned":
+    allowed = "throughput its CPU per request allows"
+    print(f"{allowed:<44}" + "".join(
+        f"{median(by_round(l, lambda a, n, d: n['cpu_us_req'] / a['cpu_us_req'])):>15.2f}x"
+        for l in LABELS))
 PY
