@@ -76,7 +76,10 @@ void MetricsService::Start() {
   if (sink_)
     threads_.emplace_back([this] {
       NameThisThread("metrics-export");
-      Loop(options_.export_interval, &MetricsService::ExportOnce);
+      // As the OpenTelemetry SDKs' periodic reader does: the first export one interval after
+      // the start (an export at once held only what the first scrape happened to beat it to),
+      // and a last one at Stop().
+      Loop(options_.export_interval, &MetricsService::ExportOnce, /*wait_first=*/true);
     });
 }
 
@@ -93,8 +96,10 @@ void MetricsService::Stop() {
   if (sink_) ExportOnce();
 }
 
-void MetricsService::Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)()) {
+void MetricsService::Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)(),
+                          bool wait_first) {
   std::unique_lock lock(mu_);
+  if (wait_first) cv_.wait_for(lock, interval, [this] { return stopping_; });
   while (!stopping_) {
     lock.unlock();
     (this->*fn)();

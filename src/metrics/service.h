@@ -118,7 +118,10 @@ class MetricsService {
   // latest GenAI conventions replace when the dialect speaks only those.
   std::vector<MetricPoint> ExposedPoints(GenAiDialect dialect) const;
   EngineState ReadEngineState(const Target& t, const config::Settings& settings) const;
-  void Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)());
+  // Calls `fn` every `interval` until Stop(): first at once, or after one interval when
+  // `wait_first`.
+  void Loop(std::chrono::milliseconds interval, void (MetricsService::*fn)(),
+            bool wait_first = false);
 
   MetricsOptions options_;
   std::shared_ptr<config::ConfigStore> config_;

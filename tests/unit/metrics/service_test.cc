@@ -247,5 +247,24 @@ TEST(MetricsService, ThreadsStartAndStop) {
   EXPECT_FALSE(sink.requests.empty());
 }
 
+// The first export waits one interval, as the OpenTelemetry SDKs' periodic reader does; Stop()
+// exports what is left once.
+TEST(MetricsService, TheFirstExportWaitsAnIntervalAndStopExportsOnce) {
+  FakeEngine engine;
+  engine.Serve(200, V1Text(9, 0.3));
+  CollectSink sink;
+  MetricsOptions o;
+  o.scrape_interval = std::chrono::milliseconds(20);
+  o.export_interval = std::chrono::hours(1);
+  MetricsService svc(o, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
+                     "t");
+  svc.ScrapeOnce();  // points to export from the start
+  ASSERT_FALSE(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).empty());
+  svc.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  svc.Stop();
+  ASSERT_EQ(sink.requests.size(), 1u);
+}
+
 }  // namespace
 }  // namespace infertel::metrics
