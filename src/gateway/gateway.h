@@ -43,10 +43,11 @@ struct UpstreamConfig {
   bool start_ready = true;
 };
 
-// The most workers the gateway starts by default. Two workers on one CPU take turns at the
-// scheduler's tick (4 ms at 250 Hz) once the CPU is saturated, and a request on the waiting
-// worker waits that long: one worker per CPU, so an agent confined to one CPU runs one
-// (docs/performance-history.md, "One gateway worker per CPU, on a quiet machine").
+// By default the gateway runs one worker per CPU it may run on: two workers on one CPU take
+// turns at the scheduler's tick (4 ms at 250 Hz) once the CPU is saturated, and a request on
+// the waiting worker waits that long (docs/performance-history.md, "One gateway worker per
+// CPU, on a quiet machine"). At most two: the engine shares the machine's cores, and two
+// served every gateway bench's load.
 inline constexpr int kMaxDefaultWorkers = 2;
 // The workers for `threads`: itself when positive, else one per CPU in `allowed_cpus`, at
 // most kMaxDefaultWorkers.
