@@ -148,7 +148,7 @@ std::unique_ptr<HttpServer> HttpServer::Start(const std::string& host, std::uint
     return nullptr;
   }
   s->port_ = s->acceptor_->local_endpoint().port();
-  net::co_spawn(s->ioc_, s->AcceptLoop(), net::detached);
+  net::co_spawn(s->accept_strand_, s->AcceptLoop(), net::detached);
   for (int i = 0; i < std::max(1, threads); ++i) {
     s->threads_.emplace_back([srv = s.get()] { srv->ioc_.run(); });
   }
@@ -160,7 +160,7 @@ HttpServer::~HttpServer() { Stop(); }
 void HttpServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  net::post(ioc_, [this] {
+  net::post(accept_strand_, [this] {
     error_code ec;
     acceptor_->close(ec);
   });
@@ -170,7 +170,7 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::StopAccepting() {
-  net::post(ioc_, [this] {
+  net::post(accept_strand_, [this] {
     error_code ec;
     acceptor_->close(ec);
   });

@@ -103,6 +103,10 @@ class HttpServer {
   net::awaitable<void> Session(net::ip::tcp::socket socket);
 
   net::io_context ioc_;
+  // The accept loop and the listener's close run on this strand: with several threads on
+  // ioc_, a close posted to ioc_ itself could run while another thread re-armed the accept
+  // on the same descriptor (a use after free in the reactor, seen as a rare crash at Stop).
+  net::strand<net::io_context::executor_type> accept_strand_{net::make_strand(ioc_)};
   std::unique_ptr<net::ip::tcp::acceptor> acceptor_;
   HttpHandler handler_;
   std::vector<std::thread> threads_;
