@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <optional>
 
 #include "common/engine_ids.h"
 #include "engines/sglang/sglang_families.h"
@@ -230,40 +231,44 @@ TEST(MetricsService, CollectSwitchStopsReporting) {
   EXPECT_TRUE(Of(svc.Snapshot(), MetricId::kUsageTokens).empty());
 }
 
-TEST(MetricsService, ThreadsStartAndStop) {
+// A service over one vLLM engine (9 prompt tokens), scraping every 20 ms, exporting to `sink`
+// every `export_interval`; its threads not started.
+struct ScrapingService {
+  explicit ScrapingService(std::chrono::milliseconds export_interval) {
+    engine.Serve(200, V1Text(9, 0.3));
+    MetricsOptions o;
+    o.scrape_interval = std::chrono::milliseconds(20);
+    o.export_interval = export_interval;
+    svc.emplace(o, std::vector<ScrapeTarget>{{"u", VllmEngineId(), engine.Url(), ""}}, Config(),
+                &sink, Resource(), "t");
+  }
   FakeEngine engine;
-  engine.Serve(200, V1Text(9, 0.3));
   CollectSink sink;
-  MetricsOptions o;
-  o.scrape_interval = std::chrono::milliseconds(20);
-  o.export_interval = std::chrono::milliseconds(20);
-  MetricsService svc(o, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
-                     "t");
+  std::optional<MetricsService> svc;
+};
+
+TEST(MetricsService, ThreadsStartAndStop) {
+  ScrapingService s(std::chrono::milliseconds(20));
+  MetricsService& svc = *s.svc;
   svc.Start();
   for (int i = 0; i < 200 && Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   svc.Stop();
   EXPECT_EQ(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).at(0).value, 9);
-  EXPECT_FALSE(sink.requests.empty());
+  EXPECT_FALSE(s.sink.requests.empty());
 }
 
 // The first export waits one interval, as the OpenTelemetry SDKs' periodic reader does; Stop()
 // exports what is left once.
 TEST(MetricsService, TheFirstExportWaitsAnIntervalAndStopExportsOnce) {
-  FakeEngine engine;
-  engine.Serve(200, V1Text(9, 0.3));
-  CollectSink sink;
-  MetricsOptions o;
-  o.scrape_interval = std::chrono::milliseconds(20);
-  o.export_interval = std::chrono::hours(1);
-  MetricsService svc(o, {{"u", VllmEngineId(), engine.Url(), ""}}, Config(), &sink, Resource(),
-                     "t");
+  ScrapingService s(std::chrono::hours(1));
+  MetricsService& svc = *s.svc;
   svc.ScrapeOnce();  // points to export from the start
   ASSERT_FALSE(Of(svc.Snapshot(), Id(VllmMetric::kPromptTokens)).empty());
   svc.Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   svc.Stop();
-  ASSERT_EQ(sink.requests.size(), 1u);
+  ASSERT_EQ(s.sink.requests.size(), 1u);
 }
 
 }  // namespace
