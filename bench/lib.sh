@@ -219,8 +219,8 @@ start_nginx() {
     (($(pgrep -P "$NGINX_MASTER" | wc -l) >= want)) && break
     sleep 0.1
   done
-  NGINX_WORKER=$(pgrep -P "$NGINX_MASTER" | head -1)
   NGINX_WORKERS=$(pgrep -P "$NGINX_MASTER" | paste -sd, -)
+  NGINX_WORKER=${NGINX_WORKERS%%,*}
   if [[ -z $NGINX_WORKER ]]; then
     cat "$dir/error.log" >&2
     bench_die "nginx worker not found"
