@@ -15,17 +15,6 @@ using openai::Outcome;
 
 constexpr double kNs = 1e9;
 
-MetricLabels ApiLabels(std::string_view model, std::string_view span_kind,
-                       std::string_view usage_type) {
-  MetricLabels l{{std::string(kDimCallKind), std::string(kCallKindCustomEntry)},
-                 {std::string(kDimCallType), std::string(kCallTypeGenAi)},
-                 {std::string(kDimModelNameApi), std::string(model)},
-                 {std::string(kDimRpcType), std::string(kRpcTypeLlm)},
-                 {std::string(kDimSpanKind), std::string(span_kind)},
-                 {std::string(kDimUsageType), std::string(usage_type)}};
-  return l;  // already sorted by key
-}
-
 }  // namespace
 
 bool MetricsEnabled(const config::Settings& s, EngineId engine) {
@@ -36,7 +25,7 @@ bool MetricsEnabled(const config::Settings& s, EngineId engine) {
 std::vector<MetricPoint> ExchangeMeasures::Points() const {
   std::vector<MetricPoint> out;
   out.reserve(deltas.size());
-  for (const auto& d : deltas) out.push_back({d.id, labels.at(d.labels), d.value});
+  for (const auto& d : deltas) out.push_back({d.id, labels->at(d.labels), d.value});
   return out;
 }
 
@@ -63,7 +52,7 @@ bool Counted(const openai::Exchange& ex) {
 }  // namespace
 
 ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
-                                 const engines::EngineFacts& facts) {
+                                 const engines::EngineFacts& facts, ExchangeLabelCache* cache) {
   using M = ExchangeMeasures;
   ExchangeMeasures out;
   if (!Measurable(ex)) return out;
@@ -77,21 +66,17 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   if (!output && ex.streamed && ex.op != Operation::kEmbeddings)
     output = engines::Profile(ex.engine).StreamedTokens(ex, facts);
 
-  std::string_view span_kind = openai::SpanKindFor(ex.op);
   auto& d = out.deltas;
   d.reserve(7);
-  if (input) {
-    out.labels[M::kInput] = ApiLabels(model, span_kind, kUsageTypeInput);
-    d.push_back({MetricId::kUsageTokens, M::kInput, static_cast<double>(*input)});
-  }
-  if (output && ex.op != Operation::kEmbeddings) {
-    out.labels[M::kOutput] = ApiLabels(model, span_kind, kUsageTypeOutput);
+  if (input) d.push_back({MetricId::kUsageTokens, M::kInput, static_cast<double>(*input)});
+  if (output && ex.op != Operation::kEmbeddings)
     d.push_back({MetricId::kUsageTokens, M::kOutput, static_cast<double>(*output)});
-  }
+  if (ex.op != Operation::kEmbeddings || !d.empty())
+    out.labels = cache != nullptr ? cache->Get(ex.engine, ex.op, model, ex.engine_index)
+                                  : BuildExchangeLabels(ex.engine, ex.op, model, ex.engine_index);
   if (ex.op == Operation::kEmbeddings) return out;
 
   const engines::EngineProfile& profile = engines::Profile(ex.engine);
-  out.labels[M::kEngine] = profile.RequestLabels(model, ex.engine_index);
   engines::RequestFigures f;
   f.input_tokens = input;
   f.output_tokens = output;
@@ -126,7 +111,9 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& r, const engines::
   engines::RequestMeasures measures;
   profile.MeasureEngineSpan(f, &measures);
   if (measures.size() == 0) return out;
-  out.labels[ExchangeMeasures::kEngine] = profile.RequestLabels(model, r.engine_index);
+  auto sets = std::make_shared<ExchangeLabelSets>();
+  (*sets)[ExchangeMeasures::kEngine] = profile.RequestLabels(model, r.engine_index);
+  out.labels = std::move(sets);
   for (const auto& [id, value] : measures)
     out.deltas.push_back({id, ExchangeMeasures::kEngine, value});
   return out;
@@ -249,8 +236,8 @@ void RequestMetrics::OnExchangeFinished(const openai::Exchange& ex) noexcept {
     if (served && genai_ != nullptr && SpeaksLatest(ex.genai_dialect))
       ObserveConventions(ex, model);
     if (!Measurable(ex)) return;
-    const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name));
-    if (!m.empty()) store_->Add(ex.upstream_name, m.labels, m.deltas);
+    const ExchangeMeasures m = MeasureExchange(ex, model, FactsOf(ex.upstream_name), &labels_);
+    if (!m.empty()) store_->Add(ex.upstream_name, *m.labels, m.deltas);
     if (histograms_ != nullptr) ObserveExchange(ex, model);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the exchange is not.
@@ -266,7 +253,7 @@ void RequestMetrics::OnEngineSpanJoined(const engines::JoinRecord& r,
     if (!Models(r.upstream).Admit(model)) model = kLabelValueOther;
     if (histograms_ != nullptr) ObserveEngineSpan(r, t, model);
     const ExchangeMeasures m = MeasureEngineSpan(r, t, model);
-    if (!m.empty()) store_->Add(r.upstream, m.labels, m.deltas);
+    if (!m.empty()) store_->Add(r.upstream, *m.labels, m.deltas);
   } catch (const std::exception&) {
     // Allocation failure: the measurement is lost, the span is not.
   }

@@ -23,6 +23,7 @@
 #include "core/metric_families.h"
 #include "engines/engine_spans.h"
 #include "engines/profile.h"
+#include "metrics/exchange_labels.h"
 #include "metrics/genai_histograms.h"
 #include "metrics/label_bound.h"
 #include "metrics/latency_histograms.h"
@@ -39,10 +40,11 @@ bool MetricsEnabled(const config::Settings& settings, EngineId engine);
 
 // One exchange's counter deltas. They share three label sets (API-layer input tokens, output
 // tokens, engine-layer), so each delta names its set instead of carrying a copy of it: the
-// copies were most of the cost of measuring an exchange.
+// copies were most of the cost of measuring an exchange. The sets themselves are shared by
+// every exchange of the same model (ExchangeLabelCache); null when there are no deltas.
 struct ExchangeMeasures {
   enum LabelSet : std::uint8_t { kInput, kOutput, kEngine };
-  std::array<MetricLabels, 3> labels;
+  std::shared_ptr<const ExchangeLabelSets> labels;
   std::vector<LabeledDelta> deltas;
 
   bool empty() const { return deltas.empty(); }
@@ -62,9 +64,11 @@ using openai::ModelOf;
 // durations of completed requests. `model` is the model label value (ModelOf, or
 // kLabelValueOther when the bound folded it).
 // `facts`: what the engine says of itself (its stream interval), for the output tokens of a
-// stream without usage (EngineProfile::StreamedTokens).
+// stream without usage (EngineProfile::StreamedTokens). `cache`, when given, supplies the
+// label sets.
 ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
-                                 const engines::EngineFacts& facts = {});
+                                 const engines::EngineFacts& facts = {},
+                                 ExchangeLabelCache* cache = nullptr);
 inline ExchangeMeasures MeasureExchange(const openai::Exchange& ex) {
   return MeasureExchange(ex, ModelOf(ex));
 }
@@ -117,6 +121,7 @@ class RequestMetrics : public openai::ExchangeListener, public engines::EngineSp
   SloMetrics* slo_;
   OverviewHistory* overview_;
   GenAiHistograms* genai_;
+  ExchangeLabelCache labels_;
   // Fixed once the gateway starts: read without a lock.
   std::map<std::string, std::unique_ptr<BoundedLabelValues>, std::less<>> models_;
   // Each upstream's stream interval as its facts say (0: not known), read per exchange.

@@ -112,7 +112,7 @@ TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
   shared.AddSource("u", VllmEngineId());
   copied.AddSource("u", VllmEngineId());
   for (int i = 0; i < 2; ++i) {
-    shared.Add("u", m.labels, m.deltas);
+    shared.Add("u", *m.labels, m.deltas);
     copied.Add("u", m.Points());
   }
   const auto a = shared.Snapshot(), b = copied.Snapshot();
@@ -125,8 +125,46 @@ TEST(MetricStore, DeltasSharingLabelSetsAddLikePoints) {
   EXPECT_EQ(Of(a, MetricId::kUsageTokens, "usageType", "input").at(0).value, 20);  // 10 twice
   // A delta naming a label set that is not there is ignored.
   const LabeledDelta stray{MetricId::kUsageTokens, 7, 1};
-  shared.Add("u", m.labels, std::span<const LabeledDelta>(&stray, 1));
+  shared.Add("u", *m.labels, std::span<const LabeledDelta>(&stray, 1));
   EXPECT_EQ(shared.Snapshot().size(), a.size());
+}
+
+// Label sets from the cache are the sets built for the exchange: the same points, and one
+// shared copy per engine, operation, model and engine index.
+bool SamePoints(const std::vector<MetricPoint>& a, const std::vector<MetricPoint>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].id != b[i].id || a[i].labels != b[i].labels || a[i].value != b[i].value) return false;
+  return !a.empty();
+}
+
+TEST(ExchangeLabelCache, GivesTheBuiltSetsOncePerModelAndIndex) {
+  ExchangeLabelCache cache;
+  auto ex = StreamExchange(VllmEngineId());
+  const auto cached = MeasureExchange(ex, "m", {}, &cache);
+  const auto built = MeasureExchange(ex, "m");
+  EXPECT_TRUE(SamePoints(cached.Points(), built.Points()));
+  EXPECT_EQ(MeasureExchange(ex, "m", {}, &cache).labels, cached.labels);  // the same copy
+  ex.engine_index = 1;
+  const auto indexed = MeasureExchange(ex, "m", {}, &cache);
+  EXPECT_NE(indexed.labels, cached.labels);
+  EXPECT_TRUE(SamePoints(indexed.Points(), MeasureExchange(ex, "m").Points()));
+  EXPECT_NE(MeasureExchange(ex, "other", {}, &cache).labels, indexed.labels);
+  ex.op = openai::Operation::kTextCompletion;
+  EXPECT_NE(MeasureExchange(ex, "other", {}, &cache).labels, indexed.labels);
+  EXPECT_EQ(cache.size(), 4u);
+}
+
+TEST(ExchangeLabelCache, PastItsBoundBuildsEachTimeAndKeepsNothingMore) {
+  ExchangeLabelCache cache;
+  const auto ex = StreamExchange(SglangEngineId());
+  for (std::size_t i = 0; i < ExchangeLabelCache::kMaxEntries + 10; ++i)
+    cache.Get(ex.engine, ex.op, "m" + std::to_string(i), std::nullopt);
+  EXPECT_EQ(cache.size(), ExchangeLabelCache::kMaxEntries);
+  const std::string late = "m" + std::to_string(ExchangeLabelCache::kMaxEntries + 5);
+  const auto a = cache.Get(ex.engine, ex.op, late, std::nullopt);
+  EXPECT_NE(cache.Get(ex.engine, ex.op, late, std::nullopt), a);  // not kept
+  EXPECT_EQ(*a, *BuildExchangeLabels(ex.engine, ex.op, late, std::nullopt));
 }
 
 TEST(MeasureExchange, Vllm) {
