@@ -11,6 +11,7 @@
 #include "core/hex.h"
 #include "export/sqlite/block.h"
 #include "export/sqlite/partition.h"
+#include "export/sqlite/record_attributes.h"
 #include "export/sqlite/sqlite_store.h"
 #include "export/sqlite/store_internal.h"
 #include "otlp/json_util.h"
@@ -118,7 +119,7 @@ StoredSpan ReadSpan(Partition* p, Stmt& s, BlockCache& blocks) {
   block::Reader r = blocks.Record(p, s.Int(9), static_cast<std::uint32_t>(s.Int(10)), false);
   sp.kind = static_cast<int>(r.Varint());
   sp.status_message = r.Bytes();
-  sp.attributes = r.Bytes();
+  sp.attributes = RecordAttributesJson(r.Bytes());
   sp.events = r.Bytes();
   sp.links = r.Bytes();
   sp.resource = p->Text(static_cast<std::int64_t>(r.Varint()));
@@ -128,7 +129,6 @@ StoredSpan ReadSpan(Partition* p, Stmt& s, BlockCache& blocks) {
   sp.dropped_links_count = static_cast<std::int64_t>(r.Varint());
   if (!r.ok()) {
     // A damaged or missing block: the row's own columns are still right.
-    if (sp.attributes.empty()) sp.attributes = "{}";
     if (sp.events.empty()) sp.events = "[]";
     if (sp.links.empty()) sp.links = "[]";
     if (sp.resource.empty()) sp.resource = "{}";

@@ -18,6 +18,7 @@
 #include "export/sqlite/block.h"
 #include "export/sqlite/paced_vfs.h"
 #include "export/sqlite/partition.h"
+#include "export/sqlite/record_attributes.h"
 #include "export/sqlite/sqlite_store.h"
 #include "export/sqlite/store_health.h"
 #include "export/sqlite/store_internal.h"
@@ -163,9 +164,10 @@ class SpanBlock {
                               zdict, &id);
         rc != SQLITE_OK)
       return rc;
-    for (auto& r : rows_) {
-      r.block = id;
-      if (int rc = p_->AddSpan(r); rc != SQLITE_OK) return rc;
+    for (auto& r : rows_) r.block = id;
+    for (std::size_t i = 0; i < rows_.size(); i += Partition::kRowsPerInsert) {
+      const std::size_t n = std::min(Partition::kRowsPerInsert, rows_.size() - i);
+      if (int rc = p_->AddSpans(std::span(rows_).subspan(i, n)); rc != SQLITE_OK) return rc;
       PaceBetweenRows();
     }
     *items += rows_.size();
@@ -200,7 +202,7 @@ int EncodeSpan(Partition* p, const Span& span, std::int64_t resource, std::int64
   w.Varint(static_cast<std::uint64_t>(span.kind()));
   w.Bytes(span.status().message());
   json->clear();
-  otlp_json::AppendPlainAttributes(json, span.attributes());
+  AppendRecordAttributes(json, span.attributes());
   w.Bytes(*json);
   json->clear();
   AppendEventsJson(json, span);
@@ -217,7 +219,26 @@ int EncodeSpan(Partition* p, const Span& span, std::int64_t resource, std::int64
 }
 
 // A local root's summary row (partition.h): model, operation and tenant from its attributes.
-int AddSummary(Partition* p, const Span& span, const SpanRow& row) {
+// Summaries are inserted kRowsPerInsert at a time: the last few by Flush.
+class Summaries {
+ public:
+  explicit Summaries(Partition* p) : p_(p) {}
+  int Add(const TraceRow& t) {
+    rows_.push_back(t);
+    return rows_.size() >= Partition::kRowsPerInsert ? Flush() : SQLITE_OK;
+  }
+  int Flush() {
+    const int rc = p_->AddTraces(rows_);
+    rows_.clear();
+    return rc;
+  }
+
+ private:
+  Partition* p_;
+  std::vector<TraceRow> rows_;
+};
+
+int AddSummary(Partition* p, const Span& span, const SpanRow& row, Summaries* out) {
   TraceRow t;
   t.tid = row.tid;
   t.tid2 = row.tid2;
@@ -232,7 +253,7 @@ int AddSummary(Partition* p, const Span& span, const SpanRow& row) {
     if (int rc = p->Intern(o, &t.operation); rc != SQLITE_OK) return rc;
   if (auto tenant = StringAttr(span, semconv::kInfertelTenant); !tenant.empty())
     if (int rc = p->Intern(tenant, &t.tenant); rc != SQLITE_OK) return rc;
-  return p->AddTrace(t);
+  return out->Add(t);
 }
 
 // Span ids of a request, to tell its local roots (a parent not among them). Open addressing,
@@ -270,6 +291,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
   if (summarized_.size() > kSummarizedTraces) summarized_.clear();
   const auto ids = SpanIds(request, SpansIn(request));
   SpanBlock blk(p, &packer_, [this](std::uint64_t bytes) { return BlockWritten(bytes); });
+  Summaries summaries(p);
   std::string json;
   std::uint64_t written = 0;
   for (const auto& rs : request.resource_spans()) {
@@ -287,7 +309,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
           return rc;
         if ((row.root || !ids.count(row.parent)) &&
             summarized_.insert(TraceKey(row.tid, row.tid2)).second)
-          if (int rc = AddSummary(p, span, row); rc != SQLITE_OK) return rc;
+          if (int rc = AddSummary(p, span, row, &summaries); rc != SQLITE_OK) return rc;
         blk.Add(row);
         PaceBetweenRows();
         if (blk.full())
@@ -295,6 +317,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
       }
     }
   }
+  if (int rc = summaries.Flush(); rc != SQLITE_OK) return rc;
   const int rc = blk.Flush(0, &written);
   pending_spans_ = written;
   return rc;

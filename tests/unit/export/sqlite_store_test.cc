@@ -230,6 +230,41 @@ TEST_F(SqliteStoreTest, BlocksUseThePartitionsDictionaryAndRowsReadWithoutIt) {
   }
 }
 
+// Rows go in many to a statement (Partition::kRowsPerInsert); each keeps the trace index's
+// part of its own rowid, across the first part's end, and every root its summary row.
+TEST_F(SqliteStoreTest, RowsInsertedManyAtATimeKeepTheirPartsAndSummaries) {
+  constexpr int kSpans = (1 << kTracePartShift) + 437;  // odd: statements of one row too
+  auto store = OpenStore();
+  for (int i = 0; i < kSpans;) {
+    TracesRequest req;
+    const int n = std::min(kSpans - i, 1 + (i % 3 == 0 ? 600 : i % 37));
+    for (int j = i; j < i + n; ++j)
+      AddSpan(&req, fmt::format("{:016x}", j + 1), "", "chat", 1000 + j, 2000 + j,
+              fmt::format("{:032x}", j + 1));
+    std::string error;
+    ASSERT_TRUE(store->InsertTraces(req, &error)) << error;
+    i += n;
+  }
+  ASSERT_EQ(store->Files().size(), 1u);
+  const std::string file = store->Files()[0];
+  EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM spans"), kSpans);
+  EXPECT_EQ(QueryInt(file, "SELECT max(rowid) FROM spans"), kSpans);
+  EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM spans WHERE part != rowid >> 16"), 0);
+  EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM spans WHERE span != rowid"), 0);  // in order
+  EXPECT_EQ(QueryInt(file, "SELECT count(DISTINCT tid2) FROM traces"), kSpans);
+  EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM traces WHERE tid2 != rowid"), 0);
+  for (int j : {0, 15, 16, (1 << kTracePartShift) - 1, 1 << kTracePartShift, kSpans - 1}) {
+    const auto spans = store->TraceSpans(fmt::format("{:032x}", j + 1));
+    ASSERT_EQ(spans.size(), 1u) << j;
+    EXPECT_EQ(spans[0].span_id, fmt::format("{:016x}", j + 1));
+  }
+  TraceFilter f;
+  f.limit = 3;
+  const auto page = store->Traces(f);
+  ASSERT_EQ(page.size(), 3u);
+  EXPECT_EQ(page[0].trace_id, fmt::format("{:032x}", kSpans));  // the newest first
+}
+
 // After a roll, the new partition's first blocks use the previous partition's dictionary,
 // stored in the new file so that it reads on its own.
 TEST_F(SqliteStoreTest, ANewPartitionStartsWithThePreviousDictionary) {
