@@ -27,7 +27,13 @@ google::protobuf::RepeatedPtrField<KeyValue> EveryType() {
   inner->set_key("k");
   inner->mutable_value()->set_int_value(-3);
   add("raw")->set_bytes_value(std::string("\x00\xff", 2));
+  add("negative")->set_int_value(-1);
+  add("zero")->set_double_value(0);
+  add("false")->set_bool_value(false);
+  add("empty")->set_string_value("");
   add("unset");
+  attrs.Add()->set_key("no value");
+  attrs.Add()->mutable_value()->set_int_value(7);  // no key
   return attrs;
 }
 
@@ -36,6 +42,16 @@ TEST(RecordAttributes, ReadBackAsTheJsonTheyWouldHaveBeenWrittenAs) {
   std::string record;
   AppendRecordAttributes(&record, attrs);
   EXPECT_EQ(RecordAttributesJson(record), otlp_json::PlainAttributes(attrs));
+}
+
+// The record's bytes after its marker are a KeyValueList as protobuf itself writes it.
+TEST(RecordAttributes, AreTheBytesProtobufWrites) {
+  otlp_common::KeyValueList list;
+  *list.mutable_values() = EveryType();
+  std::string record;
+  AppendRecordAttributes(&record, list.values());
+  ASSERT_FALSE(record.empty());
+  EXPECT_EQ(record.substr(1), list.SerializeAsString());
 }
 
 TEST(RecordAttributes, KeepCapturedTextUnescaped) {
