@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <optional>
 
 #include "export/sqlite/block.h"
 
@@ -260,37 +262,33 @@ block::Dictionary* Partition::Dictionary(std::int64_t id) {
 
 namespace {
 
-// Binds `r` as the row of `s` whose first parameter is `at` (1-based); `rowid` is the rowid it
-// will get, for its trace index's part.
+// Binds `values` to the parameters of `s` from `at` (1-based) on; nullopt binds NULL.
+void BindRow(sqlite3_stmt* s, int at, std::initializer_list<std::optional<std::int64_t>> values) {
+  for (const auto& v : values) {
+    if (v)
+      sqlite3_bind_int64(s, at++, *v);
+    else
+      sqlite3_bind_null(s, at++);
+  }
+}
+
+std::optional<std::int64_t> IdOrNull(std::int64_t id) {
+  return id == 0 ? std::nullopt : std::optional(id);
+}
+
+// `r` as the row whose first parameter is `at`; `rowid` is the rowid it will get, for its
+// trace index's part.
 void BindSpan(sqlite3_stmt* s, int at, const SpanRow& r, std::int64_t rowid) {
-  sqlite3_bind_int64(s, at, rowid >> kTracePartShift);
-  sqlite3_bind_int64(s, at + 1, r.tid);
-  sqlite3_bind_int64(s, at + 2, r.tid2);
-  sqlite3_bind_int64(s, at + 3, r.span);
-  if (r.root)
-    sqlite3_bind_null(s, at + 4);
-  else
-    sqlite3_bind_int64(s, at + 4, r.parent);
-  sqlite3_bind_int64(s, at + 5, r.start);
-  sqlite3_bind_int64(s, at + 6, r.dur);
-  sqlite3_bind_int(s, at + 7, r.status);
-  sqlite3_bind_int64(s, at + 8, r.name);
-  sqlite3_bind_int64(s, at + 9, r.service);
-  sqlite3_bind_int64(s, at + 10, r.block);
-  sqlite3_bind_int64(s, at + 11, r.slot);
+  BindRow(s, at,
+          {rowid >> kTracePartShift, r.tid, r.tid2, r.span,
+           r.root ? std::nullopt : std::optional(r.parent), r.start, r.dur, r.status, r.name,
+           r.service, r.block, r.slot});
 }
 
 void BindTrace(sqlite3_stmt* s, int at, const TraceRow& r) {
-  sqlite3_bind_int64(s, at, r.tid);
-  sqlite3_bind_int64(s, at + 1, r.tid2);
-  sqlite3_bind_int64(s, at + 2, r.start);
-  sqlite3_bind_int64(s, at + 3, r.dur);
-  sqlite3_bind_int(s, at + 4, r.status);
-  sqlite3_bind_int64(s, at + 5, r.name);
-  BindId(s, at + 6, r.model);
-  BindId(s, at + 7, r.operation);
-  BindId(s, at + 8, r.service);
-  BindId(s, at + 9, r.tenant);
+  BindRow(s, at,
+          {r.tid, r.tid2, r.start, r.dur, r.status, r.name, IdOrNull(r.model),
+           IdOrNull(r.operation), IdOrNull(r.service), IdOrNull(r.tenant)});
 }
 
 }  // namespace
