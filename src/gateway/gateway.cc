@@ -25,6 +25,7 @@
 #include "gateway/deadlines.h"
 #include "gateway/sse_relay.h"
 #include "http/body_room.h"
+#include "http/flat_write.h"
 #include "http/simple_server.h"
 
 namespace infertel::gateway {
@@ -337,6 +338,7 @@ struct Forwarded {
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
   Deadline::Clock::time_point first_byte_at{};  // from the request's sending
   error_code ec;
+  std::string head;  // the request's head while it is written (http/flat_write.h)
 };
 namespace {
 // Why the forward stage got no response header.
@@ -1284,7 +1286,11 @@ Task<void> Gateway::Impl::Forward(std::size_t ui, Worker* w, const UpstreamTimeo
     UpstreamConn& up = *conn->conn;
     out.first_byte_at = Deadline::Clock::now() + timeouts.first_byte;
     up.deadline.At(out.first_byte_at);
-    co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
+    if (ureq.chunked())
+      co_await bhttp::async_write(up.stream, ureq, asio::redirect_error(kUseTask, ec));
+    else
+      co_await asio::async_write(up.stream, http::HeadAndBody(ureq, &out.head),
+                                 asio::redirect_error(kUseTask, ec));
     if (!ec) {
       ex.upstream_sent_mono_ns = MonoNanos();
       if (observe && !dispatched) {
@@ -1532,7 +1538,9 @@ Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayWhole(Relay& r) {
   r.cdl.After(kClientWriteTimeout);
   error_code wec;
   const std::uint64_t since = MonoNanos();
-  co_await bhttp::async_write(r.client, full, asio::redirect_error(kUseTask, wec));
+  std::string head;
+  co_await asio::async_write(r.client, http::HeadAndBody(full, &head),
+                             asio::redirect_error(kUseTask, wec));
   // A write the socket takes at once costs microseconds: only a longer one waited on the client.
   if (const std::uint64_t took = MonoNanos() - since; took >= kClientWaitFloorNs)
     r.ex.client_wait_ns += took;
