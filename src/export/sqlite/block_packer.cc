@@ -15,9 +15,9 @@ void BlockPacker::NewPartition() {
   sizes_.clear();
 }
 
-void BlockPacker::Sample(const block::Writer& w) {
+void BlockPacker::Sample(const block::Writer& w, std::uint32_t from) {
   const std::string& bytes = w.bytes();
-  for (std::uint32_t slot = 0; slot < w.records() && samples_.size() < kTrainBytes; ++slot) {
+  for (std::uint32_t slot = from; slot < w.records() && samples_.size() < kTrainBytes; ++slot) {
     const std::size_t end = slot + 1 < w.records() ? w.start(slot + 1) : bytes.size();
     const std::size_t n = std::min(end - w.start(slot), kTrainBytes - samples_.size());
     samples_.append(bytes, w.start(slot), n);
@@ -37,9 +37,9 @@ void BlockPacker::Sample(const block::Writer& w) {
   sizes_.shrink_to_fit();
 }
 
-int BlockPacker::Pack(Partition* p, const block::Writer& w, void (*between)(), std::string* packed,
-                      std::int64_t* zdict) {
-  if (!trained_) Sample(w);
+int BlockPacker::Pack(Partition* p, const block::Writer& w, std::uint32_t new_from,
+                      void (*between)(), std::string* packed, std::int64_t* zdict) {
+  if (!trained_) Sample(w, new_from);
   *zdict = 0;
   if (dict_ != nullptr && stored_id_ == 0)
     if (int rc = p->AddDictionary(dict_->bytes(), &stored_id_); rc != SQLITE_OK) {

@@ -31,14 +31,16 @@ class BlockPacker {
   // The transaction that stored the dictionary in the partition was rolled back.
   void RolledBack() { stored_id_ = 0; }
   // Compresses `w`'s records for partition `p` into `packed`, with dictionary `*zdict` (0:
-  // none), stored in `p` first when `p` does not have it yet. SQLite result codes.
-  int Pack(Partition* p, const block::Writer& w, void (*between)(), std::string* packed,
-           std::int64_t* zdict);
+  // none), stored in `p` first when `p` does not have it yet. Records before `new_from` were
+  // packed before (an open block packed again with more): a dictionary not trained yet
+  // learns only from the others. SQLite result codes.
+  int Pack(Partition* p, const block::Writer& w, std::uint32_t new_from, void (*between)(),
+           std::string* packed, std::int64_t* zdict);
   // The dictionary in use (nullptr before the first is trained).
   const block::Dictionary* dictionary() const { return dict_.get(); }
 
  private:
-  void Sample(const block::Writer& w);
+  void Sample(const block::Writer& w, std::uint32_t from);
 
   std::unique_ptr<block::Dictionary> dict_;
   std::int64_t stored_id_ = 0;  // dict_'s id in the partition; 0: not stored there yet

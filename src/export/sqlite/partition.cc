@@ -125,6 +125,7 @@ bool Partition::Init(bool write, std::string* error) {
     intern_ = Prepare("INSERT INTO dict (text) VALUES (?1)");
     block_ =
         Prepare("INSERT INTO blocks (signal, arrival, items, data, zdict) VALUES (?1,?2,?3,?4,?5)");
+    replace_block_ = Prepare("UPDATE blocks SET items = ?2, data = ?3, zdict = ?4 WHERE id = ?1");
     zdict_ = Prepare("INSERT INTO zdicts (data) VALUES (?1)");
     span_ = Prepare(MultiRowInsert(kSpanInsert, kSpanColumns, 1).c_str());
     spans_ = Prepare(MultiRowInsert(kSpanInsert, kSpanColumns, kRowsPerInsert).c_str());
@@ -230,6 +231,16 @@ int Partition::AddBlock(int signal, std::int64_t arrival, std::uint32_t items,
   const int rc = Step(block_);
   *id = sqlite3_last_insert_rowid(db_);
   return rc;
+}
+
+int Partition::ReplaceBlock(std::int64_t id, std::uint32_t items, std::string_view packed,
+                            std::int64_t zdict) {
+  sqlite3_bind_int64(replace_block_, 1, id);
+  sqlite3_bind_int64(replace_block_, 2, items);
+  sqlite3_bind_blob(replace_block_, 3, packed.data(), static_cast<int>(packed.size()),
+                    SQLITE_STATIC);
+  sqlite3_bind_int64(replace_block_, 4, zdict);
+  return Step(replace_block_);
 }
 
 int Partition::AddDictionary(std::string_view bytes, std::int64_t* id) {

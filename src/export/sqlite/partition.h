@@ -103,6 +103,9 @@ class Partition {
   // A block compressed with dictionary `zdict` (an AddDictionary id; 0: none).
   int AddBlock(int signal, std::int64_t arrival, std::uint32_t items, std::string_view packed,
                std::int64_t zdict, std::int64_t* id);
+  // Block `id` again, with more records after the ones it had (the store's open block).
+  int ReplaceBlock(std::int64_t id, std::uint32_t items, std::string_view packed,
+                   std::int64_t zdict);
   // Stores a zstd dictionary's bytes; `id` is what blocks compressed with it name.
   int AddDictionary(std::string_view bytes, std::int64_t* id);
   // Rows go in kRowsPerInsert to a statement: each statement's own work (its cursors opened
@@ -138,6 +141,7 @@ class Partition {
   sqlite3_stmt* find_ = nullptr;
   sqlite3_stmt* intern_ = nullptr;
   sqlite3_stmt* block_ = nullptr;
+  sqlite3_stmt* replace_block_ = nullptr;
   sqlite3_stmt* span_ = nullptr;
   sqlite3_stmt* spans_ = nullptr;  // kRowsPerInsert rows
   sqlite3_stmt* trace_ = nullptr;

@@ -121,6 +121,7 @@ void SqliteStore::CloseFiles() {
   lock_fd_ = -1;
   closed_.clear();
   summarized_.clear();
+  open_spans_ = {};
   series_.clear();
 }
 
@@ -232,6 +233,7 @@ bool SqliteStore::StartPartition(std::string* error) {
   current_started_ms_ = ms;
   current_spans_ = current_logs_ = 0;
   summarized_.clear();
+  open_spans_ = {};
   packer_.NewPartition();
   return true;
 }

@@ -38,6 +38,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/stats.h"
 #include "core/telemetry.h"
+#include "export/sqlite/block.h"
 #include "export/sqlite/block_packer.h"
 #include "pipeline/exporter.h"
 #include "pipeline/pacer.h"
@@ -176,6 +177,16 @@ class SqliteStore {
   // directory again, returning health.Opened(); 0 and *error when that fails.
   std::uint64_t ReopenSince(std::uint64_t epoch, StoreHealth& health, std::string* error);
 
+  // The current partition's last span block while it has room: the next transaction's spans
+  // fill it (rewriting it) before a new block starts. At a few dozen spans per export, blocks
+  // of a few dozen spans compressed to 42 bytes per span, full ones to 31, and left a fifth
+  // of their pages empty (docs/store.md, "Figures"). Emptied on a partition's start and on a
+  // failed transaction (its records may not have been committed).
+  struct OpenBlock {
+    std::int64_t id = 0;  // 0: none
+    block::Writer records;
+  };
+
  private:
   struct Closed;
   bool OpenWriter(std::string* error);
@@ -217,6 +228,7 @@ class SqliteStore {
   // allocation and a free per root span on the store lane.
   absl::flat_hash_set<std::int64_t> summarized_;
   BlockPacker packer_;  // compresses the current partition's blocks
+  OpenBlock open_spans_;
   sqlite3* metrics_ = nullptr;
   sqlite3_stmt* upsert_metric_ = nullptr;
   std::unordered_set<std::uint64_t> series_;  // hashes of the metric series kept

@@ -140,31 +140,39 @@ bool IsBusy(int rc) {
   return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
 }
 
-// The rows of the block being filled, inserted once the block has its id.
+// The rows of the block being filled, inserted once the block has its id. It starts from the
+// store's open block when there is one: that block is written again with the new records after
+// its own, and its earlier rows keep pointing at their slots.
 class SpanBlock {
  public:
   // `written(bytes)` is told what a block will add (the bound's estimate) before it goes in,
   // and `written(0)` once it is in.
-  SpanBlock(Partition* p, BlockPacker* packer, std::function<int(std::uint64_t)> written)
-      : p_(p), packer_(packer), written_(std::move(written)) {}
+  SpanBlock(Partition* p, BlockPacker* packer, SqliteStore::OpenBlock* open,
+            std::function<int(std::uint64_t)> written)
+      : p_(p), packer_(packer), written_(std::move(written)) {
+    std::swap(id_, open->id);
+    std::swap(w_, open->records);
+    packed_before_ = w_.records();
+  }
   block::Writer& records() { return w_; }
   void Add(SpanRow row) { rows_.push_back(row); }
   bool full() const { return w_.records() >= kBlockItems; }
   int Flush(int signal, std::uint64_t* items) {
-    if (w_.records() == 0) return SQLITE_OK;
+    if (w_.records() == packed_before_) return SQLITE_OK;
     std::string packed;
-    std::int64_t zdict = 0, id = 0;
-    if (int rc = packer_->Pack(p_, w_, &PaceBetweenRows, &packed, &zdict); rc != SQLITE_OK)
+    std::int64_t zdict = 0;
+    if (int rc = packer_->Pack(p_, w_, packed_before_, &PaceBetweenRows, &packed, &zdict);
+        rc != SQLITE_OK)
       return rc;
     // Room first: the oldest files go before the block could take the store past its bound.
     if (int rc = written_(kWriteBaseBytes + packed.size() + kRowBytes * rows_.size());
         rc != SQLITE_OK)
       return rc;
-    if (int rc = p_->AddBlock(signal, static_cast<std::int64_t>(WallNanos()), w_.records(), packed,
-                              zdict, &id);
-        rc != SQLITE_OK)
-      return rc;
-    for (auto& r : rows_) r.block = id;
+    const int rc = id_ != 0 ? p_->ReplaceBlock(id_, w_.records(), packed, zdict)
+                            : p_->AddBlock(signal, static_cast<std::int64_t>(WallNanos()),
+                                           w_.records(), packed, zdict, &id_);
+    if (rc != SQLITE_OK) return rc;
+    for (auto& r : rows_) r.block = id_;
     for (std::size_t i = 0; i < rows_.size(); i += Partition::kRowsPerInsert) {
       const std::size_t n = std::min(Partition::kRowsPerInsert, rows_.size() - i);
       if (int rc = p_->AddSpans(std::span(rows_).subspan(i, n)); rc != SQLITE_OK) return rc;
@@ -172,15 +180,28 @@ class SpanBlock {
     }
     *items += rows_.size();
     rows_.clear();
-    w_.Clear();
+    packed_before_ = w_.records();
+    if (full()) {
+      id_ = 0;
+      w_.Clear();
+      packed_before_ = 0;
+    }
     return written_(0);
+  }
+  // After the last Flush: a block with room stays open for the next transaction.
+  void KeepOpen(SqliteStore::OpenBlock* open) {
+    if (id_ == 0) return;
+    open->id = id_;
+    open->records = std::move(w_);
   }
 
  private:
   Partition* p_;
   BlockPacker* packer_;
   std::function<int(std::uint64_t)> written_;
+  std::int64_t id_ = 0;  // the block's id once it is in the partition
   block::Writer w_;
+  std::uint32_t packed_before_ = 0;  // records already in the partition's copy of the block
   std::vector<SpanRow> rows_;
 };
 
@@ -290,7 +311,8 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
   // trace once).
   if (summarized_.size() > kSummarizedTraces) summarized_.clear();
   const auto ids = SpanIds(request, SpansIn(request));
-  SpanBlock blk(p, &packer_, [this](std::uint64_t bytes) { return BlockWritten(bytes); });
+  SpanBlock blk(p, &packer_, &open_spans_,
+                [this](std::uint64_t bytes) { return BlockWritten(bytes); });
   Summaries summaries(p);
   std::string json;
   std::uint64_t written = 0;
@@ -320,6 +342,7 @@ int SqliteStore::WriteSpans(const TracesRequest& request) {
   if (int rc = summaries.Flush(); rc != SQLITE_OK) return rc;
   const int rc = blk.Flush(0, &written);
   pending_spans_ = written;
+  if (rc == SQLITE_OK) blk.KeepOpen(&open_spans_);
   return rc;
 }
 
@@ -332,7 +355,8 @@ int SqliteStore::WriteLogs(const LogsRequest& request) {
     if (w.records() == 0) return SQLITE_OK;
     std::string packed;
     std::int64_t zdict = 0, id = 0;
-    if (int rc = packer_.Pack(p, w, &PaceBetweenRows, &packed, &zdict); rc != SQLITE_OK) return rc;
+    if (int rc = packer_.Pack(p, w, 0, &PaceBetweenRows, &packed, &zdict); rc != SQLITE_OK)
+      return rc;
     if (int rc = BlockWritten(kWriteBaseBytes + packed.size() + kRowBytes * rows.size());
         rc != SQLITE_OK)
       return rc;
@@ -421,6 +445,7 @@ bool SqliteStore::Transaction(std::size_t items, std::string* error, bool* busy,
   if (rc != SQLITE_OK) {
     pending_spans_ = pending_logs_ = 0;
     summarized_.clear();   // some may not have been committed
+    open_spans_ = {};      // nor the open block's last records
     packer_.RolledBack();  // and the dictionary's row with them
     if (busy) *busy = IsBusy(rc);
     last_fault_ = static_cast<std::uint8_t>(ClassifySqliteFailure(current_->db()));

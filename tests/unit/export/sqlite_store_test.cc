@@ -230,6 +230,50 @@ TEST_F(SqliteStoreTest, BlocksUseThePartitionsDictionaryAndRowsReadWithoutIt) {
   }
 }
 
+// Small exports fill one block across transactions (the open block, rewritten with each),
+// and every span reads back whole after each of them; a full block closes and the next starts.
+TEST_F(SqliteStoreTest, SmallExportsFillOneBlockAcrossTransactions) {
+  auto store = OpenStore();
+  constexpr int kPerExport = 10, kExports = 60;
+  for (int i = 0; i < kExports; ++i) {
+    InsertDemoLikeSpans(store.get(), i * kPerExport, kPerExport);
+    if (i % 7 == 0 || i == kExports - 1) {
+      EXPECT_EQ(WholeAndAll(store.get()),
+                std::make_pair((i + 1) * kPerExport, (i + 1) * kPerExport))
+          << i;
+    }
+  }
+  const std::string file = store->Files()[0];
+  EXPECT_EQ(QueryInt(file, "SELECT count(*) FROM blocks WHERE signal = 0"), 2);
+  EXPECT_EQ(QueryInt(file, "SELECT max(items) FROM blocks WHERE signal = 0"), 512);
+  EXPECT_EQ(QueryInt(file, "SELECT sum(items) FROM blocks WHERE signal = 0"),
+            kPerExport * kExports);
+  EXPECT_EQ(QueryInt(file, "SELECT count(DISTINCT block) FROM spans"), 2);
+  // A store opened again starts a partition, and with it a block of its own.
+  store.reset();
+  store = OpenStore();
+  InsertDemoLikeSpans(store.get(), kPerExport * kExports, kPerExport);
+  EXPECT_EQ(WholeAndAll(store.get()),
+            std::make_pair(kPerExport * (kExports + 1), kPerExport * (kExports + 1)));
+}
+
+// A transaction that fails after rewriting the open block (a span row refused, here by a
+// trigger) leaves the block as it was committed; the next spans read back whole.
+TEST_F(SqliteStoreTest, AFailedTransactionLeavesTheOpenBlockAsCommitted) {
+  auto store = OpenStore();
+  InsertDemoLikeSpans(store.get(), 0, 10);
+  const std::string file = store->Files()[0];
+  Exec(file, "CREATE TRIGGER refuse BEFORE INSERT ON spans BEGIN SELECT RAISE(ABORT, 'no'); END");
+  TracesRequest req;
+  AddSpan(&req, fmt::format("{:016x}", 100), "", "chat", 1, 2, fmt::format("{:032x}", 100));
+  std::string error;
+  EXPECT_FALSE(store->InsertTraces(req, &error));
+  Exec(file, "DROP TRIGGER refuse");
+  InsertDemoLikeSpans(store.get(), 10, 10);
+  EXPECT_EQ(WholeAndAll(store.get()), std::make_pair(20, 20));
+  EXPECT_EQ(QueryInt(file, "SELECT sum(items) FROM blocks WHERE signal = 0"), 20);
+}
+
 // Rows go in many to a statement (Partition::kRowsPerInsert); each keeps the trace index's
 // part of its own rowid, across the first part's end, and every root its summary row.
 TEST_F(SqliteStoreTest, RowsInsertedManyAtATimeKeepTheirPartsAndSummaries) {
