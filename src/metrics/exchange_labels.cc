@@ -25,9 +25,9 @@ std::shared_ptr<const ExchangeLabelSets> BuildExchangeLabels(
     std::optional<std::int64_t> engine_index) {
   const std::string_view span_kind = openai::SpanKindFor(op);
   auto sets = std::make_shared<ExchangeLabelSets>();
-  (*sets)[0] = ApiLabels(model, span_kind, kUsageTypeInput);
-  (*sets)[1] = ApiLabels(model, span_kind, kUsageTypeOutput);
-  (*sets)[2] = engines::Profile(engine).RequestLabels(model, engine_index);
+  (*sets)[kInputTokenLabels] = ApiLabels(model, span_kind, kUsageTypeInput);
+  (*sets)[kOutputTokenLabels] = ApiLabels(model, span_kind, kUsageTypeOutput);
+  (*sets)[kEngineLabels] = engines::Profile(engine).RequestLabels(model, engine_index);
   return sets;
 }
 

@@ -21,8 +21,9 @@
 
 namespace infertel::metrics {
 
-// Indexed by ExchangeMeasures::LabelSet.
-using ExchangeLabelSets = std::array<MetricLabels, 3>;
+// The sets, in the order they are indexed.
+enum ExchangeLabelSet : std::uint8_t { kInputTokenLabels, kOutputTokenLabels, kEngineLabels };
+using ExchangeLabelSets = std::array<MetricLabels, kEngineLabels + 1>;
 
 // The three sets, built.
 std::shared_ptr<const ExchangeLabelSets> BuildExchangeLabels(

@@ -43,7 +43,9 @@ bool MetricsEnabled(const config::Settings& settings, EngineId engine);
 // copies were most of the cost of measuring an exchange. The sets themselves are shared by
 // every exchange of the same model (ExchangeLabelCache); null when there are no deltas.
 struct ExchangeMeasures {
-  enum LabelSet : std::uint8_t { kInput, kOutput, kEngine };
+  using LabelSet = ExchangeLabelSet;
+  static constexpr LabelSet kInput = kInputTokenLabels, kOutput = kOutputTokenLabels,
+                            kEngine = kEngineLabels;
   std::shared_ptr<const ExchangeLabelSets> labels;
   std::vector<LabeledDelta> deltas;
 

@@ -304,7 +304,7 @@ void BindTrace(sqlite3_stmt* s, int at, const TraceRow& r) {
 
 }  // namespace
 
-int Partition::AddSpans(std::span<const SpanRow> rows) {
+int Partition::AddSpans(std::span<const SpanRow> rows, void (*between)()) {
   while (!rows.empty()) {
     // Rows are appended (never deleted from a partition): a statement's rows take the rowids
     // after the last one, in order.
@@ -316,6 +316,7 @@ int Partition::AddSpans(std::span<const SpanRow> rows) {
     if (int rc = Step(s); rc != SQLITE_OK) return rc;
     next_span_rowid_ = sqlite3_last_insert_rowid(db_) + 1;
     rows = rows.subspan(n);
+    if (between != nullptr) between();
   }
   return SQLITE_OK;
 }

@@ -111,8 +111,9 @@ class Partition {
   // Rows go in kRowsPerInsert to a statement: each statement's own work (its cursors opened
   // and closed, its reset) was about a third of a row's insert on the store lane.
   static constexpr std::size_t kRowsPerInsert = 16;
-  // Any number of rows; every kRowsPerInsert of them in one statement.
-  int AddSpans(std::span<const SpanRow> rows);
+  // Any number of rows; every kRowsPerInsert of them in one statement, `between` (when not
+  // null) called after each statement.
+  int AddSpans(std::span<const SpanRow> rows, void (*between)() = nullptr);
   int AddTraces(std::span<const TraceRow> rows);
   int AddLog(const LogRow& row);
   // Bounds the WAL: the checkpoint interval and the size a checkpoint leaves the WAL at.

@@ -173,11 +173,7 @@ class SpanBlock {
                                            w_.records(), packed, zdict, &id_);
     if (rc != SQLITE_OK) return rc;
     for (auto& r : rows_) r.block = id_;
-    for (std::size_t i = 0; i < rows_.size(); i += Partition::kRowsPerInsert) {
-      const std::size_t n = std::min(Partition::kRowsPerInsert, rows_.size() - i);
-      if (int rc = p_->AddSpans(std::span(rows_).subspan(i, n)); rc != SQLITE_OK) return rc;
-      PaceBetweenRows();
-    }
+    if (int rc = p_->AddSpans(rows_, &PaceBetweenRows); rc != SQLITE_OK) return rc;
     *items += rows_.size();
     rows_.clear();
     packed_before_ = w_.records();
