@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { pollUntil, runCommand, runInfertel, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
-import { storeDiskBytes, storeSpans } from './lib/store.mjs';
+import { removedButOpen, storeDiskBytes, storeSpans } from './lib/store.mjs';
 import { collectStream, get, metricSum, openaiClient, parsePrometheus, randomSpanId, randomTraceId } from './lib/util.mjs';
 
 const MODEL = 'e2e-store/model-1b';
@@ -204,6 +204,10 @@ describe('store bound, kill -9, old format, retention', () => {
     assert.ok(accepted >= 10000, `the flood was accepted: ${accepted}`);
     assert.ok(peak <= MB * 1048576 * 1.05, `peak ${peak} bytes > ${MB} MiB + 5 %`);
     assert.ok(removed > 0, 'retention by size counted');
+    // What retention removed left the disk: no removed file is still held open (a partition's
+    // connection left open once kept every removed file, and its space, until the agent exited).
+    const held = await removedButOpen(agent.child.pid, dir);
+    assert.equal(held.count, 0, `${held.count} removed files (${held.bytes} bytes) still open`);
     // The newest spans are there, once the writer has finished the batch it took last (the
     // queue's gauge falls when a batch is taken, before it is written).
     const last = await pollUntil(async () => {

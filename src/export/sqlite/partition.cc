@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "export/sqlite/block.h"
+#include "export/sqlite/store_internal.h"
 
 namespace infertel::exporting {
 namespace {
@@ -156,16 +157,21 @@ bool Partition::Init(bool write, std::string* error) {
 }
 
 Partition::~Partition() {
-  for (sqlite3_stmt* s : {find_, intern_, block_, span_, spans_, trace_, traces_, log_, text_,
-                          read_block_, zdict_, read_zdict_})
-    sqlite3_finalize(s);
-  sqlite3_close_v2(db_);
+  for (sqlite3_stmt* s : prepared_) sqlite3_finalize(s);
+  // With every statement finalized the connection closes now. A statement left open would make
+  // it a zombie that never closes: its file descriptor, its page cache and, once retention has
+  // removed the file, the file's disk space, held until the process ends.
+  if (sqlite3_close(db_) != SQLITE_OK) {
+    store_internal::LogStoreProblem(fmt::format("{}: closed with statements still open", path_));
+    sqlite3_close_v2(db_);
+  }
 }
 
 sqlite3_stmt* Partition::Prepare(const char* sql) {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK)
     return nullptr;
+  prepared_.push_back(s);
   return s;
 }
 

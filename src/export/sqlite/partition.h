@@ -39,6 +39,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "export/sqlite/block.h"
@@ -134,6 +135,7 @@ class Partition {
  private:
   Partition() = default;
   bool Init(bool write, std::string* error);
+  // A statement kept for the partition's life; the destructor finalizes it.
   sqlite3_stmt* Prepare(const char* sql);
   int Step(sqlite3_stmt* s);
 
@@ -152,6 +154,7 @@ class Partition {
   sqlite3_stmt* read_block_ = nullptr;
   sqlite3_stmt* zdict_ = nullptr;
   sqlite3_stmt* read_zdict_ = nullptr;
+  std::vector<sqlite3_stmt*> prepared_;  // every statement above that Prepare made
   // Dictionaries read so far (a partition has one or two); nullptr for one unreadable.
   std::unordered_map<std::int64_t, std::unique_ptr<block::Dictionary>> zdicts_;
   // Bounded: cleared when it holds kMaxCached texts (a sender naming every span differently).

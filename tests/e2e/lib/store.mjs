@@ -41,3 +41,24 @@ export async function storeDiskBytes(dir) {
   }
   return n;
 }
+
+/**
+ * The files of store directory `dir` that process `pid` still holds open after they were
+ * removed: no longer in the directory, still on the disk until closed. {count, bytes}.
+ */
+export async function removedButOpen(pid, dir) {
+  const fs = await import('node:fs');
+  let count = 0;
+  let bytes = 0;
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (!target.startsWith(`${dir}/`) || !target.endsWith(' (deleted)')) continue;
+      bytes += fs.statSync(`/proc/${pid}/fd/${fd}`).size;
+      count++;
+    } catch {
+      // closed between the listing and the look
+    }
+  }
+  return { count, bytes };
+}
