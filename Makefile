@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build benches demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations bench-ui format clean
+.PHONY: all deps build benches demo test unit e2e fuzz sanitize sanitize-thread bench bench-streams bench-visibility bench-store-tail bench-store-format bench-store bench-saturation bench-allocations bench-ui bench-soak format clean
 
 all: build
 
@@ -71,6 +71,11 @@ bench-store-format: benches
 # The web UI's trace page over a store of 10 million spans, in chromium (bench/ui_trace_page.sh).
 bench-ui: benches
 	bash bench/ui_trace_page.sh $(BUILD_DIR)
+
+# The agent under steady mixed load for 10 minutes, store on: memory, descriptors, threads,
+# the store's disk and drops sampled for growth (bench/soak.sh).
+bench-soak: benches
+	bash bench/soak.sh $(BUILD_DIR)
 
 # Issue 38's items 2-4 in one run: the store's format, then the tail, throughput and CPU per
 # request against nginx with the store on and off (bench/saturation.sh).

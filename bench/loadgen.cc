@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -55,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace {
@@ -595,10 +597,22 @@ class Client {
     idle_.clear();
   }
 
+  // True when the server closed the connection while it waited for work (a keep-alive
+  // connection idle past the server's timeout: the gateway's and nginx's are 75 s). A request
+  // written on it would be lost in the race between the server's FIN and the write, which a
+  // pooling client (undici, the openai npm client's) avoids by dropping idle connections the
+  // server closed; without this check the fixed-rate loop counted such requests as errors.
+  static bool PeerClosed(beast::tcp_stream& s) {
+    char c;
+    const ssize_t n = ::recv(s.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
   asio::awaitable<void> FixedWorker(std::unique_ptr<asio::steady_timer> wake) {
     beast::tcp_stream s(io_);
     beast::flat_buffer buf;
     bool connected = false;
+    bool rested = false;  // waited for work since the connection's last answer
     error_code ec;
     for (;;) {
       if (pending_.empty()) {
@@ -606,10 +620,17 @@ class Client {
         idle_.push_back(wake.get());
         wake->expires_at(Clock::time_point::max());
         co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        rested = true;
         continue;
       }
       std::int64_t due = pending_.front();
       pending_.pop_front();
+      if (connected && rested && PeerClosed(s)) {
+        s.close();
+        buf.clear();
+        connected = false;
+      }
+      rested = false;
       if (!connected) connected = co_await Connect(s);
       Traced tr;
       tr.stream = opts_.stream_fraction > 0 && unit_(rng_) < opts_.stream_fraction;

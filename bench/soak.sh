@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# bench/soak.sh BUILD_DIR — the agent left running under steady mixed load with the defaults
+# (the store on), watched for anything that keeps growing: memory, file descriptors, threads,
+# the store's disk, and what is dropped or refused.
+#
+# Builds nothing: takes the build directory holding `infertel`, `infertel-loadgen` and
+# `infertel-otlp-bench`. One agent (vLLM, store on with --store-max-mb $BENCH_SOAK_STORE_MB,
+# default 32, so that the bound and retention work many times over), not pinned, as beside an
+# engine. For $BENCH_SOAK_DURATION s (600):
+#   - the loadgen (its upstream in the same process) sends $BENCH_SOAK_RATE req/s (1500) of
+#     chat through the gateway, $BENCH_SOAK_STREAMS of them streams (0.25): each an entry span,
+#     a join record, metrics;
+#   - infertel-otlp-bench sends vLLM `llm_request` spans to the agent's OTLP gRPC receiver at
+#     $BENCH_SOAK_SPAN_RATE spans/s (2000): they match no request, so each waits out the join
+#     window in the assembler and is stored normalized, with its phases.
+# Every $BENCH_SOAK_EVERY s (10) it samples the agent:
+#   - VmRSS, open file descriptors, threads;
+#   - the store directory's bytes (every file: partitions, WALs, metrics.db) and files, and the
+#     files removed from the store that the agent still holds open (gone from the directory,
+#     still on the disk) with their bytes;
+#   - from /metrics, the spans the store wrote, the items every exporter dropped and the
+#     receiver's refusals;
+#   - what a web UI left open asks meanwhile: the newest 50 traces, then the first of them
+#     whole, through /api/v1, with their answer times;
+# and it changes a live switch through the console's admin API (where captured content goes:
+# span attributes, or attributes and log events, which the store writes too).
+# It prints one line a minute and a summary: RSS at the end of the first minute, at half time
+# and at the end, and its growth over the second half (a least-squares line through its
+# samples, KiB per minute); the largest and last fd and thread counts; the largest store size
+# against the bound, alone and with the removed files still held; the queries' and switch
+# changes' failures and slowest answers; drops (by exporter) and refusals; the gateway's
+# non-zero counters (why a request failed, if one did). BENCH_SOAK_AGENT_ARGS adds agent flags.
+# Every process started is stopped on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+use_build "${1:-build}" "soak bench" infertel infertel-loadgen infertel-otlp-bench
+
+DURATION=${BENCH_SOAK_DURATION:-600}
+RATE=${BENCH_SOAK_RATE:-1500}
+STREAMS=${BENCH_SOAK_STREAMS:-0.25}
+SPAN_RATE=${BENCH_SOAK_SPAN_RATE:-2000}
+STORE_MB=${BENCH_SOAK_STORE_MB:-32}
+EVERY=${BENCH_SOAK_EVERY:-10}
+# More agent flags, e.g. "--otlp-endpoint http://127.0.0.1:9" (an exporter whose collector is
+# down, beside the store).
+read -r -a EXTRA <<<"${BENCH_SOAK_AGENT_ARGS:-}"
+
+bench_init "soak bench" soak
+agent_compat_flags "$INFERTEL"
+PIN_PROXY=()
+AGENT_ARGS=()
+
+UP_PORT=$("$LOADGEN" freeport)
+STORE=$TMP/store
+start_agent agent "$UP_PORT" --store "$STORE" --store-max-mb "$STORE_MB" "${EXTRA[@]}"
+ADMIN=$(wait_line "$TMP/agent.log" 'admin listening on http://' | port_of)
+RECV=$(wait_line "$TMP/agent.log" 'OTLP gRPC receiver listening on ')
+RECV=${RECV##*:}
+
+echo "soak bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
+echo "soak bench: $DURATION s; $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}"
+
+"$LOADGEN" fixed --target "127.0.0.1:$AGENT_PORT" --serve "127.0.0.1:$UP_PORT" \
+  --model bench-model --label soak --warmup 0 --rate "$RATE" --stream-fraction "$STREAMS" \
+  --connections 512 \
+  --duration "$DURATION" >"$TMP/loadgen.log" 2>&1 &
+LG=$!
+PIDS+=("$LG")
+"$OTB" send --target "127.0.0.1:$RECV" --rate "$SPAN_RATE" --duration "$DURATION" \
+  --threads 1 --retry-ms 1000 >"$TMP/sender.log" 2>&1 &
+PIDS+=($!)
+
+SAMPLES=$TMP/samples.txt
+: >"$SAMPLES"
+store_bytes() { find "$STORE" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+store_files() { find "$STORE" -type f 2>/dev/null | wc -l; }
+# The agent's descriptors of files removed from the store but still open: `du` no longer sees
+# them, the file system still keeps them. Prints "count KiB".
+held_removed() {
+  local fd n=0 bytes=0
+  for fd in /proc/"$AGENT_PID"/fd/*; do
+    [[ $(readlink "$fd" 2>/dev/null) == "$STORE"/*" (deleted)" ]] || continue
+    n=$((n + 1))
+    bytes=$((bytes + $(stat -L -c %s "$fd" 2>/dev/null || echo 0)))
+  done
+  echo "$n $((bytes / 1024))"
+}
+# What an operator with the web UI open does meanwhile: the newest 50 traces, then the first of
+# them whole, through the admin API. Prints "list_code list_ms trace_code trace_ms".
+query_store() {
+  local out list_code list_s id trace_code=0 trace_s=0
+  out=$(curl -s -m 10 -o "$TMP/list.json" -w '%{http_code} %{time_total}' \
+    "http://127.0.0.1:$ADMIN/api/v1/traces?limit=50") || true
+  read -r list_code list_s <<<"${out:-0 0}"
+  id=$(grep -o '"trace_id":"[0-9a-f]*"' "$TMP/list.json" 2>/dev/null | head -1 | cut -d'"' -f4)
+  if [[ -n $id ]]; then
+    out=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{time_total}' \
+      "http://127.0.0.1:$ADMIN/api/v1/traces/$id") || true
+    read -r trace_code trace_s <<<"${out:-0 0}"
+  fi
+  awk -v a="$list_code" -v b="$list_s" -v c="$trace_code" -v d="$trace_s" \
+    'BEGIN { printf "%d %.0f %d %.0f", a, b * 1000, c, d * 1000 }'
+}
+# An operator changing a live switch: where captured content goes, span attributes or span
+# attributes and log events (which the store then writes as log records), turn by turn. Prints
+# the PUT's status code.
+FLIP_KEY=otel.instrumentation.genai.message-content.capture-strategy
+flip_switch() {
+  local value=span
+  (($1 % 2)) && value=span_and_event
+  curl -s -m 10 -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+    -d "{\"value\":\"$value\"}" "http://127.0.0.1:$ADMIN/api/config/$FLIP_KEY" || echo 0
+}
+t0=$(date +%s)
+turn=0
+printf '%6s %10s %5s %7s %10s %5s %12s %9s %9s %7s %9s %8s %8s\n' s rss_kib fds threads store_kib \
+  files stored dropped refused removed removed_kib list_ms trace_ms
+while kill -0 "$LG" 2>/dev/null; do
+  sleep "$EVERY"
+  kill -0 "$AGENT_PID" 2>/dev/null || bench_die "the agent exited: $(tail -3 "$TMP/agent.log")"
+  t=$(($(date +%s) - t0))
+  line=$(printf '%d %d %d %d %d %d %d %d %d' "$t" "$(rss_kib "$AGENT_PID" VmRSS)" \
+    "$(find "/proc/$AGENT_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" \
+    "$(find "/proc/$AGENT_PID/task" -mindepth 1 -maxdepth 1 | wc -l)" \
+    "$(($(store_bytes) / 1024))" "$(store_files)" \
+    "$(curl -s "http://127.0.0.1:$ADMIN/metrics" | awk '/^infertel_exporter_sent_items(_total)?\{/ && /exporter="store"/ && /signal="traces"/ { s += $NF } END { printf "%.0f", s }')" \
+    "$(metric "$ADMIN" infertel_exporter_dropped_items)" \
+    "$(metric "$ADMIN" infertel_receiver_throttled_requests)")
+  turn=$((turn + 1))
+  line="$line $(held_removed) $(query_store) $(flip_switch "$turn")"
+  echo "$line" >>"$SAMPLES"
+  # One line a minute on the terminal; every sample in the summary.
+  if (((t / EVERY) % (60 / EVERY) == 0)); then
+    awk '{ printf "%6d %10d %5d %7d %10d %5d %12d %9d %9d %7d %9d %8d %8d\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $15 }' <<<"$line"
+  fi
+done
+wait "$LG" || true
+curl -s "http://127.0.0.1:$ADMIN/metrics" >"$TMP/metrics.txt" || true
+
+[[ -s $SAMPLES ]] || bench_die "no sample taken"
+echo "soak bench: loadgen: $(grep '^RESULT' "$TMP/loadgen.log" | tr -s ' ' | cut -c1-240)"
+echo "soak bench: sender: $(grep '^RESULT' "$TMP/sender.log" || echo none)"
+awk -v bound_kib=$((STORE_MB * 1024)) '
+  { t[NR] = $1; rss[NR] = $2; fd[NR] = $3; th[NR] = $4; st[NR] = $5; n = NR
+    if ($3 > maxfd) maxfd = $3; if ($4 > maxth) maxth = $4; if ($5 > maxst) maxst = $5
+    if ($10 > maxrm) maxrm = $10; if ($5 + $11 > maxheld) maxheld = $5 + $11
+    q++; if ($12 != 200) qbad++; if ($14 != 200) tbad++
+    if ($13 > qmax) qmax = $13; if ($15 > tmax) tmax = $15; if ($16 != 200) fbad++ }
+  END {
+    first = 1; while (first < n && t[first] < 60) first++
+    half = 1; while (half < n && t[half] < t[n] / 2) half++
+    # least squares over the second half: RSS (KiB) against time (min)
+    for (i = half; i <= n; i++) { x = t[i] / 60; sx += x; sy += rss[i]; sxx += x * x; sxy += x * rss[i]; k++ }
+    slope = (k > 1 && k * sxx - sx * sx > 0) ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : 0
+    printf "soak bench: RSS %d KiB at %d s, %d KiB at %d s, %d KiB at %d s; second half: %+.0f KiB/min\n", rss[first], t[first], rss[half], t[half], rss[n], t[n], slope
+    printf "soak bench: fds: at most %d, last %d; threads: at most %d, last %d\n", maxfd, fd[n], maxth, th[n]
+    printf "soak bench: store: at most %d KiB of the %d KiB bound (%.1f%%), last %d KiB\n", maxst, bound_kib, 100 * maxst / bound_kib, st[n]
+    printf "soak bench: store queries: %d newest-50 pages, %d not answered 200, the slowest %d ms; %d traces by id, %d not 200, the slowest %d ms\n", q, qbad, qmax, q, tbad, tmax
+    printf "soak bench: live switch changes: %d, %d not answered 200\n", q, fbad
+    printf "soak bench: removed files still held open: at most %d; the store with them at most %d KiB (%.1f%% of the bound)\n", maxrm, maxheld, 100 * maxheld / bound_kib
+  }' "$SAMPLES"
+last=$(tail -1 "$SAMPLES")
+read -r _ _ _ _ _ _ stored dropped refused _ <<<"$last"
+echo "soak bench: spans stored $stored; items dropped by exporters $dropped; receiver refusals $refused"
+echo "soak bench: dropped, by exporter and reason: $(grep -E '^infertel_exporter_dropped_items(_total)?\{' "$TMP/metrics.txt" |
+  grep -v ' 0$' | tr '\n' ' ')"
+# Why a request failed, if one did: the gateway's own counters that are not zero.
+echo "soak bench: the gateway's counters: $(grep -E '^infertel_gateway_[a-z_]+_total' "$TMP/metrics.txt" |
+  grep -v ' 0$' | tr '\n' ' ')"
