@@ -27,7 +27,7 @@
 # It prints one line a minute and a summary: RSS at the end of the first minute, at half time
 # and at the end, and its growth over the second half (a least-squares line through its
 # samples, KiB per minute); the largest and last fd and thread counts; the largest store size
-# against the bound, alone and with the removed files still held; the queries' and switch
+# against the bound, alone and with the removed files still held; the agent's CPU; the queries' and switch
 # changes' failures and slowest answers; drops (by exporter) and refusals; the gateway's
 # non-zero counters (why a request failed, if one did). BENCH_SOAK_AGENT_ARGS adds agent flags.
 # Every process started is stopped on exit.
@@ -115,6 +115,7 @@ flip_switch() {
     -d "{\"value\":\"$value\"}" "http://127.0.0.1:$ADMIN/api/config/$FLIP_KEY" || echo 0
 }
 t0=$(date +%s)
+cpu0=$(cpu_ticks "$AGENT_PID")
 turn=0
 printf '%6s %10s %5s %7s %10s %5s %12s %9s %9s %7s %9s %8s %8s\n' s rss_kib fds threads store_kib \
   files stored dropped refused removed removed_kib list_ms trace_ms
@@ -138,11 +139,15 @@ while kill -0 "$LG" 2>/dev/null; do
   fi
 done
 wait "$LG" || true
+cpu1=$(cpu_ticks "$AGENT_PID")
+t1=$(date +%s)
 curl -s "http://127.0.0.1:$ADMIN/metrics" >"$TMP/metrics.txt" || true
 
 [[ -s $SAMPLES ]] || bench_die "no sample taken"
 echo "soak bench: loadgen: $(grep '^RESULT' "$TMP/loadgen.log" | tr -s ' ' | cut -c1-240)"
 echo "soak bench: sender: $(grep '^RESULT' "$TMP/sender.log" || echo none)"
+awk -v c="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v s="$((t1 - t0))" -v r="$RATE" \
+  'BEGIN { printf "soak bench: the agent'"'"'s CPU: %.1f s over %d s, %.0f%% of a core; %.1f µs per request (engine spans included)\n", c / hz, s, 100 * c / hz / s, 1e6 * c / hz / (s * r) }'
 awk -v bound_kib=$((STORE_MB * 1024)) '
   { t[NR] = $1; rss[NR] = $2; fd[NR] = $3; th[NR] = $4; st[NR] = $5; n = NR
     if ($3 > maxfd) maxfd = $3; if ($4 > maxth) maxth = $4; if ($5 > maxst) maxst = $5
