@@ -147,7 +147,7 @@ curl -s "http://127.0.0.1:$ADMIN/metrics" >"$TMP/metrics.txt" || true
 echo "soak bench: loadgen: $(grep '^RESULT' "$TMP/loadgen.log" | tr -s ' ' | cut -c1-240)"
 echo "soak bench: sender: $(grep '^RESULT' "$TMP/sender.log" || echo none)"
 awk -v c="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v s="$((t1 - t0))" -v r="$RATE" \
-  'BEGIN { printf "soak bench: the agent'"'"'s CPU: %.1f s over %d s, %.0f%% of a core; %.1f µs per request (engine spans included)\n", c / hz, s, 100 * c / hz / s, 1e6 * c / hz / (s * r) }'
+  'BEGIN { printf "soak bench: the agent'"'"'s CPU: %.1f s over %d s, %.0f%% of a core; %.0f µs per gateway request, its share of the streams'"'"' events and the engine spans included\n", c / hz, s, 100 * c / hz / s, 1e6 * c / hz / (s * r) }'
 awk -v bound_kib=$((STORE_MB * 1024)) '
   { t[NR] = $1; rss[NR] = $2; fd[NR] = $3; th[NR] = $4; st[NR] = $5; n = NR
     if ($3 > maxfd) maxfd = $3; if ($4 > maxth) maxth = $4; if ($5 > maxst) maxst = $5
