@@ -507,6 +507,33 @@ TEST_F(SqliteStoreTest, StoresLogsAndKeepsTheLatestMetricPoint) {
   EXPECT_EQ(few.stats()->series_refused.load(), 1u);
 }
 
+// A partition's connection closes when the partition goes, every statement it prepared
+// finalized first (an unused one kept it open once: a removed file's space held until exit).
+// A statement someone else left open on it keeps the file only until that statement goes, and
+// nothing is finalized twice.
+TEST_F(SqliteStoreTest, APartitionClosesItsFileWhenItGoes) {
+  fs::create_directories(path_);
+  std::string error;
+  const std::string file = path_ + "/spans-1.db";
+  auto p = Partition::Open(file, true, nullptr, &error);
+  ASSERT_NE(p, nullptr) << error;
+  p.reset();
+  fs::remove(file);
+  EXPECT_EQ(RemovedButOpen().first, 0);
+
+  const std::string other = path_ + "/spans-2.db";
+  p = Partition::Open(other, true, nullptr, &error);
+  ASSERT_NE(p, nullptr) << error;
+  sqlite3_stmt* outside = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(p->db(), "SELECT count(*) FROM spans", -1, &outside, nullptr),
+            SQLITE_OK);
+  p.reset();  // logged ("closed with statements still open"), the connection kept for `outside`
+  fs::remove(other);
+  EXPECT_EQ(RemovedButOpen().first, 1);
+  sqlite3_finalize(outside);
+  EXPECT_EQ(RemovedButOpen().first, 0);
+}
+
 // The bound: after every write the files and their WALs are within max_bytes (plus the WAL's
 // slack); the oldest files went, counted, and what is left reads back.
 TEST_F(SqliteStoreTest, FilesAndWalsStayWithinTheBound) {
