@@ -53,7 +53,6 @@ bool Counted(const openai::Exchange& ex) {
 
 ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view model,
                                  const engines::EngineFacts& facts, ExchangeLabelCache* cache) {
-  using M = ExchangeMeasures;
   ExchangeMeasures out;
   if (!Measurable(ex)) return out;
   const bool ok = ex.outcome == openai::Outcome::kOk;
@@ -68,9 +67,9 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
 
   auto& d = out.deltas;
   d.reserve(7);
-  if (input) d.push_back({MetricId::kUsageTokens, M::kInput, static_cast<double>(*input)});
+  if (input) d.push_back({MetricId::kUsageTokens, kInputTokenLabels, static_cast<double>(*input)});
   if (output && ex.op != Operation::kEmbeddings)
-    d.push_back({MetricId::kUsageTokens, M::kOutput, static_cast<double>(*output)});
+    d.push_back({MetricId::kUsageTokens, kOutputTokenLabels, static_cast<double>(*output)});
   if (ex.op != Operation::kEmbeddings || !d.empty())
     out.labels = cache != nullptr ? cache->Get(ex.engine, ex.op, model, ex.engine_index)
                                   : BuildExchangeLabels(ex.engine, ex.op, model, ex.engine_index);
@@ -93,7 +92,7 @@ ExchangeMeasures MeasureExchange(const openai::Exchange& ex, std::string_view mo
   }
   engines::RequestMeasures measures;
   profile.MeasureRequest(f, &measures);
-  for (const auto& [id, value] : measures) d.push_back({id, M::kEngine, value});
+  for (const auto& [id, value] : measures) d.push_back({id, kEngineLabels, value});
   return out;
 }
 
@@ -112,10 +111,9 @@ ExchangeMeasures MeasureEngineSpan(const engines::JoinRecord& r, const engines::
   profile.MeasureEngineSpan(f, &measures);
   if (measures.size() == 0) return out;
   auto sets = std::make_shared<ExchangeLabelSets>();
-  (*sets)[ExchangeMeasures::kEngine] = profile.RequestLabels(model, r.engine_index);
+  (*sets)[kEngineLabels] = profile.RequestLabels(model, r.engine_index);
   out.labels = std::move(sets);
-  for (const auto& [id, value] : measures)
-    out.deltas.push_back({id, ExchangeMeasures::kEngine, value});
+  for (const auto& [id, value] : measures) out.deltas.push_back({id, kEngineLabels, value});
   return out;
 }
 

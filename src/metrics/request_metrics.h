@@ -42,10 +42,8 @@ bool MetricsEnabled(const config::Settings& settings, EngineId engine);
 // tokens, engine-layer), so each delta names its set instead of carrying a copy of it: the
 // copies were most of the cost of measuring an exchange. The sets themselves are shared by
 // every exchange of the same model (ExchangeLabelCache); null when there are no deltas.
+// Each delta's `labels` is an ExchangeLabelSet.
 struct ExchangeMeasures {
-  using LabelSet = ExchangeLabelSet;
-  static constexpr LabelSet kInput = kInputTokenLabels, kOutput = kOutputTokenLabels,
-                            kEngine = kEngineLabels;
   std::shared_ptr<const ExchangeLabelSets> labels;
   std::vector<LabeledDelta> deltas;
 

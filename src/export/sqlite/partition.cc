@@ -71,13 +71,6 @@ constexpr const char* kTraceInsert =
     "traces (tid, tid2, start, dur, status, name, model, operation, service, tenant)";
 constexpr int kTraceColumns = 10;
 
-void BindId(sqlite3_stmt* s, int i, std::int64_t id) {
-  if (id == 0)
-    sqlite3_bind_null(s, i);
-  else
-    sqlite3_bind_int64(s, i, id);
-}
-
 std::int64_t QueryInt(sqlite3* db, const char* sql) {
   sqlite3_stmt* s = nullptr;
   std::int64_t v = 0;
@@ -347,10 +340,7 @@ int Partition::AddLog(const LogRow& r) {
     sqlite3_bind_int64(s, 3, r.tid2);
   }
   if (r.has_span) sqlite3_bind_int64(s, 4, r.span);
-  sqlite3_bind_int(s, 5, r.severity);
-  BindId(s, 6, r.event);
-  sqlite3_bind_int64(s, 7, r.block);
-  sqlite3_bind_int64(s, 8, r.slot);
+  BindRow(s, 5, {r.severity, IdOrNull(r.event), r.block, r.slot});
   return Step(s);
 }
 
