@@ -21,7 +21,8 @@
 // parent span id, the CLOCK_MONOTONIC time at which the whole response had arrived and
 // whether it succeeded (for bench/span_visibility.sh, joined with the sink's arrival times);
 // --stream-fraction makes that share of fixed-mode requests SSE streams (read to the end);
-// --cooldown keeps the load going for that long after the window, unmeasured.
+// --cooldown keeps the load going for that long after the window, unmeasured; --tenants N
+// names one of N tenants per request, at random, in an `x-tenant-id` header (t0 … tN-1).
 //
 // With --serve HOST:PORT the process runs the upstream itself (same process, same clock):
 // POST /v1/chat/completions answers at once with a fixed vLLM-shaped chat completion, or, when
@@ -98,6 +99,7 @@ struct Options {
   std::string record;          // fixed: per-request trace id and end time to this file
   double stream_fraction = 0;  // fixed: share of requests that are SSE streams
   double cooldown = 0;         // fixed: seconds of the same load after the window, not measured
+  int tenants = 0;             // fixed: an x-tenant-id header naming one of this many, at random
 };
 
 bool SplitHostPort(const std::string& hp, std::string* host, std::string* port) {
@@ -635,14 +637,19 @@ class Client {
       Traced tr;
       tr.stream = opts_.stream_fraction > 0 && unit_(rng_) < opts_.stream_fraction;
       const std::string* request = tr.stream ? &stream_post_ : &post_;
-      std::string traced;
+      std::string traced, extra;
       if (!opts_.record.empty()) {
         tr.trace_hi = rng_();
         tr.trace_lo = rng_();
         tr.span = rng_() | 1;  // never the invalid all-zero id
-        traced = RawPost(host_, tr.stream ? stream_body_ : body_,
-                         "traceparent: 00-" + Hex64(tr.trace_hi) + Hex64(tr.trace_lo) + "-" +
-                             Hex64(tr.span) + "-01\r\n");
+        extra = "traceparent: 00-" + Hex64(tr.trace_hi) + Hex64(tr.trace_lo) + "-" +
+                Hex64(tr.span) + "-01\r\n";
+      }
+      if (opts_.tenants > 0)
+        extra += "x-tenant-id: t" + std::to_string(rng_() % static_cast<unsigned>(opts_.tenants)) +
+                 "\r\n";
+      if (!extra.empty()) {
+        traced = RawPost(host_, tr.stream ? stream_body_ : body_, extra);
         request = &traced;
       }
       bool ok = connected && co_await Exchange(s, buf, *request);
@@ -826,6 +833,10 @@ int Main(int argc, char** argv) {
                     "Send a traceparent per request; write trace id and end time per request");
   fixed->add_option("--stream-fraction", o.stream_fraction, "Share of requests that are streams")
       ->check(CLI::Range(0.0, 1.0));
+  fixed
+      ->add_option("--tenants", o.tenants,
+                   "An x-tenant-id header per request naming one of this many tenants, at random")
+      ->check(CLI::Range(0, 1000000));
   fixed->add_option("--cooldown", o.cooldown,
                     "Seconds of the same load after the window, not measured (so what the "
                     "window's requests leave behind is still pushed along by later traffic)");

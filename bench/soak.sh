@@ -22,8 +22,15 @@
 #     receiver's refusals;
 #   - what a web UI left open asks meanwhile: the newest 50 traces, then the first of them
 #     whole, through /api/v1, with their answer times;
+#   - and the overview page's series (/api/v1/metrics?since=15m), with its answer time;
 # and it changes a live switch through the console's admin API (where captured content goes:
 # span attributes, or attributes and log events, which the store writes too).
+# With BENCH_SOAK_TENANTS=N (0: none) each request names one of N tenants in an `x-tenant-id`
+# header, which the agent reads (INFERTEL_TENANT_FROM), and the agent judges every request
+# against objectives (INFERTEL_SLO_TTFT_MS, INFERTEL_SLO_E2E_MS: $BENCH_SOAK_SLO_TTFT_MS, 20, and
+# $BENCH_SOAK_SLO_E2E_MS, 100, so that the streams miss): past the tenant bound
+# (INFERTEL_TENANT_MAX, 100 by default) tenants fold into `other`, and the summary prints the
+# tenant and objective counters.
 # It prints one line a minute and a summary: RSS at the end of the first minute, at half time
 # and at the end, and its growth over the second half (a least-squares line through its
 # samples, KiB per minute); the largest and last fd and thread counts; the largest store size
@@ -44,6 +51,7 @@ STREAMS=${BENCH_SOAK_STREAMS:-0.25}
 SPAN_RATE=${BENCH_SOAK_SPAN_RATE:-2000}
 STORE_MB=${BENCH_SOAK_STORE_MB:-32}
 EVERY=${BENCH_SOAK_EVERY:-10}
+TENANTS=${BENCH_SOAK_TENANTS:-0}
 # More agent flags, e.g. "--otlp-endpoint http://127.0.0.1:9" (an exporter whose collector is
 # down, beside the store).
 read -r -a EXTRA <<<"${BENCH_SOAK_AGENT_ARGS:-}"
@@ -54,6 +62,11 @@ PIN_PROXY=()
 AGENT_ARGS=()
 
 UP_PORT=$("$LOADGEN" freeport)
+if ((TENANTS > 0)); then
+  export INFERTEL_TENANT_FROM=header:x-tenant-id
+  export INFERTEL_SLO_TTFT_MS=${BENCH_SOAK_SLO_TTFT_MS:-20}
+  export INFERTEL_SLO_E2E_MS=${BENCH_SOAK_SLO_E2E_MS:-100}
+fi
 STORE=$TMP/store
 start_agent agent "$UP_PORT" --store "$STORE" --store-max-mb "$STORE_MB" "${EXTRA[@]}"
 ADMIN=$(wait_line "$TMP/agent.log" 'admin listening on http://' | port_of)
@@ -61,11 +74,11 @@ RECV=$(wait_line "$TMP/agent.log" 'OTLP gRPC receiver listening on ')
 RECV=${RECV##*:}
 
 echo "soak bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
-echo "soak bench: $DURATION s; $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}"
+echo "soak bench: $DURATION s; $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}$( ((TENANTS > 0)) && echo "; $TENANTS tenants, objectives TTFT $INFERTEL_SLO_TTFT_MS ms, e2e $INFERTEL_SLO_E2E_MS ms")"
 
 "$LOADGEN" fixed --target "127.0.0.1:$AGENT_PORT" --serve "127.0.0.1:$UP_PORT" \
   --model bench-model --label soak --warmup 0 --rate "$RATE" --stream-fraction "$STREAMS" \
-  --connections 512 \
+  --connections 512 --tenants "$TENANTS" \
   --duration "$DURATION" >"$TMP/loadgen.log" 2>&1 &
 LG=$!
 PIDS+=("$LG")
@@ -104,6 +117,14 @@ query_store() {
   awk -v a="$list_code" -v b="$list_s" -v c="$trace_code" -v d="$trace_s" \
     'BEGIN { printf "%d %.0f %d %.0f", a, b * 1000, c, d * 1000 }'
 }
+# The web UI's overview page: the agent's series over the last 15 minutes. Prints "code ms".
+query_overview() {
+  local out code s
+  out=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{time_total}' \
+    "http://127.0.0.1:$ADMIN/api/v1/metrics?since=15m") || true
+  read -r code s <<<"${out:-0 0}"
+  awk -v a="$code" -v b="$s" 'BEGIN { printf "%d %.0f", a, b * 1000 }'
+}
 # An operator changing a live switch: where captured content goes, span attributes or span
 # attributes and log events (which the store then writes as log records), turn by turn. Prints
 # the PUT's status code.
@@ -131,7 +152,7 @@ while kill -0 "$LG" 2>/dev/null; do
     "$(metric "$ADMIN" infertel_exporter_dropped_items)" \
     "$(metric "$ADMIN" infertel_receiver_throttled_requests)")
   turn=$((turn + 1))
-  line="$line $(held_removed) $(query_store) $(flip_switch "$turn")"
+  line="$line $(held_removed) $(query_store) $(flip_switch "$turn") $(query_overview)"
   echo "$line" >>"$SAMPLES"
   # One line a minute on the terminal; every sample in the summary.
   if (((t / EVERY) % (60 / EVERY) == 0)); then
@@ -153,7 +174,8 @@ awk -v bound_kib=$((STORE_MB * 1024)) '
     if ($3 > maxfd) maxfd = $3; if ($4 > maxth) maxth = $4; if ($5 > maxst) maxst = $5
     if ($10 > maxrm) maxrm = $10; if ($5 + $11 > maxheld) maxheld = $5 + $11
     q++; if ($12 != 200) qbad++; if ($14 != 200) tbad++
-    if ($13 > qmax) qmax = $13; if ($15 > tmax) tmax = $15; if ($16 != 200) fbad++ }
+    if ($13 > qmax) qmax = $13; if ($15 > tmax) tmax = $15; if ($16 != 200) fbad++
+    if ($17 != 200) obad++; if ($18 > omax) omax = $18 }
   END {
     first = 1; while (first < n && t[first] < 60) first++
     half = 1; while (half < n && t[half] < t[n] / 2) half++
@@ -165,6 +187,7 @@ awk -v bound_kib=$((STORE_MB * 1024)) '
     printf "soak bench: store: at most %d KiB of the %d KiB bound (%.1f%%), last %d KiB\n", maxst, bound_kib, 100 * maxst / bound_kib, st[n]
     printf "soak bench: store queries: %d newest-50 pages, %d not answered 200, the slowest %d ms; %d traces by id, %d not 200, the slowest %d ms\n", q, qbad, qmax, q, tbad, tmax
     printf "soak bench: live switch changes: %d, %d not answered 200\n", q, fbad
+    printf "soak bench: overview series (15 min): %d asked, %d not answered 200, the slowest %d ms\n", q, obad, omax
     printf "soak bench: removed files still held open: at most %d; the store with them at most %d KiB (%.1f%% of the bound)\n", maxrm, maxheld, 100 * maxheld / bound_kib
   }' "$SAMPLES"
 last=$(tail -1 "$SAMPLES")
@@ -175,3 +198,8 @@ echo "soak bench: dropped, by exporter and reason: $(grep -E '^infertel_exporter
 # Why a request failed, if one did: the gateway's own counters that are not zero.
 echo "soak bench: the gateway's counters: $(grep -E '^infertel_gateway_[a-z_]+_total' "$TMP/metrics.txt" |
   grep -v ' 0$' | tr '\n' ' ')"
+if ((TENANTS > 0)); then
+  echo "soak bench: tenants and objectives: $(grep -E '^infertel_(tenants|tenants_folded|slo_verdicts_dropped|overview_values_dropped)(_total)?(\{| )' "$TMP/metrics.txt" |
+    tr '\n' ' ')"
+  echo "soak bench: objectives judged: $(awk '/^infertel_slo_requests_total\{/ { n += $NF } /^infertel_slo_misses_total\{/ { m += $NF } END { printf "%.0f requests, %.0f misses", n, m }' "$TMP/metrics.txt"), series $(grep -c '^infertel_slo_requests_total{' "$TMP/metrics.txt")"
+fi
