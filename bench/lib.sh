@@ -163,7 +163,7 @@ pin_cores() {
 start_agent() {
   local name=$1 up=$2
   shift 2
-  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine vllm --upstream "http://127.0.0.1:$up" \
+  "${PIN_PROXY[@]}" "$INFERTEL" agent --engine "${AGENT_ENGINE:-vllm}" --upstream "http://127.0.0.1:$up" \
     --listen 127.0.0.1:0 --admin 127.0.0.1:0 "${AGENT_ARGS[@]}" "${AGENT_EXTRA[@]}" "$@" \
     >"$TMP/$name.log" 2>&1 &
   AGENT_PID=$!

@@ -31,6 +31,12 @@
 # $BENCH_SOAK_SLO_E2E_MS, 100, so that the streams miss): past the tenant bound
 # (INFERTEL_TENANT_MAX, 100 by default) tenants fold into `other`, and the summary prints the
 # tenant and objective counters.
+# With BENCH_SOAK_ENGINE=sglang the upstream is the project's SGLang simulator (`infertel sim
+# --engine sglang --enable-trace --enable-metrics`, $BENCH_SOAK_SIM_SPEED times faster than its
+# default step times, 20), which sends its own request spans to the agent's OTLP gRPC receiver
+# and serves SGLang's /metrics; the agent runs with --engine sglang, the loadgen sends to it
+# without an upstream of its own, no synthetic engine spans are sent, and the default rate is
+# 300 req/s (the simulator's own CPU shares the cores).
 # It prints one line a minute and a summary: RSS at the end of the first minute, at half time
 # and at the end, and its growth over the second half (a least-squares line through its
 # samples, KiB per minute); the largest and last fd and thread counts; the largest store size
@@ -46,9 +52,14 @@ source "$ROOT/bench/lib.sh"
 use_build "${1:-build}" "soak bench" infertel infertel-loadgen infertel-otlp-bench
 
 DURATION=${BENCH_SOAK_DURATION:-600}
+ENGINE=${BENCH_SOAK_ENGINE:-vllm}
+[[ $ENGINE == vllm || $ENGINE == sglang ]] ||
+  { echo "soak bench: BENCH_SOAK_ENGINE is vllm or sglang, not $ENGINE" >&2; exit 2; }
 RATE=${BENCH_SOAK_RATE:-1500}
+[[ $ENGINE == sglang ]] && RATE=${BENCH_SOAK_RATE:-300}
 STREAMS=${BENCH_SOAK_STREAMS:-0.25}
 SPAN_RATE=${BENCH_SOAK_SPAN_RATE:-2000}
+[[ $ENGINE == sglang ]] && SPAN_RATE=0
 STORE_MB=${BENCH_SOAK_STORE_MB:-32}
 EVERY=${BENCH_SOAK_EVERY:-10}
 TENANTS=${BENCH_SOAK_TENANTS:-0}
@@ -60,6 +71,7 @@ bench_init "soak bench" soak
 agent_compat_flags "$INFERTEL"
 PIN_PROXY=()
 AGENT_ARGS=()
+AGENT_ENGINE=$ENGINE
 
 UP_PORT=$("$LOADGEN" freeport)
 if ((TENANTS > 0)); then
@@ -74,17 +86,29 @@ RECV=$(wait_line "$TMP/agent.log" 'OTLP gRPC receiver listening on ')
 RECV=${RECV##*:}
 
 echo "soak bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
-echo "soak bench: $DURATION s; $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}$( ((TENANTS > 0)) && echo "; $TENANTS tenants, objectives TTFT $INFERTEL_SLO_TTFT_MS ms, e2e $INFERTEL_SLO_E2E_MS ms")"
+echo "soak bench: $DURATION s; engine $ENGINE$([[ $ENGINE == sglang ]] && echo " (the simulator, its own spans)"); $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE synthetic engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}$( ((TENANTS > 0)) && echo "; $TENANTS tenants, objectives TTFT $INFERTEL_SLO_TTFT_MS ms, e2e $INFERTEL_SLO_E2E_MS ms")"
 
-"$LOADGEN" fixed --target "127.0.0.1:$AGENT_PORT" --serve "127.0.0.1:$UP_PORT" \
+SERVE=(--serve "127.0.0.1:$UP_PORT")
+if [[ $ENGINE == sglang ]]; then
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc "$INFERTEL" sim --engine sglang \
+    --listen "127.0.0.1:$UP_PORT" --model-path bench-model --enable-trace --enable-metrics \
+    --otlp-traces-endpoint "http://127.0.0.1:$RECV" --speed "${BENCH_SOAK_SIM_SPEED:-20}" \
+    --max-running-requests 256 >"$TMP/sim.log" 2>&1 &
+  PIDS+=($!)
+  wait_port "$UP_PORT"
+  SERVE=()
+fi
+"$LOADGEN" fixed --target "127.0.0.1:$AGENT_PORT" "${SERVE[@]}" \
   --model bench-model --label soak --warmup 0 --rate "$RATE" --stream-fraction "$STREAMS" \
   --connections 512 --tenants "$TENANTS" \
   --duration "$DURATION" >"$TMP/loadgen.log" 2>&1 &
 LG=$!
 PIDS+=("$LG")
-"$OTB" send --target "127.0.0.1:$RECV" --rate "$SPAN_RATE" --duration "$DURATION" \
-  --threads 1 --retry-ms 1000 >"$TMP/sender.log" 2>&1 &
-PIDS+=($!)
+if ((SPAN_RATE > 0)); then
+  "$OTB" send --target "127.0.0.1:$RECV" --rate "$SPAN_RATE" --duration "$DURATION" \
+    --threads 1 --retry-ms 1000 >"$TMP/sender.log" 2>&1 &
+  PIDS+=($!)
+fi
 
 SAMPLES=$TMP/samples.txt
 : >"$SAMPLES"
@@ -166,7 +190,7 @@ curl -s "http://127.0.0.1:$ADMIN/metrics" >"$TMP/metrics.txt" || true
 
 [[ -s $SAMPLES ]] || bench_die "no sample taken"
 echo "soak bench: loadgen: $(grep '^RESULT' "$TMP/loadgen.log" | tr -s ' ' | cut -c1-240)"
-echo "soak bench: sender: $(grep '^RESULT' "$TMP/sender.log" || echo none)"
+echo "soak bench: sender: $(grep -s '^RESULT' "$TMP/sender.log" || echo none)"
 awk -v c="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v s="$((t1 - t0))" -v r="$RATE" \
   'BEGIN { printf "soak bench: the agent'"'"'s CPU: %.1f s over %d s, %.0f%% of a core; %.0f µs per gateway request, its share of the streams'"'"' events and the engine spans included\n", c / hz, s, 100 * c / hz / s, 1e6 * c / hz / (s * r) }'
 awk -v bound_kib=$((STORE_MB * 1024)) '
