@@ -147,8 +147,12 @@ void OverviewHistory::Record(std::int64_t unix_ms, OverviewReading reading) {
     const double seconds = static_cast<double>(unix_ms - previous_->first) / 1000.0;
     Step step;
     step.unix_ms = unix_ms;
+    step.values.reserve(keys_.size());
     AddKeySteps(&step, seconds, reading);
     AddUpstreamSteps(&step, seconds, reading);
+    // An hour of steps is kept: each holds its values and not a vector's room to grow (up to
+    // as much again), so that the history stays within steps x series x a value (ValueBytes).
+    step.values.shrink_to_fit();
     steps_.push_back(std::move(step));
     while (steps_.size() > max_steps_) steps_.pop_front();
   }
@@ -180,6 +184,13 @@ std::string OverviewHistory::Json(std::int64_t since_unix_ms, int step_seconds) 
   }
   out += "]}";
   return out;
+}
+
+std::size_t OverviewHistory::ValueBytes() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const Step& s : steps_) n += s.values.capacity() * sizeof(Step::Value);
+  return n;
 }
 
 std::uint64_t OverviewHistory::dropped() const {

@@ -75,6 +75,9 @@ class OverviewHistory {
 
   // Values of series beyond max_series, and requests not counted for the same reason.
   std::uint64_t dropped() const;
+  // The memory the steps' values take: at most max_steps x max_series x 16 bytes (22.5 MiB
+  // with the defaults; docs/limits.md).
+  std::size_t ValueBytes() const;
 
  private:
   struct SeriesKey {
@@ -83,8 +86,9 @@ class OverviewHistory {
     auto operator<=>(const SeriesKey&) const = default;
   };
   struct Step {
+    using Value = std::pair<std::uint32_t, double>;  // series id, value
     std::int64_t unix_ms = 0;
-    std::vector<std::pair<std::uint32_t, double>> values;  // series id, value
+    std::vector<Value> values;
   };
   void Add(Step* step, SeriesKey key, std::optional<double> value);  // mu_ held
   void AddKeySteps(Step* step, double seconds, const OverviewReading& now);

@@ -116,5 +116,21 @@ TEST(OverviewHistory, BoundedInStepsAndSeries) {
   EXPECT_EQ(ValuesOf(h.Json(20000, 5), "requests_running", "", "u").size(), 2u);
 }
 
+// The history's memory is what its bound says: steps x series x 16 bytes, not a vector's
+// doubling room on top (a step built value by value would hold 64 slots for 50 values).
+TEST(OverviewHistory, ItsValuesTakeNoMoreThanStepsTimesSeries) {
+  constexpr std::size_t kSteps = 10, kSeries = 50;
+  OverviewHistory h(kSteps, kSeries);
+  for (int i = 0; i < 30; ++i) {
+    OverviewReading r;
+    for (int u = 0; u < 20; ++u)  // 60 series offered, 50 kept
+      r.upstreams["u" + std::to_string(u)] = {.kv_cache_usage = 0.5, .running = 1, .waiting = 2};
+    h.Record(i * 5000, r);
+  }
+  EXPECT_EQ(h.ValueBytes(), kSteps * kSeries * 16);
+  EXPECT_EQ(ValuesOf(h.Json(0, 5), "kv_cache_usage_ratio", "", "u0").size(), kSteps);
+  EXPECT_EQ(h.dropped(), 29u * 10u);  // 10 series past the bound, in each of 29 steps
+}
+
 }  // namespace
 }  // namespace infertel::metrics
