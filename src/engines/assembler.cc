@@ -142,6 +142,10 @@ void AssemblerStats::Register(StatsRegistry* r) const {
          "", &held_for_room);
   r->Add("infertel_assembler_records_evicted", "Join records evicted early by the size bound",
          T::kCounter, "", &records_evicted);
+  r->Add("infertel_assembler_native_requests_evicted",
+         "Requests whose tracing level an engine's table forgot early by its size bound (their "
+         "native spans take the level in force when they arrive)",
+         T::kCounter, "", &native_requests_evicted);
   r->Add("infertel_assembler_waiting_spans", "Engine spans waiting for their exchange", T::kGauge,
          "", &waiting);
   r->Add("infertel_assembler_join_records", "Finished exchanges kept for joining", T::kGauge, "",
@@ -515,7 +519,8 @@ bool Assembler::Saturated(std::size_t coming) const noexcept {
 void Assembler::OnExchangeStarted(const openai::Exchange& ex) noexcept {
   if (Profile(ex.engine).span_join() != SpanJoin::kTraceId || IsZero(ex.trace_id)) return;
   if (NativeEngine* n = NativeOf(ex.engine))
-    n->spans->OnRequestStarted(ex.trace_id, ex.tracing_level, ex.tenant);
+    if (std::size_t evicted = n->spans->OnRequestStarted(ex.trace_id, ex.tracing_level, ex.tenant))
+      stats_.native_requests_evicted.fetch_add(evicted, std::memory_order_relaxed);
 }
 
 void Assembler::OnExchangeFinished(const openai::Exchange& ex) noexcept {

@@ -99,7 +99,10 @@ class NativeSpans {
   virtual bool HasOwnSpan(const otlp_trace::ScopeSpans& scope) const = 0;
   // The gateway saw a request of trace `trace` start, at tracing level `level`, and end.
   // `tenant`: the request's (Exchange::tenant), which its spans inherit; empty: none.
-  virtual void OnRequestStarted(const TraceId& trace, int level, std::string_view tenant) = 0;
+  // Returns how many older requests the engine's bounded table forgot early to make room
+  // (counted: infertel_assembler_native_requests_evicted_total).
+  virtual std::size_t OnRequestStarted(const TraceId& trace, int level,
+                                       std::string_view tenant) = 0;
   virtual void OnRequestFinished(const TraceId& trace) = 0;
   // Processes one scope's spans in place (`level`: the level for traces the gateway did not
   // start).

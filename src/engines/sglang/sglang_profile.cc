@@ -92,8 +92,8 @@ class SglangNativeSpans final : public NativeSpans {
       if (IsUnmistakablySglang(s)) return true;
     return false;
   }
-  void OnRequestStarted(const TraceId& trace, int level, std::string_view tenant) override {
-    tracker_.OnRequestStarted(trace, level, tenant);
+  std::size_t OnRequestStarted(const TraceId& trace, int level, std::string_view tenant) override {
+    return tracker_.OnRequestStarted(trace, level, tenant);
   }
   void OnRequestFinished(const TraceId& trace) override { tracker_.OnRequestFinished(trace); }
   NativeResult Process(google::protobuf::RepeatedPtrField<Span>* spans, int level) override {

@@ -35,7 +35,10 @@ V& Tracker::Table<V>::Put(const std::string& key, V value, Clock::time_point exp
   while ((map.size() > max || order.size() > 4 * max + 16) && !order.empty()) {
     auto& [t, k, g] = order.front();
     auto old = map.find(k);
-    if (old != map.end() && old->second.gen == g && k != key) map.erase(old);
+    if (old != map.end() && old->second.gen == g && k != key) {
+      map.erase(old);
+      ++evicted;  // counted as live: callers purge what has expired first
+    }
     order.pop_front();
   }
   return map[key].value;
@@ -68,12 +71,14 @@ Tracker::Tracker(TrackerOptions options) : options_(options) {
   rooms_.max = options_.max_rooms;
 }
 
-void Tracker::OnRequestStarted(const TraceId& trace, int level, std::string_view tenant,
-                               Clock::time_point now) {
+std::size_t Tracker::OnRequestStarted(const TraceId& trace, int level, std::string_view tenant,
+                                      Clock::time_point now) {
   std::lock_guard lock(mu_);
   levels_.Purge(now);
+  const std::uint64_t before = levels_.evicted;
   levels_.Put(TraceKey(trace), Request{level, std::string(tenant)},
               now + options_.open_request_ttl);
+  return static_cast<std::size_t>(levels_.evicted - before);
 }
 
 void Tracker::OnRequestFinished(const TraceId& trace, Clock::time_point now) {

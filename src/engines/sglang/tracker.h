@@ -56,8 +56,10 @@ class Tracker {
 
   // The gateway saw a request start (level in force then) and end, for trace `trace`.
   // `tenant` (may be empty): the request's, given to its request spans as infertel.tenant.
-  void OnRequestStarted(const TraceId& trace, int level, std::string_view tenant = {},
-                        Clock::time_point now = Clock::now());
+  // Returns how many older requests were forgotten before their time to make room (the bound,
+  // max_requests): their spans then take the level in force when they arrive.
+  std::size_t OnRequestStarted(const TraceId& trace, int level, std::string_view tenant = {},
+                               Clock::time_point now = Clock::now());
   void OnRequestFinished(const TraceId& trace, Clock::time_point now = Clock::now());
   // The level recorded for `trace`, if any.
   std::optional<int> LevelOf(const TraceId& trace, Clock::time_point now = Clock::now());
@@ -100,6 +102,7 @@ class Tracker {
     std::deque<std::tuple<Clock::time_point, std::string, std::uint64_t>> order;
     std::uint64_t next_gen = 0;
     std::size_t max = 0;
+    std::uint64_t evicted = 0;  // live entries removed by the bound
 
     V* Find(const std::string& key, Clock::time_point now);
     V& Put(const std::string& key, V value, Clock::time_point expires);

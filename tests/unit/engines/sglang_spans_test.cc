@@ -366,14 +366,37 @@ TEST(SglangSpans, TablesAreBounded) {
   o.max_requests = 100;
   o.max_rooms = 10;
   Tracker tracker(o);
-  for (int i = 0; i < 1000; ++i) tracker.OnRequestStarted(NewTraceId(), 2);
+  std::size_t evicted = 0;
+  for (int i = 0; i < 1000; ++i) evicted += tracker.OnRequestStarted(NewTraceId(), 2);
   EXPECT_LE(tracker.requests(), 100u);
+  // Every request forgotten to make room is told (the assembler counts them), none twice.
+  EXPECT_EQ(evicted, 900u);
+  EXPECT_EQ(tracker.requests() + evicted, 1000u);
   for (int i = 0; i < 100; ++i) {
     Spans s;
     *s.Add() = PdRequest("prefill", "0x" + std::to_string(i));
     tracker.Process(&s, 3);
   }
   EXPECT_LE(tracker.rooms(), 10u);
+}
+
+// Requests that ended long enough ago leave by their age, which is no eviction.
+TEST(SglangSpans, RequestsThatExpiredAreNotCountedAsEvicted) {
+  TrackerOptions o;
+  o.max_requests = 10;
+  o.open_request_ttl = std::chrono::seconds(5);
+  Tracker tracker(o);
+  const auto t0 = Tracker::Clock::now();
+  std::size_t evicted = 0;
+  for (int i = 0; i < 10; ++i) evicted += tracker.OnRequestStarted(NewTraceId(), 2, {}, t0);
+  EXPECT_EQ(evicted, 0u);
+  // Past their time: the next ten replace them without evicting anything.
+  for (int i = 0; i < 10; ++i)
+    evicted += tracker.OnRequestStarted(NewTraceId(), 2, {}, t0 + std::chrono::seconds(6));
+  EXPECT_EQ(evicted, 0u);
+  EXPECT_EQ(tracker.requests(), 10u);
+  // One more while all ten are live: the oldest goes, and is counted.
+  EXPECT_EQ(tracker.OnRequestStarted(NewTraceId(), 2, {}, t0 + std::chrono::seconds(7)), 1u);
 }
 
 TEST(SglangSpans, MergedResourceIsTheAgentsWithEngineOnlyAttributes) {
@@ -447,6 +470,23 @@ std::shared_ptr<config::ConfigStore> Store(std::map<config::Key, std::string> co
   auto r = config::Resolve([](std::string_view) { return std::optional<std::string>(); }, console);
   EXPECT_TRUE(r.errors.empty());
   return std::make_shared<config::ConfigStore>(std::move(r.settings));
+}
+
+// The SGLang table of request levels holds 200,000 requests (TrackerOptions): past that,
+// requests forgotten early are counted by the assembler, where an operator sees them.
+TEST(SglangAssembler, RequestsForgottenByTheBoundAreCounted) {
+  CollectingSink sink;
+  Assembler a(AssemblerOptions{}, &sink, Store());
+  openai::Exchange ex;
+  ex.engine = SglangEngineId();
+  ex.tracing_level = 2;
+  const std::size_t bound = TrackerOptions{}.max_requests;
+  for (std::size_t i = 0; i < bound + 10; ++i) {
+    const TraceId t = NewTraceId();
+    std::copy(t.begin(), t.end(), ex.trace_id.begin());
+    a.OnExchangeStarted(ex);
+  }
+  EXPECT_EQ(a.stats().native_requests_evicted.load(), 10u);
 }
 
 TEST(SglangAssembler, NativeSpansTakeTheAgentsResourceAndTheExchangesLevel) {

@@ -35,9 +35,10 @@ class ToyNativeSpans final : public engines::NativeSpans {
     return scope.name() == kToyScope;
   }
   bool HasOwnSpan(const otlp_trace::ScopeSpans&) const override { return false; }
-  void OnRequestStarted(const TraceId& trace, int level, std::string_view) override {
+  std::size_t OnRequestStarted(const TraceId& trace, int level, std::string_view) override {
     std::lock_guard lock(mu_);
     levels_[trace] = level;
+    return 0;  // unbounded: a test's few requests
   }
   void OnRequestFinished(const TraceId&) override {}
   engines::NativeResult Process(google::protobuf::RepeatedPtrField<Span>* spans,
