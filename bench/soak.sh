@@ -127,28 +127,24 @@ held_removed() {
 }
 # What an operator with the web UI open does meanwhile: the newest 50 traces, then the first of
 # them whole, through the admin API. Prints "list_code list_ms trace_code trace_ms".
-query_store() {
-  local out list_code list_s id trace_code=0 trace_s=0
-  out=$(curl -s -m 10 -o "$TMP/list.json" -w '%{http_code} %{time_total}' \
-    "http://127.0.0.1:$ADMIN/api/v1/traces?limit=50") || true
-  read -r list_code list_s <<<"${out:-0 0}"
-  id=$(grep -o '"trace_id":"[0-9a-f]*"' "$TMP/list.json" 2>/dev/null | head -1 | cut -d'"' -f4)
-  if [[ -n $id ]]; then
-    out=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{time_total}' \
-      "http://127.0.0.1:$ADMIN/api/v1/traces/$id") || true
-    read -r trace_code trace_s <<<"${out:-0 0}"
-  fi
-  awk -v a="$list_code" -v b="$list_s" -v c="$trace_code" -v d="$trace_s" \
-    'BEGIN { printf "%d %.0f %d %.0f", a, b * 1000, c, d * 1000 }'
-}
-# The web UI's overview page: the agent's series over the last 15 minutes. Prints "code ms".
-query_overview() {
+# timed_get PATH [FILE]: GETs PATH of the admin API, its body into FILE (else dropped); prints
+# "code ms" (0 0 when nothing answered).
+timed_get() {
   local out code s
-  out=$(curl -s -m 10 -o /dev/null -w '%{http_code} %{time_total}' \
-    "http://127.0.0.1:$ADMIN/api/v1/metrics?since=15m") || true
+  out=$(curl -s -m 10 -o "${2:-/dev/null}" -w '%{http_code} %{time_total}' \
+    "http://127.0.0.1:$ADMIN$1") || true
   read -r code s <<<"${out:-0 0}"
   awk -v a="$code" -v b="$s" 'BEGIN { printf "%d %.0f", a, b * 1000 }'
 }
+query_store() {
+  local list id trace="0 0"
+  list=$(timed_get "/api/v1/traces?limit=50" "$TMP/list.json")
+  id=$(grep -o '"trace_id":"[0-9a-f]*"' "$TMP/list.json" 2>/dev/null | head -1 | cut -d'"' -f4)
+  [[ -n $id ]] && trace=$(timed_get "/api/v1/traces/$id")
+  echo -n "$list $trace"
+}
+# The web UI's overview page: the agent's series over the last 15 minutes. Prints "code ms".
+query_overview() { timed_get "/api/v1/metrics?since=15m"; }
 # An operator changing a live switch: where captured content goes, span attributes or span
 # attributes and log events (which the store then writes as log records), turn by turn. Prints
 # the PUT's status code.

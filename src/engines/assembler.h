@@ -63,24 +63,26 @@ struct AssemblerOptions {
 };
 
 struct AssemblerStats {
-  std::atomic<std::uint64_t> engine_spans{0};     // engine request spans seen
-  std::atomic<std::uint64_t> joined{0};           // matched with a gateway exchange
-  std::atomic<std::uint64_t> unmatched{0};        // exported without a match
-  std::atomic<std::uint64_t> passthrough{0};      // spans passed on unchanged
-  std::atomic<std::uint64_t> derived_spans{0};    // phase spans made
-  std::atomic<std::uint64_t> released_early{0};   // sent unmatched: waiting table full
-  std::atomic<std::uint64_t> held_for_room{0};    // released late: the export queue was full
-  std::atomic<std::uint64_t> records_evicted{0};  // records dropped before their TTL (bound)
-  std::atomic<std::uint64_t> native_requests_evicted{0};  // NativeSpans::OnRequestStarted's
-  std::atomic<std::uint64_t> waiting{0};                  // gauge
-  std::atomic<std::uint64_t> records{0};                  // gauge
-  std::atomic<std::uint64_t> plugin_off_dropped{0};       // engine spans of a plugin switched off
-  std::atomic<std::uint64_t> clock_corrected{0};  // joined spans moved to the gateway's clock
+  std::atomic<std::uint64_t> engine_spans{0};        // engine request spans seen
+  std::atomic<std::uint64_t> joined{0};              // matched with a gateway exchange
+  std::atomic<std::uint64_t> unmatched{0};           // exported without a match
+  std::atomic<std::uint64_t> passthrough{0};         // spans passed on unchanged
+  std::atomic<std::uint64_t> derived_spans{0};       // phase spans made
+  std::atomic<std::uint64_t> released_early{0};      // sent unmatched: waiting table full
+  std::atomic<std::uint64_t> held_for_room{0};       // released late: the export queue was full
+  std::atomic<std::uint64_t> records_evicted{0};     // records dropped before their TTL (bound)
+  std::atomic<std::uint64_t> waiting{0};             // gauge
+  std::atomic<std::uint64_t> records{0};             // gauge
+  std::atomic<std::uint64_t> plugin_off_dropped{0};  // engine spans of a plugin switched off
+  std::atomic<std::uint64_t> clock_corrected{0};     // joined spans moved to the gateway's clock
   // Native spans (NativeSpans). Their metrics keep the names they were documented with, after
   // the one engine whose spans came this way then.
   std::atomic<std::uint64_t> sglang_spans{0};          // native spans received
   std::atomic<std::uint64_t> sglang_level_dropped{0};  // dropped: above the request's level
   std::atomic<std::uint64_t> sglang_pd_links{0};       // links added between PD request spans
+  // Requests whose level an engine's table forgot before their time (its bound), as
+  // NativeSpans::OnRequestStarted tells them.
+  std::atomic<std::uint64_t> native_requests_evicted{0};
   // Latency attributes removed by an engine's Normalize (SpanReport), by reason.
   std::atomic<std::uint64_t> latency_not_finite{0};
   std::atomic<std::uint64_t> latency_out_of_range{0};

@@ -37,7 +37,7 @@ V& Tracker::Table<V>::Put(const std::string& key, V value, Clock::time_point exp
     auto old = map.find(k);
     if (old != map.end() && old->second.gen == g && k != key) {
       map.erase(old);
-      ++evicted;  // counted as live: callers purge what has expired first
+      ++evicted;  // live, where the caller purged what had expired first (OnRequestStarted)
     }
     order.pop_front();
   }
