@@ -24,6 +24,7 @@
 #include "app/signals.h"
 #include "app/ui_routes.h"
 #include "console/console_service.h"
+#include "core/cpus.h"
 #include "core/otel_env.h"
 #include "engines/registry.h"
 
@@ -161,6 +162,18 @@ std::unique_ptr<AgentRun> StartAgentFromFlags(const AgentFlags& f, std::string_v
   }
   if (f.export_delay_ms >= 0)
     opts.exports.batch.max_delay = std::chrono::milliseconds(f.export_delay_ms);
+  // With one CPU's worth for the whole agent the store's lane and the gateway take turns on it:
+  // the lane then pauses in proportion to its work (pipeline/pacer.h).
+  if (CpuBudget() <= 1) {
+    opts.exports.batch.pacing = pipeline::PaceRule::kInProportion;
+    if (opts.exports.store_enabled) {
+      std::printf(
+          "%s: one CPU for the agent (its affinity or its cgroup's quota): the store's "
+          "writes pause in proportion to their work, to leave the core to the gateway\n",
+          g_who.c_str());
+      std::fflush(stdout);
+    }
+  }
   const std::string& proto = opts.exports.otlp_protocol;
   if (proto != "grpc" && proto != "http/protobuf" && proto != "http/json") {
     FailAgent(2, fmt::format("--otlp-protocol: expected grpc, http/protobuf or http/json, got '{}'",

@@ -46,8 +46,9 @@ class Exporter {
   virtual void Shutdown() noexcept {}
   // Called once by the lane before its first Export(), with a pacer watching the lane's queue.
   // An exporter whose Export() is long stretches of its own CPU (the store) calls it between
-  // items; one that mostly waits on the network ignores it.
-  virtual void UsePacer(Pacer /*pacer*/) noexcept {}
+  // items and returns true: the lane then paces its own work on each batch too (merging its
+  // parts, freeing them). One that mostly waits on the network ignores it and returns false.
+  virtual bool UsePacer(Pacer /*pacer*/) noexcept { return false; }
   // Items per export for this exporter's lane, given the configured batch size
   // (OTEL_BSP_MAX_EXPORT_BATCH_SIZE). That size bounds a network request; an exporter whose
   // cost per item falls with the batch (the store: one SQLite transaction per export) may ask

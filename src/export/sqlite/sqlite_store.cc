@@ -442,7 +442,10 @@ class StoreExporter final : public pipeline::Exporter<Request> {
   }
 
   void Shutdown() noexcept override { store_.reset(); }
-  void UsePacer(pipeline::Pacer pacer) noexcept override { pacer_ = pacer; }
+  bool UsePacer(pipeline::Pacer pacer) noexcept override {
+    pacer_ = pacer;
+    return true;
+  }
 
  private:
   // The store_health.h hooks before a write: false and *error when the batch is to be dropped

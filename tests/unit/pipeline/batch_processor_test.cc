@@ -377,7 +377,10 @@ class PacedExporter : public TraceExporter {
  public:
   explicit PacedExporter(std::shared_ptr<FakeState> s) : s_(std::move(s)) {}
   std::string_view Name() const noexcept override { return "paced"; }
-  void UsePacer(Pacer pacer) noexcept override { pacer_ = pacer; }
+  bool UsePacer(Pacer pacer) noexcept override {
+    pacer_ = pacer;
+    return true;
+  }
   std::size_t BatchItems(std::size_t configured) const noexcept override {
     return batch_items != 0 ? batch_items : configured;
   }
@@ -390,7 +393,7 @@ class PacedExporter : public TraceExporter {
       s_->cv.wait(l, [&] { return !s_->block; });
     }
     pacer_.Start();
-    std::this_thread::sleep_for(kShortSlice * 2);
+    std::this_thread::sleep_for(std::max<std::chrono::nanoseconds>(kShortSlice, kPacerStretch) * 2);
     const std::uint64_t before = pacer_.pauses();
     pacer_.Between();
     std::lock_guard l(s_->mu);
@@ -449,6 +452,29 @@ TEST(BatchProcessorTest, ALaneWithLargerBatchesStopsPausingOnceAConfiguredBatchW
   ASSERT_EQ(s->batches.size(), 2u);
   EXPECT_EQ(CountSpans(s->batches[0]), 8u);
   EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 1}));
+}
+
+// In proportion (an agent allowed one CPU), the lane lets its exporter pause only while its
+// queue is less than half full: with three batches of 4 queued behind the first against a
+// bound of 16, the first two exports see 12 and 8 waiting (no pause), the last two 4 and none.
+TEST(BatchProcessorTest, InProportionTheExporterMayPauseWhileItsQueueIsLessThanHalfFull) {
+  auto s = std::make_shared<FakeState>();
+  s->block = true;
+  std::vector<std::unique_ptr<TraceExporter>> v;
+  auto owned = std::make_unique<PacedExporter>(s);
+  PacedExporter* exporter = owned.get();
+  v.push_back(std::move(owned));
+  BatchOptions o = Options(4, 0ms);
+  o.max_queue_items = 16;
+  o.pacing = PaceRule::kInProportion;
+  TraceBatchProcessor p(std::move(v), o);
+  p.Submit(MakeRequest(4, "first"));
+  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  for (int i = 0; i < 3; ++i) p.Submit(MakeRequest(4, "behind"));
+  s->Release();
+  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
+  std::lock_guard l(s->mu);
+  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 1, 1}));
 }
 
 // Saturated (the receiver then answers "retry later") from three quarters of the queue bound

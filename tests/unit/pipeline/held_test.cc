@@ -170,6 +170,33 @@ TEST(HeldTest, ASplitPieceKeepsItsSourceAlive) {
   EXPECT_TRUE(source.expired());
 }
 
+// A batch's parts can be let go of a few at a time (a paced lane frees a batch in steps).
+TEST(HeldTest, ReleaseKeptLetsGoOfPartsAFewAtATime) {
+  HeldMerger<TracesRequest> merger;
+  std::vector<std::weak_ptr<Memory>> parts;
+  for (int i = 0; i < 5; ++i) {
+    Held<TracesRequest> part = Received(HeldTestRequest(1, "p" + std::to_string(i), "svc"));
+    parts.push_back(part.memory);
+    merger.Add(part);
+  }
+  Held<TracesRequest> batch = std::move(merger).Finish();
+  auto alive = [&] {
+    int n = 0;
+    for (const auto& p : parts) n += p.expired() ? 0 : 1;
+    return n;
+  };
+  ASSERT_EQ(alive(), 5);
+  // The first part is kept apart from the others (Memory::Keep); the last ones go first.
+  EXPECT_EQ(batch.memory->ReleaseKept(2), 2u);
+  EXPECT_EQ(alive(), 3);
+  EXPECT_TRUE(parts[4].expired());
+  EXPECT_TRUE(parts[3].expired());
+  EXPECT_EQ(batch.memory->ReleaseKept(32), 0u);
+  EXPECT_EQ(alive(), 1);
+  batch = {};
+  EXPECT_EQ(alive(), 0);
+}
+
 TEST(HeldTest, UnlinkLeavesTheElementsToTheirOwner) {
   Held<TracesRequest> h = Received(HeldTestRequest(3, "a", "svc"));
   auto* spans = h.request->mutable_resource_spans(0)->mutable_scope_spans(0)->mutable_spans();

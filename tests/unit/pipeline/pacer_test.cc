@@ -10,6 +10,7 @@ namespace infertel::pipeline {
 namespace {
 
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 TEST(PacerTest, ADefaultPacerNeverPauses) {
   Pacer p;
@@ -44,6 +45,66 @@ TEST(PacerTest, KeepsTheCoreWhileABacklogWaits) {
   for (int i = 0; i < 10; ++i) p.Between();
   EXPECT_EQ(p.pauses(), 0u);
   queued = 0;  // the lane caught up
+  for (int i = 0; i < 10; ++i) p.Between();
+  EXPECT_EQ(p.pauses(), 10u);
+}
+
+TEST(PacerTest, PausesInTurnsUnlessMadeInProportion) {
+  std::atomic<std::uint64_t> queued{0};
+  EXPECT_EQ(Pacer(&queued, 4).rule(), PaceRule::kTurns);
+  EXPECT_EQ(Pacer::InProportion(&queued, 8).rule(), PaceRule::kInProportion);
+}
+
+// In turns a pause is short whatever the work before it: 20 us asked.
+TEST(PacerTest, InTurnsAPauseIsShortWhateverTheWork) {
+  std::atomic<std::uint64_t> queued{0};
+  Pacer p(&queued, 4, 2ms);
+  p.Start();
+  std::this_thread::sleep_for(10ms);  // a stretch of "work"
+  const auto before = Clock::now();
+  p.Between();
+  EXPECT_EQ(p.pauses(), 1u);
+  EXPECT_LT(Clock::now() - before, 10ms);  // in proportion it would be 30 ms
+}
+
+// In proportion the pause is the work since the last one times the ratio: a lane that keeps up
+// works at most 1 / (1 + ratio) of the time.
+TEST(PacerTest, InProportionPausesInProportionToTheWork) {
+  std::atomic<std::uint64_t> queued{0};
+  Pacer p = Pacer::InProportion(&queued, 8, 4ms, 3.0);
+  p.Start();
+  p.Between();  // well inside the first stretch
+  EXPECT_EQ(p.pauses(), 0u);
+  std::this_thread::sleep_for(5ms);
+  const auto before = Clock::now();
+  p.Between();
+  EXPECT_EQ(p.pauses(), 1u);
+  EXPECT_GE(Clock::now() - before, 15ms);  // at least 3 x 5 ms
+}
+
+// Less as the queue fills: a quarter full, half the ratio.
+TEST(PacerTest, InProportionPausesLessAsTheQueueFills) {
+  std::atomic<std::uint64_t> queued{2};
+  Pacer p = Pacer::InProportion(&queued, 8, 4ms, 4.0);
+  const auto start = Clock::now();
+  p.Start();
+  std::this_thread::sleep_for(5ms);
+  const auto before = Clock::now();
+  const auto work = before - start;  // at least the pacer's own measure of it
+  p.Between();
+  const auto paused = Clock::now() - before;
+  EXPECT_EQ(p.pauses(), 1u);
+  EXPECT_GE(paused, 2 * work - 1ms);  // 4 x (1 - 2 x 2/8) = 2 times the work
+  EXPECT_LT(paused, 4 * work) << "not the full ratio's 4 times";
+}
+
+TEST(PacerTest, InProportionKeepsTheCoreOnceTheQueueIsHalfFull) {
+  std::atomic<std::uint64_t> queued{4};  // half of the bound
+  Pacer p = Pacer::InProportion(&queued, 8, 0ns);
+  p.Start();
+  for (int i = 0; i < 10; ++i) p.Between();
+  EXPECT_EQ(p.pauses(), 0u);
+  queued = 3;  // below half
   for (int i = 0; i < 10; ++i) p.Between();
   EXPECT_EQ(p.pauses(), 10u);
 }
