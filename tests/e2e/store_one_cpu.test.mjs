@@ -72,6 +72,59 @@ test('confined to one CPU: said at start-up, and every entry span of a burst is 
   }
 });
 
+// A cgroup with a quota of one CPU's worth (a container's CPU limit), on both CPUs: cgroup v2's
+// cpu.max where the cpu controller is there, v1's cpu.cfs_quota_us otherwise. Null when this
+// machine does not let the test make one (not root, no cpu controller).
+function oneCpuCgroup() {
+  const name = `infertel-e2e-${process.pid}`;
+  const tryMake = (dir, files) => {
+    try {
+      fs.mkdirSync(dir);
+    } catch {
+      return null;
+    }
+    try {
+      for (const [f, text] of files) fs.writeFileSync(path.join(dir, f), text);
+      return dir;
+    } catch {
+      fs.rmdirSync(dir);
+      return null;
+    }
+  };
+  let controllers = '';
+  try { controllers = fs.readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8'); } catch { /* v1 */ }
+  if (controllers.split(/\s+/).includes('cpu')) {
+    try { fs.writeFileSync('/sys/fs/cgroup/cgroup.subtree_control', '+cpu'); } catch { /* already, or not allowed */ }
+    return tryMake(`/sys/fs/cgroup/${name}`, [['cpu.max', '100000 100000']]);
+  }
+  return tryMake(`/sys/fs/cgroup/cpu/${name}`, [['cpu.cfs_period_us', '100000'], ['cpu.cfs_quota_us', '100000']]);
+}
+
+test("a cgroup's quota of one CPU counts as one CPU, whatever the affinity", async (t) => {
+  if (availableParallelism() < 2 || quotaOfOneCpu()) return t.skip('one CPU here: nothing to tell apart');
+  const cg = oneCpuCgroup();
+  if (!cg) return t.skip('cannot make a cgroup with a CPU quota here (needs root and a cpu controller)');
+  try {
+    const wrap = ['sh', '-c', `echo $$ > ${cg}/cgroup.procs && exec "$@"`, 'sh'];
+    const agent = await startAgent({ upstream: sim.url, store: path.join(tmp.dir, 'quota'), wrap });
+    try {
+      assert.equal(pacingLine(agent), LINE);
+      await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'quota' }], max_tokens: 2 });
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    await pollUntil(() => {
+      try {
+        fs.rmdirSync(cg);
+        return true;
+      } catch {
+        return false;  // the agent's exit not yet seen by the cgroup
+      }
+    }, { timeoutMs: 5000, intervalMs: 100 });
+  }
+});
+
 test('on two CPUs, or with no store, nothing is said', async (t) => {
   let agent = await startAgent({ upstream: sim.url, store: false, wrap: ['taskset', '-c', '0'] });
   assert.equal(pacingLine(agent), undefined);
