@@ -116,8 +116,8 @@ const std::array kTable = std::to_array<AgentOption>({
      .more = "a bare number is refused; the variable is in milliseconds"},
     {.flag = "--threads",
      .field = INFERTEL_FIELD(int, threads),
-     .help = "Gateway worker threads; 0: one per CPU the agent may run on (its affinity), at "
-             "most 2",
+     .help = "Gateway worker threads; 0: one per CPU the agent may run on (its affinity, or its "
+             "cgroup's CPU quota when smaller), at most 2",
      .min = 0,
      .max = 256},
     {.flag = "--max-body-bytes",

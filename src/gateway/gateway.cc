@@ -595,7 +595,7 @@ bool Gateway::Start(std::string* error) {
   im.connections = http::ConnectionTable::Make(
       http::ConnectionLimits{.max_connections = std::max<std::size_t>(1, options_.max_connections)},
       std::shared_ptr<http::ConnectionStats>(std::shared_ptr<void>(), &stats_.connections));
-  const int n = GatewayWorkers(options_.threads, AllowedCpuCount());
+  const int n = GatewayWorkers(options_.threads, CpuBudget());
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<Impl::Worker>();
     w->guard.emplace(w->io.get_executor());

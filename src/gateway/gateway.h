@@ -46,7 +46,9 @@ struct UpstreamConfig {
 // By default the gateway runs one worker per CPU it may run on: two workers on one CPU take
 // turns at the scheduler's tick (4 ms at 250 Hz) once the CPU is saturated, and a request on
 // the waiting worker waits that long (docs/performance-history.md, "One gateway worker per
-// CPU, on a quiet machine"). At most two: the engine shares the machine's cores, and two
+// CPU, on a quiet machine"). Under a cgroup CPU quota, one per CPU's worth of it (CpuBudget):
+// a second worker there only spends the quota sooner, and the cgroup is then throttled whole
+// until its next period. At most two: the engine shares the machine's cores, and two
 // served every gateway bench's load.
 inline constexpr int kMaxDefaultWorkers = 2;
 // The workers for `threads`: itself when positive, else one per CPU in `allowed_cpus`, at

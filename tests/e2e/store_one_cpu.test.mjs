@@ -1,5 +1,5 @@
-// End-to-end: an agent allowed one CPU (here `taskset -c 0`; a cgroup's CPU quota counts the
-// same, tests/unit/core/cpus_test.cc) says at start-up that the store's writes pause in
+// End-to-end: an agent allowed one CPU (`taskset -c 0`, or a cgroup's CPU quota of one CPU,
+// which also leaves it one gateway worker) says at start-up that the store's writes pause in
 // proportion to their work (pipeline/pacer.h), and still stores every entry span: the pauses
 // shrink as the lane's queue fills, so they never make it drop. On two CPUs or more, and with
 // no store, nothing is said.
@@ -36,6 +36,18 @@ function quotaOfOneCpu() {
   const q1 = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
   const p1 = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
   return q1 > 0 && p1 > 0 && q1 <= p1;
+}
+
+function gatewayWorkers(pid) {
+  let n = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('gateway-io-')) n += 1;
+    } catch {
+      // a short-lived thread ended between the listing and the read
+    }
+  }
+  return n;
 }
 
 async function counters(agent) {
@@ -109,6 +121,10 @@ test("a cgroup's quota of one CPU counts as one CPU, whatever the affinity", asy
     const agent = await startAgent({ upstream: sim.url, store: path.join(tmp.dir, 'quota'), wrap });
     try {
       assert.equal(pacingLine(agent), LINE);
+      // One gateway worker too: a second would only spend the quota sooner.
+      await pollUntil(() => gatewayWorkers(agent.child.pid) === 1, { timeoutMs: 5000 });
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(gatewayWorkers(agent.child.pid), 1);
       await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'quota' }], max_tokens: 2 });
     } finally {
       await agent.stop();
