@@ -5,8 +5,8 @@
 #
 # Builds nothing: takes the build directory holding `infertel`, `infertel-loadgen` and
 # `infertel-otlp-bench`. One agent (vLLM, store on with --store-max-mb $BENCH_SOAK_STORE_MB,
-# default 32, so that the bound and retention work many times over), not pinned, as beside an
-# engine. For $BENCH_SOAK_DURATION s (600):
+# default 32, so that the bound and retention work many times over), not pinned (unless
+# BENCH_SOAK_AGENT_CPU, below), as beside an engine. For $BENCH_SOAK_DURATION s (600):
 #   - the loadgen (its upstream in the same process) sends $BENCH_SOAK_RATE req/s (1500) of
 #     chat through the gateway, $BENCH_SOAK_STREAMS of them streams (0.25): each an entry span,
 #     a join record, metrics;
@@ -43,6 +43,8 @@
 # against the bound, alone and with the removed files still held; the agent's CPU; the queries' and switch
 # changes' failures and slowest answers; drops (by exporter) and refusals; the gateway's
 # non-zero counters (why a request failed, if one did). BENCH_SOAK_AGENT_ARGS adds agent flags.
+# BENCH_SOAK_AGENT_CPU=N pins the agent alone to core N (`taskset`; the rest stay unpinned): an
+# agent allowed one CPU, whose store writes pause in proportion to their work (pipeline/pacer.h).
 # Every process started is stopped on exit.
 set -euo pipefail
 
@@ -70,6 +72,8 @@ read -r -a EXTRA <<<"${BENCH_SOAK_AGENT_ARGS:-}"
 bench_init "soak bench" soak
 agent_compat_flags "$INFERTEL"
 PIN_PROXY=()
+AGENT_CPU=${BENCH_SOAK_AGENT_CPU:-}
+[[ -z $AGENT_CPU ]] || PIN_PROXY=(taskset -c "$AGENT_CPU")
 AGENT_ARGS=()
 AGENT_ENGINE=$ENGINE
 
@@ -86,7 +90,7 @@ RECV=$(wait_line "$TMP/agent.log" 'OTLP gRPC receiver listening on ')
 RECV=${RECV##*:}
 
 echo "soak bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(load_avg)"
-echo "soak bench: $DURATION s; engine $ENGINE$([[ $ENGINE == sglang ]] && echo " (the simulator, its own spans)"); $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE synthetic engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${EXTRA[*]:+; agent flags: ${EXTRA[*]}}$( ((TENANTS > 0)) && echo "; $TENANTS tenants, objectives TTFT $INFERTEL_SLO_TTFT_MS ms, e2e $INFERTEL_SLO_E2E_MS ms")"
+echo "soak bench: $DURATION s; engine $ENGINE$([[ $ENGINE == sglang ]] && echo " (the simulator, its own spans)"); $RATE req/s through the gateway ($STREAMS streams), $SPAN_RATE synthetic engine spans/s over OTLP gRPC; store bound $STORE_MB MiB${AGENT_CPU:+; the agent pinned to core $AGENT_CPU}${EXTRA[*]:+; agent flags: ${EXTRA[*]}}$( ((TENANTS > 0)) && echo "; $TENANTS tenants, objectives TTFT $INFERTEL_SLO_TTFT_MS ms, e2e $INFERTEL_SLO_E2E_MS ms")"
 
 SERVE=(--serve "127.0.0.1:$UP_PORT")
 if [[ $ENGINE == sglang ]]; then

@@ -17,14 +17,14 @@
 //   saturated core, pausing until a 4,096-row batch waited instead of 512 rows cost about a
 //   tenth of the agent's CPU per request. With a second CPU the lane's long turns mostly run
 //   there, and this is all it needs.
-// - In proportion (an agent allowed one CPU): after each `every` of work a pause of `ratio`
-//   times that work while the queue is empty, less as it fills, none once it is half full. On
-//   one CPU a lane with a backlog of its own batch otherwise takes the core for tick-long turns
-//   until the batch is done, and every request in flight waits each turn ("The pinned tail,
-//   request by request"): in proportion, the lane uses at most 1 / (1 + ratio) of the core
-//   while it keeps up, in turns of `every`. The pinned added p99 fell to 40 %, for 2-3 % more
-//   CPU per request; one that falls behind gets more of the core as its queue grows, and all
-//   of it well before the queue's bound.
+// - In proportion (an agent allowed one CPU): after each `every` a pause of `ratio` times the
+//   CPU the lane used meanwhile (its thread's CPU clock: time it spent preempted is not work)
+//   while its queue is empty, less as the queue fills, none once it holds kPacerBacklog of its
+//   bound. On one CPU a lane with a backlog of its own batch otherwise takes the core for
+//   tick-long turns until the batch is done, and every request in flight waits each turn ("The
+//   pinned tail, request by request"): in proportion, the lane uses at most 1 / (1 + ratio) of
+//   the core while it keeps up, in turns of `every`. One that falls behind gets more of the
+//   core as its queue grows, and all of it well before the queue's bound.
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +43,10 @@ inline constexpr std::chrono::microseconds kPacerStretch{400};
 // In proportion: pause per unit of work with an empty queue, so that a lane keeping up takes at
 // most a quarter of a busy core.
 inline constexpr double kPacerRatio = 3.0;
+// In proportion: the share of the queue's bound from which the lane no longer pauses (the
+// pause shrinks to nothing on the way there). A quarter, the store lane's own batch: at half,
+// a pinned agent's queue settled so high under the soak's bursts that it overflowed.
+inline constexpr double kPacerBacklog = 0.25;
 
 class Pacer {
  public:
@@ -67,7 +71,10 @@ class Pacer {
   }
 
   // Call when a stretch of work starts: it is measured from here.
-  void Start() noexcept { last_ = Clock::now(); }
+  void Start() noexcept {
+    last_ = Clock::now();
+    if (ratio_ > 0) cpu_last_ = ThreadCpuNanos();
+  }
   // Call between items: pauses, by the pacer's rule, when `every` has passed since the last
   // pause or Start(). Costs a clock read otherwise.
   void Between() noexcept;
@@ -80,6 +87,8 @@ class Pacer {
  private:
   // Whether to pause after `worked`, and how long.
   bool PauseAfter(Clock::duration worked, std::chrono::nanoseconds* pause) const noexcept;
+  // The calling thread's CPU time (a system call: read once per stretch, not per item).
+  static std::int64_t ThreadCpuNanos() noexcept;
 
   const std::atomic<std::uint64_t>* queued_ = nullptr;
   std::uint64_t limit_ = 0;  // turns: the backlog; in proportion: the queue's bound
@@ -87,6 +96,7 @@ class Pacer {
   std::chrono::nanoseconds pause_{0};
   double ratio_ = 0;  // in proportion when above 0
   Clock::time_point last_{};
+  std::int64_t cpu_last_ = 0;  // in proportion: the thread's CPU time at the stretch's start
   std::uint64_t pauses_ = 0;
 };
 

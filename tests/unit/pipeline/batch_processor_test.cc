@@ -455,9 +455,9 @@ TEST(BatchProcessorTest, ALaneWithLargerBatchesStopsPausingOnceAConfiguredBatchW
 }
 
 // In proportion (an agent allowed one CPU), the lane lets its exporter pause only while its
-// queue is less than half full: with three batches of 4 queued behind the first against a
-// bound of 16, the first two exports see 12 and 8 waiting (no pause), the last two 4 and none.
-TEST(BatchProcessorTest, InProportionTheExporterMayPauseWhileItsQueueIsLessThanHalfFull) {
+// queue holds less than a quarter of its bound: with three batches of 4 queued behind the
+// first against a bound of 16, the exports see 12, 8 and 4 waiting (no pause), the last none.
+TEST(BatchProcessorTest, InProportionTheExporterMayPauseWhileItsQueueIsBelowAQuarter) {
   auto s = std::make_shared<FakeState>();
   s->block = true;
   std::vector<std::unique_ptr<TraceExporter>> v;
@@ -474,7 +474,7 @@ TEST(BatchProcessorTest, InProportionTheExporterMayPauseWhileItsQueueIsLessThanH
   s->Release();
   ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
   std::lock_guard l(s->mu);
-  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 0, 1}));
 }
 
 // Saturated (the receiver then answers "retry later") from three quarters of the queue bound

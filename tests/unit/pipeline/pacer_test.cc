@@ -1,6 +1,7 @@
 #include "pipeline/pacer.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -67,44 +68,67 @@ TEST(PacerTest, InTurnsAPauseIsShortWhateverTheWork) {
   EXPECT_LT(Clock::now() - before, 10ms);  // in proportion it would be 30 ms
 }
 
-// In proportion the pause is the work since the last one times the ratio: a lane that keeps up
-// works at most 1 / (1 + ratio) of the time.
+// Work: this thread's CPU clock advanced by `d` (a busy loop, however long the machine makes it
+// take).
+void Spin(std::chrono::nanoseconds d) {
+  auto cpu = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  };
+  const auto until = cpu() + d;
+  while (cpu() < until) {
+  }
+}
+
+// In proportion the pause is the CPU used since the last one times the ratio: a lane that keeps
+// up works at most 1 / (1 + ratio) of the time.
 TEST(PacerTest, InProportionPausesInProportionToTheWork) {
   std::atomic<std::uint64_t> queued{0};
-  Pacer p = Pacer::InProportion(&queued, 8, 4ms, 3.0);
+  Pacer p = Pacer::InProportion(&queued, 16, 4ms, 3.0);
   p.Start();
   p.Between();  // well inside the first stretch
   EXPECT_EQ(p.pauses(), 0u);
-  std::this_thread::sleep_for(5ms);
+  Spin(5ms);
   const auto before = Clock::now();
   p.Between();
   EXPECT_EQ(p.pauses(), 1u);
   EXPECT_GE(Clock::now() - before, 15ms);  // at least 3 x 5 ms
 }
 
-// Less as the queue fills: a quarter full, half the ratio.
+// Time the lane spent off the CPU (preempted, or here asleep) is not work: no long pause for it.
+TEST(PacerTest, InProportionTimeOffTheCpuIsNotWork) {
+  std::atomic<std::uint64_t> queued{0};
+  Pacer p = Pacer::InProportion(&queued, 16, 4ms, 3.0);
+  p.Start();
+  std::this_thread::sleep_for(20ms);
+  const auto before = Clock::now();
+  p.Between();
+  EXPECT_EQ(p.pauses(), 1u);
+  EXPECT_LT(Clock::now() - before, 20ms) << "not 3 x the 20 ms asleep";
+}
+
+// Less as the queue fills: an eighth full (half of kPacerBacklog), half the ratio.
 TEST(PacerTest, InProportionPausesLessAsTheQueueFills) {
   std::atomic<std::uint64_t> queued{2};
-  Pacer p = Pacer::InProportion(&queued, 8, 4ms, 4.0);
-  const auto start = Clock::now();
+  Pacer p = Pacer::InProportion(&queued, 16, 4ms, 4.0);
   p.Start();
-  std::this_thread::sleep_for(5ms);
+  Spin(5ms);
   const auto before = Clock::now();
-  const auto work = before - start;  // at least the pacer's own measure of it
   p.Between();
   const auto paused = Clock::now() - before;
   EXPECT_EQ(p.pauses(), 1u);
-  EXPECT_GE(paused, 2 * work - 1ms);  // 4 x (1 - 2 x 2/8) = 2 times the work
-  EXPECT_LT(paused, 4 * work) << "not the full ratio's 4 times";
+  EXPECT_GE(paused, 10ms - 1ms);  // 4 x (1 - (2/16) / (1/4)) = 2 times the 5 ms of work
+  EXPECT_LT(paused, 20ms) << "not the full ratio's 4 times";
 }
 
-TEST(PacerTest, InProportionKeepsTheCoreOnceTheQueueIsHalfFull) {
-  std::atomic<std::uint64_t> queued{4};  // half of the bound
-  Pacer p = Pacer::InProportion(&queued, 8, 0ns);
+TEST(PacerTest, InProportionKeepsTheCoreOnceTheQueueHoldsAQuarterOfItsBound) {
+  std::atomic<std::uint64_t> queued{4};  // a quarter of the bound
+  Pacer p = Pacer::InProportion(&queued, 16, 0ns);
   p.Start();
   for (int i = 0; i < 10; ++i) p.Between();
   EXPECT_EQ(p.pauses(), 0u);
-  queued = 3;  // below half
+  queued = 3;  // below
   for (int i = 0; i < 10; ++i) p.Between();
   EXPECT_EQ(p.pauses(), 10u);
 }
