@@ -3,11 +3,10 @@
 // once it is saturated (docs/performance-history.md), so an agent under `taskset -c 0` must run
 // one. The official openai client gets its answer through each agent.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { after, before, test } from 'node:test';
 
-import { pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { gatewayWorkers, pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
 import { openaiClient } from './lib/util.mjs';
 
 let sim;
@@ -16,18 +15,6 @@ before(async () => {
   sim = await startSim({});
 });
 after(async () => stopAll(...agents, sim));
-
-function gatewayWorkers(pid) {
-  let n = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('gateway-io-')) n += 1;
-    } catch {
-      // a short-lived thread (the engine probe's) ended between the listing and the read
-    }
-  }
-  return n;
-}
 
 // Each worker names itself once it runs, so the count may lag the listening line: wait for
 // `want`, then look again a little later, so that a slow extra worker is still caught.

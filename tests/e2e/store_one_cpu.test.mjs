@@ -9,7 +9,7 @@ import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { after, before, test } from 'node:test';
 
-import { pollUntil, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { gatewayWorkers, pollUntil, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MODEL = 'e2e-one-cpu/model';
@@ -36,18 +36,6 @@ function quotaOfOneCpu() {
   const q1 = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
   const p1 = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
   return q1 > 0 && p1 > 0 && q1 <= p1;
-}
-
-function gatewayWorkers(pid) {
-  let n = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      if (fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('gateway-io-')) n += 1;
-    } catch {
-      // a short-lived thread ended between the listing and the read
-    }
-  }
-  return n;
 }
 
 async function counters(agent) {

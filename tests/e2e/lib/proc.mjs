@@ -312,3 +312,16 @@ export async function pollUntil(fn, { timeoutMs = 5000, intervalMs = 50 } = {}) 
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** The gateway's worker threads in process `pid` (threads named gateway-io-N). */
+export function gatewayWorkers(pid) {
+  let n = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('gateway-io-')) n += 1;
+    } catch {
+      // a short-lived thread (the engine probe's) ended between the listing and the read
+    }
+  }
+  return n;
+}

@@ -409,23 +409,30 @@ class PacedExporter : public TraceExporter {
   Pacer pacer_;
 };
 
-// The lane lets its exporter pause only while less than one batch waits behind the export in
-// progress: with three batches queued behind the first, only the last export may pause.
-TEST(BatchProcessorTest, TheExporterMayPauseOnlyWhileNoBatchWaits) {
+// The pauses each export of a paced lane was allowed, with three batches of 4 queued behind
+// the first.
+std::vector<std::uint64_t> PausesWithThreeBatchesBehind(const BatchOptions& options) {
   auto s = std::make_shared<FakeState>();
   s->block = true;
   std::vector<std::unique_ptr<TraceExporter>> v;
   auto owned = std::make_unique<PacedExporter>(s);
   PacedExporter* exporter = owned.get();
   v.push_back(std::move(owned));
-  TraceBatchProcessor p(std::move(v), Options(4, 0ms));
+  TraceBatchProcessor p(std::move(v), options);
   p.Submit(MakeRequest(4, "first"));
-  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
+  EXPECT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
   for (int i = 0; i < 3; ++i) p.Submit(MakeRequest(4, "behind"));
   s->Release();
-  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
+  EXPECT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
   std::lock_guard l(s->mu);
-  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 0, 1}));
+  return exporter->paused;
+}
+
+// The lane lets its exporter pause only while less than one batch waits behind the export in
+// progress: with three batches queued behind the first, only the last export may pause.
+TEST(BatchProcessorTest, TheExporterMayPauseOnlyWhileNoBatchWaits) {
+  EXPECT_EQ(PausesWithThreeBatchesBehind(Options(4, 0ms)),
+            (std::vector<std::uint64_t>{0, 0, 0, 1}));
 }
 
 // A lane that takes larger batches stops pausing, as any lane, once one configured batch
@@ -455,26 +462,13 @@ TEST(BatchProcessorTest, ALaneWithLargerBatchesStopsPausingOnceAConfiguredBatchW
 }
 
 // In proportion (an agent allowed one CPU), the lane lets its exporter pause only while its
-// queue holds less than a quarter of its bound: with three batches of 4 queued behind the
-// first against a bound of 16, the exports see 12, 8 and 4 waiting (no pause), the last none.
+// queue holds less than a quarter of its bound: against a bound of 32 the exports see 12, 8, 4
+// and none waiting, and the last two pause (in turns only the last would).
 TEST(BatchProcessorTest, InProportionTheExporterMayPauseWhileItsQueueIsBelowAQuarter) {
-  auto s = std::make_shared<FakeState>();
-  s->block = true;
-  std::vector<std::unique_ptr<TraceExporter>> v;
-  auto owned = std::make_unique<PacedExporter>(s);
-  PacedExporter* exporter = owned.get();
-  v.push_back(std::move(owned));
   BatchOptions o = Options(4, 0ms);
-  o.max_queue_items = 16;
+  o.max_queue_items = 32;
   o.pacing = PaceRule::kInProportion;
-  TraceBatchProcessor p(std::move(v), o);
-  p.Submit(MakeRequest(4, "first"));
-  ASSERT_TRUE(s->WaitFor([&] { return s->calls == 1; }));
-  for (int i = 0; i < 3; ++i) p.Submit(MakeRequest(4, "behind"));
-  s->Release();
-  ASSERT_TRUE(s->WaitFor([&] { return s->batches.size() == 4; }));
-  std::lock_guard l(s->mu);
-  EXPECT_EQ(exporter->paused, (std::vector<std::uint64_t>{0, 0, 0, 1}));
+  EXPECT_EQ(PausesWithThreeBatchesBehind(o), (std::vector<std::uint64_t>{0, 0, 1, 1}));
 }
 
 // Saturated (the receiver then answers "retry later") from three quarters of the queue bound
