@@ -1010,6 +1010,9 @@ struct Relay {
   std::string observed_body;
   bool observed_overflow = false;
   bool client_write_failed = false;
+  // A stream's [DONE] went whole into the client's socket: the stream is complete for the
+  // client, whatever happens to the chunked body's last chunk after it.
+  bool done_delivered = false;
   bool body_parsed = false;
   error_code uec;                          // the engine connection's last error
   std::optional<UpstreamFailure> failure;  // the engine failed after its header
@@ -1482,11 +1485,12 @@ Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayBody(Relay& r, Worker* w) {
 // response reached the client, which is still there).
 bool Gateway::Impl::EndExchange(Relay& r, Worker* w, Pooled&& conn) {
   Exchange& ex = r.ex;
-  // Every byte of the response reached the client's socket: a client that closes after the
-  // last chunk (as SDKs do right after [DONE]) has not aborted anything.
-  const bool delivered = !r.uec && !r.client_write_failed;
+  // Every byte of the response reached the client's socket, or a stream's [DONE] did: a client
+  // that closes after it (the openai SDKs stop reading at [DONE], before the chunked body's last
+  // chunk, and the watch then cancels the engine's read) has not aborted anything.
+  const bool delivered = r.done_delivered || (!r.uec && !r.client_write_failed);
   ex.end_mono_ns = MonoNanos();
-  const bool complete = delivered && !r.watch.client_gone;
+  const bool complete = !r.uec && !r.client_write_failed && !r.watch.client_gone;
   if (complete && r.rp.keep_alive()) {
     Release(r.ui, w, std::move(conn));
   } else {
@@ -1495,7 +1499,8 @@ bool Gateway::Impl::EndExchange(Relay& r, Worker* w, Pooled&& conn) {
     r.up.stream.close(cec);
   }
   // The engine's failure is the cause even when telling the client about it failed too.
-  const bool aborted = !r.failure && (r.client_write_failed || (r.watch.client_gone && !delivered));
+  const bool aborted = !r.failure && !r.done_delivered &&
+                       (r.client_write_failed || (r.watch.client_gone && !delivered));
   if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   if (r.observe) {
     SettleExchange(r.ui, ex, r.observed_body, r.stream_opts.capture, r.body_parsed,
@@ -1594,6 +1599,7 @@ Task<Gateway::Impl::RelayEnd> Gateway::Impl::RelayPieces(Relay& r, Worker* w) {
       const std::string_view bytes(buf, n);
       if (r.modify) {
         if (!StreamPiece(r, relay, observer, bytes, &scratch, out)) co_await out.Rest();
+        r.done_delivered = observer.saw_done() && !r.client_write_failed;
       } else if (r.hold_body) {
         if (!Hold(r, bytes)) co_await Spill(r, out, bytes);
       } else {

@@ -360,6 +360,46 @@ TEST_F(GatewayIoTest, StreamCutByTheEngineEndsWithAnSseErrorEventAndDone) {
   EXPECT_EQ(gateway_->stats().client_aborts.load(), 0u);
 }
 
+// The openai SDKs stop reading at [DONE] and close the connection, before the chunked body's
+// last chunk. The stream was complete for them: the exchange is not an aborted one, even when
+// the gateway sees the close while it still waits for the engine's last chunk (here the engine
+// sends it only after the client has gone; a race once, which the e2e tests lost now and then).
+TEST_F(GatewayIoTest, AClientThatClosesRightAfterDoneHasNotAborted) {
+  std::atomic<bool> client_closed{false};
+  RawEngine engine([&](tcp::socket& s) {
+    beast::flat_buffer buf;
+    ReadRequest(s, buf);
+    WriteAll(s, kSseHeader);
+    WriteAll(s, SseChunk(kDeltaEvent));
+    WriteAll(s, SseChunk(kFinalEvent));
+    WriteAll(s, SseChunk("data: [DONE]\n\n"));
+    for (int i = 0; i < 200 && !client_closed; ++i) std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(50ms);  // the gateway sees the close first
+    WriteAll(s, "0\r\n\r\n");
+    WaitForClose(s);
+  });
+  StartGateway(engine.port());
+  {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    WriteAll(s, RawRequest(kStreamRequest));
+    std::string got;
+    char chunk[4096];
+    boost::system::error_code ec;
+    while (!ec && got.find("data: [DONE]") == std::string::npos)
+      got.append(chunk, s.read_some(asio::buffer(chunk), ec));
+    ASSERT_FALSE(ec) << ec.message();
+    s.close();
+    client_closed = true;
+  }
+  openai::Exchange ex = recorder_.WaitOne();
+  EXPECT_EQ(ex.outcome, openai::Outcome::kOk) << ex.error_type;
+  EXPECT_EQ(ex.stream_deltas, 2);
+  EXPECT_EQ(ex.response.finish_reasons, std::vector<std::string>{"stop"});
+  EXPECT_EQ(gateway_->stats().client_aborts.load(), 0u);
+}
+
 // Inter-token figures are summed as the deltas arrive: a stream of 100,001 deltas whose last
 // comes after a pause gives the exact decode time and time per output token (they were once
 // taken from the first 4,096 deltas' times).
