@@ -32,13 +32,28 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
+// Whether a v1 hierarchy's comma-separated controllers ("cpu,cpuacct") include cpu.
+bool ListsCpu(std::string_view controllers) {
+  while (!controllers.empty()) {
+    const auto comma = controllers.find(',');
+    if (controllers.substr(0, comma) == "cpu") return true;
+    controllers.remove_prefix(comma == controllers.npos ? controllers.size() : comma + 1);
+  }
+  return false;
+}
+
+// `*smallest` lowered to quota `q` (0 in either: none).
+void KeepSmallest(int* smallest, int q) {
+  if (q > 0) *smallest = *smallest == 0 ? q : std::min(*smallest, q);
+}
+
 // The smallest quota `read(directory)` finds from cgroup `path` under `mount` up to the
 // hierarchy's top: a parent's quota bounds its children.
 template <typename Read>
 int SmallestUpwards(const std::string& mount, std::string path, Read read) {
   int smallest = 0;
   for (;;) {
-    if (int q = read(mount + path); q > 0) smallest = smallest == 0 ? q : std::min(smallest, q);
+    KeepSmallest(&smallest, read(mount + path));
     if (path.empty()) return smallest;
     path.resize(path.find_last_of('/'));
   }
@@ -70,9 +85,6 @@ int CpusOfCfsQuota(std::string_view quota_us, std::string_view period_us) noexce
 
 int CgroupCpuQuota(std::string_view proc_self_cgroup, const std::string& root) {
   int smallest = 0;
-  auto keep = [&](int q) {
-    if (q > 0) smallest = smallest == 0 ? q : std::min(smallest, q);
-  };
   while (!proc_self_cgroup.empty()) {
     const auto eol = proc_self_cgroup.find('\n');
     std::string_view line = proc_self_cgroup.substr(0, eol);
@@ -86,22 +98,19 @@ int CgroupCpuQuota(std::string_view proc_self_cgroup, const std::string& root) {
     if (path.empty() || path.front() != '/') continue;
     if (path.back() == '/') path.pop_back();
     if (controllers.empty()) {  // v2
-      keep(SmallestUpwards(
-          root, path, [](const std::string& d) { return CpusOfCpuMax(Slurp(d + "/cpu.max")); }));
+      KeepSmallest(&smallest, SmallestUpwards(root, path, [](const std::string& d) {
+        return CpusOfCpuMax(Slurp(d + "/cpu.max"));
+      }));
       continue;
     }
-    std::string_view rest = controllers;
-    bool cpu = false;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      cpu = cpu || rest.substr(0, comma) == "cpu";
-      rest.remove_prefix(comma == rest.npos ? rest.size() : comma + 1);
-    }
-    if (!cpu) continue;
-    for (const std::string& mount : {root + "/cpu", root + "/" + std::string(controllers)})
-      keep(SmallestUpwards(mount, path, [](const std::string& d) {
-        return CpusOfCfsQuota(Slurp(d + "/cpu.cfs_quota_us"), Slurp(d + "/cpu.cfs_period_us"));
-      }));
+    if (!ListsCpu(controllers)) continue;
+    // Mounted as cpu/ or under the controllers' joint name (cpu,cpuacct/), often both.
+    auto cfs = [](const std::string& d) {
+      return CpusOfCfsQuota(Slurp(d + "/cpu.cfs_quota_us"), Slurp(d + "/cpu.cfs_period_us"));
+    };
+    KeepSmallest(&smallest, SmallestUpwards(root + "/cpu", path, cfs));
+    if (controllers != "cpu")
+      KeepSmallest(&smallest, SmallestUpwards(root + "/" + std::string(controllers), path, cfs));
   }
   return smallest;
 }

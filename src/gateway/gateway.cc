@@ -1499,8 +1499,7 @@ bool Gateway::Impl::EndExchange(Relay& r, Worker* w, Pooled&& conn) {
     r.up.stream.close(cec);
   }
   // The engine's failure is the cause even when telling the client about it failed too.
-  const bool aborted = !r.failure && !r.done_delivered &&
-                       (r.client_write_failed || (r.watch.client_gone && !delivered));
+  const bool aborted = !r.failure && !delivered && (r.client_write_failed || r.watch.client_gone);
   if (aborted) stats().client_aborts.fetch_add(1, std::memory_order_relaxed);
   if (r.observe) {
     SettleExchange(r.ui, ex, r.observed_body, r.stream_opts.capture, r.body_parsed,

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { after, before, test } from 'node:test';
 
-import { gatewayWorkers, pollUntil, startAgent, startSim, stopAll } from './lib/proc.mjs';
+import { settledGatewayWorkers, startAgent, startSim, stopAll } from './lib/proc.mjs';
 import { openaiClient } from './lib/util.mjs';
 
 let sim;
@@ -16,12 +16,8 @@ before(async () => {
 });
 after(async () => stopAll(...agents, sim));
 
-// Each worker names itself once it runs, so the count may lag the listening line: wait for
-// `want`, then look again a little later, so that a slow extra worker is still caught.
 async function assertWorkers(agent, want) {
-  await pollUntil(() => gatewayWorkers(agent.child.pid) === want, { timeoutMs: 5000 });
-  await new Promise((r) => setTimeout(r, 300));
-  assert.equal(gatewayWorkers(agent.child.pid), want);
+  assert.equal(await settledGatewayWorkers(agent.child.pid, want), want);
 }
 
 async function answers(agent) {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { after, before, test } from 'node:test';
 
-import { gatewayWorkers, pollUntil, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
+import { pollUntil, settledGatewayWorkers, startAgent, startSim, stopAll, tempDir } from './lib/proc.mjs';
 import { get, metricSum, openaiClient, parsePrometheus } from './lib/util.mjs';
 
 const MODEL = 'e2e-one-cpu/model';
@@ -110,9 +110,7 @@ test("a cgroup's quota of one CPU counts as one CPU, whatever the affinity", asy
     try {
       assert.equal(pacingLine(agent), LINE);
       // One gateway worker too: a second would only spend the quota sooner.
-      await pollUntil(() => gatewayWorkers(agent.child.pid) === 1, { timeoutMs: 5000 });
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(gatewayWorkers(agent.child.pid), 1);
+      assert.equal(await settledGatewayWorkers(agent.child.pid, 1), 1);
       await openaiClient(agent.url).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'quota' }], max_tokens: 2 });
     } finally {
       await agent.stop();

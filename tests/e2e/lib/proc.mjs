@@ -325,3 +325,14 @@ export function gatewayWorkers(pid) {
   }
   return n;
 }
+
+/**
+ * The gateway's worker count once it settles on `want`: each worker names itself once it runs,
+ * so the count may lag the listening line; it waits for `want` (bounded), then looks again a
+ * little later, so that a slow extra worker is still counted.
+ */
+export async function settledGatewayWorkers(pid, want) {
+  await pollUntil(() => gatewayWorkers(pid) === want, { timeoutMs: 5000 });
+  await new Promise((r) => setTimeout(r, 300));
+  return gatewayWorkers(pid);
+}
